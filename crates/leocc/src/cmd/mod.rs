@@ -1,0 +1,2 @@
+//! One module per subcommand; each parses its arguments and calls into a library crate.
+pub mod trace;

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what leocc needs on a Debian/Ubuntu machine, idempotently and quietly when all is present.
+# Safe to run again and again: it only calls apt when a package is missing.
+set -euo pipefail
+
+APT_PACKAGES=(
+  clang llvm            # core/ compiled to BPF and host; llvm-strip for BPF objects
+  libelf-dev zlib1g-dev pkg-config make  # libbpf-rs vendors libbpf, which needs libelf and zlib
+  bpftool               # vmlinux.h from /sys/kernel/btf/vmlinux, and for users to inspect programs
+  iperf3 iproute2 iputils-ping  # traffic and namespaces for the emulator
+  chromium              # headless screenshots of the HTML report in tests
+)
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+  [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
+fi
+command -v cargo >/dev/null 2>&1 || {
+  echo "setup: cargo not found; install Rust with rustup (https://rustup.rs) and run again" >&2
+  exit 1
+}

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Runs every test: C unit tests of core/, then the Rust workspace (unit, integration and
+# root-only namespace tests, which skip with a message when not root).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/setup.sh
+export PATH="$HOME/.cargo/bin:$PATH"
+if [ -f core/Makefile ]; then
+  echo "== core/ (C unit and scenario tests, BPF build test)"
+  make -s -C core test
+fi
+echo "== cargo test"
+cargo test --workspace --release --locked -q 2>&1
