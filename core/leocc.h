@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * LeoCC core: the congestion control of "LeoCC" (shared/seeds/000_..., section 4) as pure,
+ * integer-only C. One source for the kernel (BPF struct_ops, which includes leocc.c with
+ * LEOCC_BPF defined), the simulator and QUIC (host library through crates/leocc-core-sys).
+ *
+ * Units, everywhere: times in microseconds (u64 absolute, u32 durations), rates in bytes per
+ * second, windows in packets, gains in LEOCC_UNIT fixed point (1024 = 1.0). All per-flow state
+ * lives in struct leocc_state; the core has no globals, no allocation, no floating point.
+ *
+ * Calling convention (one flow):
+ *   leocc_default_params(&p);            edit p if wanted
+ *   leocc_init(&s, &p, now_us);          once per flow (params are copied into the state)
+ *   leocc_on_ack(&s, &sample, &out);     on every ACK that carries a rate sample; apply out
+ *   leocc_on_reconfig(&s, &event);       whenever the detector reports a reconfiguration;
+ *                                        duplicates (same or older seq) are ignored, so it is
+ *                                        fine to call it on every ACK with the latest event
+ *   leocc_on_path(&s, now_us, rtt_us);   whenever a terminal-PoP RTT probe result is known
+ *   leocc_view(&s, &view);               read-only snapshot for logs and plots
+ * All times passed in must come from the same clock (e.g. CLOCK_MONOTONIC in microseconds).
+ *
+ * See docs/algorithm.md for the model, every parameter and what differs from the authors'
+ * kernel module.
+ */
+#ifndef LEOCC_H
+#define LEOCC_H
+
+#include "leocc_types.h"
+
+/* Fixed-point unit of every gain and coefficient: 1024 = 1.0. */
+#define LEOCC_UNIT 1024u
+
+/* Number of RTT histogram bins of the middle-pass filter (each params.mpf_bin_us wide). */
+#define LEOCC_MPF_BINS 48
+
+/* Modes of the state machine (leocc_view.mode). Paper Fig. 9 plus BBR's Drain. */
+#define LEOCC_MODE_STARTUP 0u /* exponential search for the bottleneck bandwidth */
+#define LEOCC_MODE_DRAIN 1u   /* drain the queue Startup built */
+#define LEOCC_MODE_CRUISE 2u  /* Dynamic Cruise (section 4.2.1) */
+#define LEOCC_MODE_RECONF 3u  /* Reconfiguration Adaptation (section 4.2.2) */
+
+/* What leocc_on_reconfig did with an event (its return value). */
+#define LEOCC_RCF_IGNORED 0u  /* duplicate, out of order or stale event */
+#define LEOCC_RCF_ADAPT 1u    /* windows cut, Reconfiguration Adaptation entered */
+#define LEOCC_RCF_SKIPPED 2u  /* terrestrial bottleneck (section 4.3): adaptation skipped */
+#define LEOCC_RCF_CUT_ONLY 3u /* windows cut, no adaptation (still in Startup) */
+
+/* Tunables. leocc_default_params() fills the values documented in docs/algorithm.md. */
+struct leocc_params {
+	leocc_u32 startup_gain;        /* LEOCC_UNIT; pacing gain in Startup (2.885) */
+	leocc_u32 drain_gain;          /* LEOCC_UNIT; pacing gain in Drain (1/2.885) */
+	leocc_u32 cwnd_gain;           /* LEOCC_UNIT; cwnd = cwnd_gain x BDP + headroom (2) */
+	leocc_u32 bco;                 /* LEOCC_UNIT; burst coefficient (1.25) */
+	leocc_u32 dco;                 /* LEOCC_UNIT; drain coefficient (0.75) */
+	leocc_u32 bco_congested;       /* LEOCC_UNIT; burst coefficient when congested (1.05) */
+	leocc_u32 ra_inflight_gain;    /* LEOCC_UNIT; RA inflight cap x bBW_m x bRTT_l (0.5) */
+	leocc_u32 cycle_len;           /* phases (about one bRTT_l each) per cruise cycle (8) */
+	leocc_u32 bw_win_rounds;       /* round trips of the bBW_a max filter (cycle_len + 2) */
+	leocc_u32 rtt_win_us;          /* W_RT, window of the RTT range filters */
+	leocc_u32 delta_rtt_us;        /* Delta_RTT of eq. 4 */
+	leocc_u32 mpf_bin_us;          /* width of one middle-pass filter histogram bin */
+	leocc_u32 mpf_band_share_pct;  /* % of window samples for a bin to count as a band */
+	leocc_u32 kal_q;               /* Kalman process variance (dimensionless, 4) */
+	leocc_u32 kal_r;               /* Kalman measurement variance (dimensionless, 4) */
+	leocc_u32 kal_p0;              /* Kalman initial covariance (dimensionless, 25) */
+	leocc_u32 full_bw_growth_pct;  /* Startup ends when bw grows less than this per round */
+	leocc_u32 full_bw_rounds;      /* ... for this many rounds in a row */
+	leocc_u32 ra_min_rtt_samples;  /* fresh RTT samples before the RA drain may end */
+	leocc_u32 ra_max_drain_us;     /* upper bound on the RA drain step */
+	leocc_u32 ra_probe_max_rounds; /* upper bound on RA bandwidth-probe rounds */
+	leocc_u32 drain_phase_max_rounds; /* cruise drain phase may extend up to this many bRTT_l */
+	leocc_u32 nonsat_spike_us;     /* RTT_non-sat rise over its window minimum = spike */
+	leocc_u32 path_stale_us;       /* terminal-PoP RTT older than this is ignored */
+	leocc_u32 rcf_max_age_us;      /* events older than this when delivered are ignored */
+	leocc_u32 init_cwnd;           /* packets; initial window (10) */
+	leocc_u32 min_cwnd;            /* packets; floor of every cwnd (4) */
+	leocc_u32 cwnd_headroom;       /* packets added to cwnd_gain x BDP (3) */
+	leocc_u32 default_rtt_us;      /* RTT assumed before the first sample (1000) */
+};
+
+/* What Linux gives a congestion control on an ACK (struct rate_sample plus tcp_sock). */
+struct leocc_ack_sample {
+	leocc_u64 now_us;          /* time of this ACK */
+	leocc_u64 delivered_total; /* tp->delivered: packets delivered over the flow's life */
+	leocc_u64 lost_total;      /* tp->lost: packets marked lost over the flow's life */
+	leocc_u64 interval_us;     /* rs->interval_us; 0 if this ACK has no rate sample */
+	leocc_u32 delivered;       /* rs->delivered: packets delivered over interval_us */
+	leocc_u32 rtt_us;          /* rs->rtt_us; 0 if none */
+	leocc_u32 acked_sacked;    /* rs->acked_sacked: packets newly (s)acked by this ACK */
+	leocc_u32 losses;          /* rs->losses: packets newly marked lost by this ACK */
+	leocc_u32 prior_in_flight; /* rs->prior_in_flight, packets */
+	leocc_u32 in_flight;       /* tcp_packets_in_flight() after this ACK, packets */
+	leocc_u32 app_limited;     /* rs->is_app_limited (0 or 1) */
+	leocc_u32 mss;             /* bytes per packet (tp->mss_cache) */
+	leocc_u32 ca_state;        /* icsk_ca_state: 0 Open, 1 Disorder, 2 CWR, 3 Recovery, 4 Loss */
+	leocc_u32 _pad;            /* keep the layout identical on every ABI */
+};
+
+/* What the congestion control asks for after an ACK. */
+struct leocc_output {
+	leocc_u64 pacing_rate; /* bytes per second */
+	leocc_u32 cwnd;        /* packets */
+	leocc_u32 _pad;
+};
+
+/* One reconfiguration reported by the detector. */
+struct leocc_reconfig_event {
+	leocc_u64 time_us; /* when it happened (same clock as leocc_ack_sample.now_us) */
+	leocc_u64 seq;     /* detector's counter, strictly increasing; 0 is never a valid event */
+};
+
+/* Read-only snapshot of the model, for logs and plots. */
+struct leocc_view {
+	leocc_u32 mode;               /* LEOCC_MODE_* */
+	leocc_u32 congested;          /* eq. 4: bRTT_latest >= bRTT_h + Delta_RTT */
+	leocc_u64 bbw_a;              /* bytes/s, aggressive estimate (max filter) */
+	leocc_u64 bbw_m;              /* bytes/s, moderate estimate (Kalman) */
+	leocc_u64 target_rate;        /* bytes/s, rate_target of eq. 4 */
+	leocc_u64 pacing_rate;        /* bytes/s, last output */
+	leocc_u32 cwnd;               /* packets, last output */
+	leocc_u32 brtt_l;             /* us, lower end of the base RTT range */
+	leocc_u32 brtt_h;             /* us, upper end of the base RTT range */
+	leocc_u32 brtt_latest;        /* us, Kalman-filtered latest RTT */
+	leocc_u32 rtt_nonsat;         /* us, bRTT_latest - RTT_term-PoP (0 if unknown) */
+	leocc_u32 terrestrial_bottleneck; /* section 4.3 verdict (1 = terrestrial) */
+	leocc_u32 cycle_phase;        /* 0 .. cycle_len-1 in cruise */
+	leocc_u32 _pad;
+	leocc_u64 last_reconfig_us;   /* time of the last accepted or skipped event, 0 if none */
+	leocc_u64 reconfigs;          /* events that cut the windows */
+	leocc_u64 reconfigs_skipped;  /* events skipped because the bottleneck was terrestrial */
+	leocc_u64 rounds;             /* round trips counted so far */
+};
+
+/* Internal filter states. Part of the ABI only through sizeof(struct leocc_state). */
+struct leocc_maxfilt {            /* windowed running max over round trips (3 candidates) */
+	leocc_u64 v[3];
+	leocc_u32 round[3];
+	leocc_u32 _pad;
+};
+
+struct leocc_kalman {             /* scalar Kalman filter, random-walk model */
+	leocc_u64 x;                  /* estimate (units of the measured quantity) */
+	leocc_u32 p;                  /* error covariance, x256 */
+	leocc_u32 valid;
+};
+
+struct leocc_mpf_half {           /* one half of the middle-pass filter window */
+	leocc_u16 count[LEOCC_MPF_BINS];
+	leocc_u32 total;              /* samples in this half, bins and overflow */
+	leocc_u32 min_rtt_us;         /* raw minimum of this half (0 = none) */
+	leocc_u32 nonsat_min_us;      /* minimum RTT_non-sat seen in this half (0 = none) */
+	leocc_u32 nonsat_valid;
+};
+
+struct leocc_mpf {                /* RTT-band histogram over the last W_RT/2..W_RT */
+	struct leocc_mpf_half half[2];
+	leocc_u64 cur_start_us;       /* when the current half began */
+	leocc_u32 base_us;            /* RTT at the lower edge of bin 0 (0 = empty) */
+	leocc_u32 cur;                /* index of the current half */
+};
+
+/*
+ * Per-flow state. Fits in BPF sk_storage; sizeof(struct leocc_state) is 608 bytes on x86-64
+ * and BPF (checked by core/tests). Treat every field as private.
+ */
+struct leocc_state {
+	struct leocc_params p;
+	struct leocc_maxfilt bw_max;  /* bBW_a */
+	struct leocc_kalman bw_kal;   /* bBW_m */
+	struct leocc_kalman rtt_kal;  /* bRTT_latest */
+	struct leocc_mpf mpf;         /* bRTT_l, bRTT_h */
+	leocc_u64 window_start_us;    /* samples measured before this are dropped */
+	leocc_u64 last_rcf_us;        /* last event seen (accepted or skipped) */
+	leocc_u64 last_rcf_seq;
+	leocc_u64 reconfigs;
+	leocc_u64 reconfigs_skipped;
+	leocc_u64 next_round_delivered; /* round trip ends when prior_delivered reaches this */
+	leocc_u64 mode_start_us;      /* entry into the current mode or RA step */
+	leocc_u64 phase_start_us;     /* entry into the current cruise phase */
+	leocc_u64 path_us;            /* time of the last terminal-PoP RTT */
+	leocc_u64 target_rate;        /* bytes/s */
+	leocc_u64 rate_saved;         /* rate*_target saved on entry into RA */
+	leocc_u64 full_bw;            /* Startup/RA probe: best bw at the last growth check */
+	leocc_u64 round_max_bw;       /* RA: max fresh delivery rate of this step */
+	leocc_u64 pacing_rate;        /* last output, bytes/s */
+	leocc_u32 round;
+	leocc_u32 mode;
+	leocc_u32 ra_step;            /* 0: capped drain, 1: bandwidth probe */
+	leocc_u32 ra_fresh_rtts;      /* RTT samples taken after the event */
+	leocc_u32 full_bw_cnt;
+	leocc_u32 cycle_phase;
+	leocc_u32 congested;
+	leocc_u32 terrestrial;
+	leocc_u32 path_rtt_us;        /* last terminal-PoP RTT */
+	leocc_u32 brtt_l;
+	leocc_u32 brtt_h;
+	leocc_u32 cwnd;
+	leocc_u32 mss;
+	leocc_u32 round_started;      /* this ACK started a new round */
+	leocc_u32 _pad[2];
+};
+
+LEOCC_API void leocc_default_params(struct leocc_params *params);
+LEOCC_API void leocc_init(struct leocc_state *s, const struct leocc_params *params,
+			  leocc_u64 now_us);
+LEOCC_API void leocc_on_ack(struct leocc_state *s, const struct leocc_ack_sample *a,
+			    struct leocc_output *out);
+LEOCC_API leocc_u32 leocc_on_reconfig(struct leocc_state *s,
+				      const struct leocc_reconfig_event *e);
+LEOCC_API void leocc_on_path(struct leocc_state *s, leocc_u64 now_us,
+			     leocc_u32 term_pop_rtt_us);
+LEOCC_API void leocc_view(const struct leocc_state *s, struct leocc_view *v);
+/* sizeof(struct leocc_state), for FFI callers that allocate it as opaque bytes. */
+LEOCC_API leocc_u32 leocc_state_size(void);
+
+#endif /* LEOCC_H */
