@@ -54,6 +54,7 @@ struct leocc_params {
 	leocc_u32 dco;                 /* LEOCC_UNIT; drain coefficient (0.75) */
 	leocc_u32 bco_congested;       /* LEOCC_UNIT; burst coefficient when congested (1.05) */
 	leocc_u32 ra_inflight_gain;    /* LEOCC_UNIT; RA inflight cap x bBW_m x bRTT_l (0.5) */
+	leocc_u32 ra_probe_gain;       /* LEOCC_UNIT; pacing gain of the RA bandwidth probe (1.5) */
 	leocc_u32 cycle_len;           /* phases (about one bRTT_l each) per cruise cycle (8) */
 	leocc_u32 bw_win_rounds;       /* round trips of the bBW_a max filter (cycle_len + 2) */
 	leocc_u32 rtt_win_us;          /* W_RT, window of the RTT range filters */
@@ -155,12 +156,12 @@ struct leocc_mpf_half {           /* one half of the middle-pass filter window *
 struct leocc_mpf {                /* RTT-band histogram over the last W_RT/2..W_RT */
 	struct leocc_mpf_half half[2];
 	leocc_u64 cur_start_us;       /* when the current half began */
-	leocc_u32 base_us;            /* RTT at the lower edge of bin 0 (0 = empty) */
+	leocc_u32 base_us;            /* RTT at the lower edge of bin 0 */
 	leocc_u32 cur;                /* index of the current half */
 };
 
 /*
- * Per-flow state. Fits in BPF sk_storage; sizeof(struct leocc_state) is 608 bytes on x86-64
+ * Per-flow state. Fits in BPF sk_storage; sizeof(struct leocc_state) is 640 bytes on x86-64
  * and BPF (checked by core/tests). Treat every field as private.
  */
 struct leocc_state {
@@ -168,7 +169,8 @@ struct leocc_state {
 	struct leocc_maxfilt bw_max;  /* bBW_a */
 	struct leocc_kalman bw_kal;   /* bBW_m */
 	struct leocc_kalman rtt_kal;  /* bRTT_latest */
-	struct leocc_mpf mpf;         /* bRTT_l, bRTT_h */
+	struct leocc_mpf mpf;         /* bRTT_l, bRTT_h, RTT_non-sat minimum */
+	leocc_u64 last_now_us;        /* latest ACK time seen */
 	leocc_u64 window_start_us;    /* samples measured before this are dropped */
 	leocc_u64 last_rcf_us;        /* last event seen (accepted or skipped) */
 	leocc_u64 last_rcf_seq;
@@ -178,26 +180,31 @@ struct leocc_state {
 	leocc_u64 mode_start_us;      /* entry into the current mode or RA step */
 	leocc_u64 phase_start_us;     /* entry into the current cruise phase */
 	leocc_u64 path_us;            /* time of the last terminal-PoP RTT */
-	leocc_u64 target_rate;        /* bytes/s */
-	leocc_u64 rate_saved;         /* rate*_target saved on entry into RA */
-	leocc_u64 full_bw;            /* Startup/RA probe: best bw at the last growth check */
-	leocc_u64 round_max_bw;       /* RA: max fresh delivery rate of this step */
+	leocc_u64 target_rate;        /* bytes/s, eq. 4 */
 	leocc_u64 pacing_rate;        /* last output, bytes/s */
-	leocc_u32 round;
-	leocc_u32 mode;
+	leocc_u64 full_bw;            /* Startup/RA probe: bw at the last growth check */
+	leocc_u64 round_bw;           /* largest fresh delivery rate of the current round */
+	leocc_u64 rate_saved;         /* rate*_target saved on entry into RA */
+	leocc_u64 ra_cap_bytes;       /* RA inflight cap, 0.5 x bBW_m x bRTT_l */
+	leocc_u64 ra_bw;              /* largest fresh delivery rate during RA */
+	leocc_u32 ra_old_rtt_l;       /* bRTT_l of the interval before the event */
 	leocc_u32 ra_step;            /* 0: capped drain, 1: bandwidth probe */
-	leocc_u32 ra_fresh_rtts;      /* RTT samples taken after the event */
+	leocc_u32 ra_fresh_rtts;      /* RTT samples measured after the event */
+	leocc_u32 ra_probe_rounds;
+	leocc_u32 round;              /* round trips so far */
+	leocc_u32 round_started;      /* this ACK started a new round */
+	leocc_u32 mode;
 	leocc_u32 full_bw_cnt;
 	leocc_u32 cycle_phase;
 	leocc_u32 congested;
 	leocc_u32 terrestrial;
+	leocc_u32 rtt_nonsat;         /* us */
 	leocc_u32 path_rtt_us;        /* last terminal-PoP RTT */
 	leocc_u32 brtt_l;
 	leocc_u32 brtt_h;
 	leocc_u32 cwnd;
 	leocc_u32 mss;
-	leocc_u32 round_started;      /* this ACK started a new round */
-	leocc_u32 _pad[2];
+	leocc_u32 _pad;
 };
 
 LEOCC_API void leocc_default_params(struct leocc_params *params);

@@ -1,0 +1,872 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * LeoCC: reconfiguration-aware congestion control for LEO satellite paths
+ * (shared/seeds/000_..., section 4), in integer C shared by the kernel (BPF) and the host.
+ *
+ * The model (section 4.1.2). Between two satellite "reconfigurations" a LEO path behaves like
+ * one link with a bottleneck bandwidth bBW^R and a base RTT bBW^R plus noise; a reconfiguration
+ * R switches it, in one step, to a new independent (bBW^R+1, bRTT^R+1). So every estimator runs
+ * over the window [max(T - W, t_last_reconfiguration), T]: a sample measured (even partly)
+ * before the last reconfiguration is dropped, and every filter restarts at the event.
+ *
+ * The estimators (section 4.2.1), all per flow:
+ *   bBW_a        aggressive: windowed max of delivery-rate samples over bw_win_rounds round
+ *                trips (authors: cycle_len + 2);
+ *   bBW_m        moderate: scalar Kalman filter fed once per round trip with the round's
+ *                largest delivery rate (as the authors' module does);
+ *   bRTT_l/h     the ends of the RTT "bands": a middle-pass filter (MPF) keeps an RTT
+ *                histogram over W_RT (two half-windows) and keeps only bins that hold at least
+ *                mpf_band_share_pct of the samples; rare low outliers and rare high spikes
+ *                (bursts, queue ramps) fall out, the dense bands stay;
+ *   bRTT_latest  scalar Kalman filter of every RTT sample.
+ * Eq. 4: congested iff bRTT_latest >= bRTT_h + Delta_RTT; the target rate is then bBW_m,
+ * otherwise bBW_a. RTT inside the band range is LEO noise, not congestion.
+ *
+ * The states (section 4.2, Fig. 9):
+ *   Startup   pacing 2.885 x bBW_a until bBW_a stops growing by 25 % for 3 rounds (BBR);
+ *   Drain     pacing bBW_a / 2.885 until inflight <= BDP;
+ *   Cruise    eq. 4 target, cycle of cycle_len phases of about bRTT_l each: bco x target
+ *             (1.25, or 1.05 when congested), dco x target (0.75), then target. The drain
+ *             phase lasts until the queue above the band range is gone (bounded), so a
+ *             capacity drop inside an interval leaves no standing queue;
+ *   Reconf    Reconfiguration Adaptation (section 4.2.2). Step 0: inflight capped at
+ *             0.5 x bBW_m x bRTT_l to drain the network while fresh RTT samples rebuild the
+ *             band range, rate*_target saved. If the fresh delivery rate shows that the new
+ *             link could not even carry that capped inflight, rate*_target is lowered to it.
+ *             Step 1: bBW_a = bBW_m = rate*_target, then the new bandwidth is probed at
+ *             ra_probe_gain until it stops growing 25 % per round; back to Cruise in the drain
+ *             phase, which removes the probe's queue.
+ *
+ * Loss (section 4.2.1 relies on delay, not loss): a loss while the RTT is inside the band range
+ * is random satellite loss and changes nothing; a loss while congested (RTT above the range)
+ * ends the current burst and starts the drain phase at once.
+ *
+ * Bottleneck shifting (section 4.3): RTT_non-sat = bRTT_latest - RTT_term-PoP (from
+ * leocc_on_path). A rise of nonsat_spike_us above its windowed minimum means the bottleneck is
+ * terrestrial; a reconfiguration then does not change the bottleneck and is skipped.
+ *
+ * Without detector (no event, or events too old): no window is ever cut by an event, so the
+ * windows expire on their own (bw_win_rounds round trips, W_RT) and LeoCC is a BBR-like
+ * controller whose congestion signal is the RTT above its band range, never random loss.
+ *
+ * BPF rules: no floating point, no libc, no allocation, loops bounded by constants, unsigned
+ * 64-bit arithmetic only, all state in struct leocc_state (no globals).
+ */
+#include "leocc.h"
+
+/* Microseconds per second (rates are bytes per second, times microseconds). */
+#define USEC_PER_SEC_U64 1000000ull
+/* Kalman covariance is stored x256 so that the authors' small integer variances keep
+ * precision (their module keeps them as plain integers with a x256 gain). */
+#define KAL_P_SCALE 256u
+/* Kalman gain precision (Q16). */
+#define KAL_GAIN_SHIFT 16
+/* Bins kept below the first RTT sample so that lower bands fit without a shift (measured
+ * here: Starlink bands span about 5-30 ms around the first sample). */
+#define MPF_BASE_MARGIN_BINS 8u
+/* A bin needs at least this many samples to be a band, whatever its share (noise floor). */
+#define MPF_MIN_BAND_COUNT 3u
+/* A round of fresh RA samples is "link-limited" when its delivery rate is below this % of what
+ * the capped inflight could deliver at the fresh bRTT_l (measured here; leaves room for ACK
+ * compression and the partial round that follows the outage). */
+#define RA_SATURATED_PCT 80u
+/* Rounds a seeded bBW_a (rate*_target) survives unless confirmed by samples. */
+#define BW_SEED_ROUNDS 2u
+/* Bytes per packet until the first ACK tells (Ethernet MTU with TCP timestamps). */
+#define DEFAULT_MSS 1448u
+/* Lowest cruise phase that runs at gain 1.0 (0 = burst, 1 = drain). */
+#define PHASE_BURST 0u
+#define PHASE_DRAIN 1u
+#define PHASE_FIRST_STEADY 2u
+
+LEOCC_INTERNAL leocc_u64 min_u64(leocc_u64 a, leocc_u64 b) { return a < b ? a : b; }
+LEOCC_INTERNAL leocc_u64 max_u64(leocc_u64 a, leocc_u64 b) { return a > b ? a : b; }
+LEOCC_INTERNAL leocc_u32 min_u32(leocc_u32 a, leocc_u32 b) { return a < b ? a : b; }
+LEOCC_INTERNAL leocc_u32 max_u32(leocc_u32 a, leocc_u32 b) { return a > b ? a : b; }
+
+LEOCC_INTERNAL leocc_u64 apply_gain(leocc_u64 rate, leocc_u32 gain)
+{
+	return (rate * gain) / LEOCC_UNIT;
+}
+
+/* Bytes in flight at `rate` over `rtt_us`. */
+LEOCC_INTERNAL leocc_u64 bdp_bytes(leocc_u64 rate, leocc_u32 rtt_us)
+{
+	return rate * rtt_us / USEC_PER_SEC_U64;
+}
+
+LEOCC_INTERNAL leocc_u32 bytes_to_pkts(leocc_u64 bytes, leocc_u32 mss)
+{
+	leocc_u64 pkts = (bytes + mss - 1) / mss;
+
+	return pkts > 0xffffffffull ? 0xffffffffu : (leocc_u32)pkts;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* bBW_a: windowed running max over round trips, three candidates (best, 2nd, 3rd best in
+ * later sub-windows), as Kathleen Nichols' algorithm used by Linux's win_minmax. */
+
+LEOCC_INTERNAL void maxfilt_reset(struct leocc_maxfilt *f, leocc_u32 round, leocc_u64 v)
+{
+	f->v[0] = f->v[1] = f->v[2] = v;
+	f->round[0] = f->round[1] = f->round[2] = round;
+}
+
+LEOCC_INTERNAL leocc_u64 maxfilt_get(const struct leocc_maxfilt *f) { return f->v[0]; }
+
+LEOCC_INTERNAL void maxfilt_update(struct leocc_maxfilt *f, leocc_u32 win, leocc_u32 round,
+				   leocc_u64 v)
+{
+	leocc_u32 dt;
+
+	if (v >= f->v[0] || round - f->round[2] > win) {
+		maxfilt_reset(f, round, v);
+		return;
+	}
+	if (v >= f->v[1]) {
+		f->v[2] = f->v[1] = v;
+		f->round[2] = f->round[1] = round;
+	} else if (v >= f->v[2]) {
+		f->v[2] = v;
+		f->round[2] = round;
+	}
+	/* Age the candidates: the best expires after `win`, the others move up. */
+	dt = round - f->round[0];
+	if (dt > win) {
+		f->v[0] = f->v[1];
+		f->round[0] = f->round[1];
+		f->v[1] = f->v[2];
+		f->round[1] = f->round[2];
+		f->v[2] = v;
+		f->round[2] = round;
+		if (round - f->round[0] > win) {
+			f->v[0] = f->v[1];
+			f->round[0] = f->round[1];
+			f->v[1] = f->v[2];
+			f->round[1] = f->round[2];
+		}
+	} else if (f->round[1] == f->round[0] && dt > win / 4) {
+		f->v[2] = f->v[1] = v;
+		f->round[2] = f->round[1] = round;
+	} else if (f->round[2] == f->round[1] && dt > win / 2) {
+		f->v[2] = v;
+		f->round[2] = round;
+	}
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Scalar Kalman filter, random-walk model: x_k = x_k-1 + w (variance Q), z_k = x_k + v
+ * (variance R). Only the ratios Q:R:P0 matter; with the authors' 4:4 the steady gain is 0.62,
+ * i.e. the filter follows a real change within 2-3 measurements but halves single-sample noise. */
+
+LEOCC_INTERNAL void kal_seed(struct leocc_kalman *k, leocc_u64 x, leocc_u32 p0)
+{
+	k->x = x;
+	k->p = p0 * KAL_P_SCALE;
+	k->valid = 1;
+}
+
+LEOCC_INTERNAL void kal_reset(struct leocc_kalman *k)
+{
+	k->x = 0;
+	k->p = 0;
+	k->valid = 0;
+}
+
+LEOCC_INTERNAL void kal_update(struct leocc_kalman *k, leocc_u64 z, const struct leocc_params *p)
+{
+	leocc_u64 prior, gain, diff;
+
+	if (!k->valid) {
+		/* The first measurement is the best estimate we have (the authors start from 0,
+		 * which makes the first estimates far too low). */
+		kal_seed(k, z, p->kal_p0);
+		return;
+	}
+	prior = (leocc_u64)k->p + (leocc_u64)p->kal_q * KAL_P_SCALE;
+	gain = (prior << KAL_GAIN_SHIFT) / (prior + (leocc_u64)p->kal_r * KAL_P_SCALE);
+	if (z >= k->x) {
+		diff = z - k->x;
+		k->x += (diff * gain) >> KAL_GAIN_SHIFT;
+	} else {
+		diff = k->x - z;
+		k->x -= (diff * gain) >> KAL_GAIN_SHIFT;
+	}
+	k->p = (leocc_u32)((prior * ((1ull << KAL_GAIN_SHIFT) - gain)) >> KAL_GAIN_SHIFT);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Middle-pass filter over RTT bands. A histogram of RTT samples in bins of mpf_bin_us, split in
+ * two halves of W_RT/2 so that old samples expire: the window is the current half plus the
+ * previous one (W_RT/2 .. W_RT of history). */
+
+LEOCC_INTERNAL void mpf_half_clear(struct leocc_mpf_half *h)
+{
+	leocc_u32 i;
+
+	for (i = 0; i < LEOCC_MPF_BINS; i++)
+		h->count[i] = 0;
+	h->total = 0;
+	h->min_rtt_us = 0;
+	h->nonsat_min_us = 0;
+	h->nonsat_valid = 0;
+}
+
+LEOCC_INTERNAL void mpf_reset(struct leocc_mpf *m, leocc_u64 now_us)
+{
+	mpf_half_clear(&m->half[0]);
+	mpf_half_clear(&m->half[1]);
+	m->cur = 0;
+	m->cur_start_us = now_us;
+	m->base_us = 0;
+}
+
+/* Start a new half when the current one is W_RT/2 old; forget everything after a gap of W_RT. */
+LEOCC_INTERNAL void mpf_expire(struct leocc_mpf *m, leocc_u64 now_us, leocc_u32 win_us)
+{
+	leocc_u64 age = now_us > m->cur_start_us ? now_us - m->cur_start_us : 0;
+
+	if (age >= win_us) {
+		mpf_reset(m, now_us);
+	} else if (age >= win_us / 2) {
+		m->cur ^= 1;
+		mpf_half_clear(&m->half[m->cur & 1]);
+		m->cur_start_us = now_us;
+	}
+}
+
+LEOCC_INTERNAL leocc_u32 mpf_total(const struct leocc_mpf *m)
+{
+	return m->half[0].total + m->half[1].total;
+}
+
+/* Move the bins of one half up by `shift` (a lower sample arrived); the top ones overflow. */
+LEOCC_INTERNAL void mpf_half_shift(struct leocc_mpf_half *h, leocc_u32 shift)
+{
+	leocc_u32 i, j;
+
+	for (i = 0; i < LEOCC_MPF_BINS; i++) {
+		j = LEOCC_MPF_BINS - 1 - i;
+		h->count[j] = j >= shift ? h->count[j - shift] : 0;
+	}
+}
+
+/* Counts are u16: when one saturates, halve the half (keeps the shares, bounded memory). */
+LEOCC_INTERNAL void mpf_half_halve(struct leocc_mpf_half *h)
+{
+	leocc_u32 i;
+
+	for (i = 0; i < LEOCC_MPF_BINS; i++)
+		h->count[i] = h->count[i] / 2;
+	h->total = h->total / 2;
+}
+
+LEOCC_INTERNAL void mpf_add(struct leocc_mpf *m, leocc_u32 rtt_us, leocc_u32 bin_us)
+{
+	struct leocc_mpf_half *h = &m->half[m->cur & 1];
+	leocc_u32 margin = MPF_BASE_MARGIN_BINS * bin_us, shift, idx;
+
+	if (mpf_total(m) == 0)
+		m->base_us = rtt_us > margin ? rtt_us - margin : 0;
+	if (rtt_us < m->base_us) {
+		shift = (m->base_us - rtt_us + bin_us - 1) / bin_us + MPF_BASE_MARGIN_BINS / 2;
+		shift = min_u32(shift, LEOCC_MPF_BINS);
+		mpf_half_shift(&m->half[0], shift);
+		mpf_half_shift(&m->half[1], shift);
+		m->base_us = m->base_us > shift * bin_us ? m->base_us - shift * bin_us : 0;
+	}
+	idx = (rtt_us - m->base_us) / bin_us;
+	if (idx < LEOCC_MPF_BINS) {
+		if (h->count[idx] == 0xffff)
+			mpf_half_halve(h);
+		h->count[idx]++;
+	}
+	h->total++;
+	if (h->min_rtt_us == 0 || rtt_us < h->min_rtt_us)
+		h->min_rtt_us = rtt_us;
+}
+
+LEOCC_INTERNAL leocc_u32 mpf_raw_min(const struct leocc_mpf *m)
+{
+	leocc_u32 a = m->half[0].min_rtt_us, b = m->half[1].min_rtt_us;
+
+	if (a == 0)
+		return b;
+	if (b == 0)
+		return a;
+	return min_u32(a, b);
+}
+
+/* bRTT_l and bRTT_h: the lowest and highest dense bins. Returns 0 when the window is empty. */
+LEOCC_INTERNAL int mpf_range(const struct leocc_mpf *m, const struct leocc_params *p,
+			     leocc_u32 *lo, leocc_u32 *hi)
+{
+	leocc_u32 total = mpf_total(m), thresh, i, c, first = LEOCC_MPF_BINS, last = 0;
+	leocc_u32 raw_min = mpf_raw_min(m);
+
+	if (total == 0)
+		return 0;
+	thresh = max_u32(MPF_MIN_BAND_COUNT, total * p->mpf_band_share_pct / 100);
+	for (i = 0; i < LEOCC_MPF_BINS; i++) {
+		c = (leocc_u32)m->half[0].count[i] + m->half[1].count[i];
+		if (c >= thresh) {
+			if (first == LEOCC_MPF_BINS)
+				first = i;
+			last = i;
+		}
+	}
+	if (first == LEOCC_MPF_BINS) {
+		/* No band yet (too few samples): the raw minimum is all we know. */
+		*lo = raw_min;
+		*hi = raw_min;
+		return 1;
+	}
+	*lo = max_u32(m->base_us + first * p->mpf_bin_us, raw_min);
+	*hi = m->base_us + (last + 1) * p->mpf_bin_us;
+	return 1;
+}
+
+LEOCC_INTERNAL void mpf_add_nonsat(struct leocc_mpf *m, leocc_u32 nonsat_us)
+{
+	struct leocc_mpf_half *h = &m->half[m->cur & 1];
+
+	if (!h->nonsat_valid || nonsat_us < h->nonsat_min_us)
+		h->nonsat_min_us = nonsat_us;
+	h->nonsat_valid = 1;
+}
+
+/* Windowed minimum of RTT_non-sat; 0 with *valid = 0 when none. */
+LEOCC_INTERNAL leocc_u32 mpf_nonsat_min(const struct leocc_mpf *m, int *valid)
+{
+	const struct leocc_mpf_half *a = &m->half[0], *b = &m->half[1];
+
+	*valid = a->nonsat_valid || b->nonsat_valid;
+	if (a->nonsat_valid && b->nonsat_valid)
+		return min_u32(a->nonsat_min_us, b->nonsat_min_us);
+	return a->nonsat_valid ? a->nonsat_min_us : b->nonsat_min_us;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Public: parameters and initialisation. */
+
+LEOCC_API void leocc_default_params(struct leocc_params *p)
+{
+	p->startup_gain = LEOCC_UNIT * 2885 / 1000 + 1; /* 2/ln 2, BBR; authors' high_gain */
+	p->drain_gain = LEOCC_UNIT * 1000 / 2885;       /* 1/2.885, BBR; authors */
+	p->cwnd_gain = LEOCC_UNIT * 2;                  /* BBR; authors */
+	p->bco = LEOCC_UNIT * 5 / 4;                    /* paper 4.2.1 */
+	p->dco = LEOCC_UNIT * 3 / 4;                    /* paper 4.2.1 */
+	p->bco_congested = LEOCC_UNIT * 21 / 20;        /* authors' module: 1.05 */
+	p->ra_inflight_gain = LEOCC_UNIT / 2;           /* paper 4.2.2 */
+	p->ra_probe_gain = LEOCC_UNIT * 3 / 2;          /* measured here, see algorithm.md */
+	p->cycle_len = 8;                               /* authors' CYCLE_LEN */
+	p->bw_win_rounds = 8 + 2;                       /* authors: CYCLE_LEN + 2 */
+	p->rtt_win_us = 10 * 1000 * 1000;               /* W_RT, ours: 10 s (authors' min-RTT
+							 * window is 20 s; Starlink intervals
+							 * are 15 s, so events cut it first) */
+	p->delta_rtt_us = 10 * 1000;                    /* Delta_RTT; authors: 5-20 ms useful */
+	p->mpf_bin_us = 1000;                           /* measured here: bands >= ~2 ms apart */
+	p->mpf_band_share_pct = 5;                      /* measured here */
+	p->kal_q = 4;                                   /* authors' var_Q */
+	p->kal_r = 4;                                   /* authors' var_R */
+	p->kal_p0 = 25;                                 /* authors' initial p_post */
+	p->full_bw_growth_pct = 25;                     /* BBR; authors */
+	p->full_bw_rounds = 3;                          /* BBR; authors */
+	p->ra_min_rtt_samples = 8;                      /* measured here */
+	p->ra_max_drain_us = 200 * 1000;                /* authors' ProbeRTT duration */
+	p->ra_probe_max_rounds = 8;                     /* ours: bound on the probe */
+	p->drain_phase_max_rounds = 4;                  /* ours: bound on the drain phase */
+	p->nonsat_spike_us = 10 * 1000;                 /* ours: = Delta_RTT */
+	p->path_stale_us = 1000 * 1000;                 /* ours: 100 probe periods of 10 ms */
+	p->rcf_max_age_us = 1000 * 1000;                /* ours: older events are history */
+	p->init_cwnd = 10;                              /* RFC 6928 */
+	p->min_cwnd = 4;                                /* BBR; authors */
+	p->cwnd_headroom = 3;                           /* BBR's 3 TSO segments, simplified */
+	p->default_rtt_us = 1000;                       /* BBR: 1 ms before any RTT sample */
+}
+
+/* Repair parameters that would divide by zero or break the cycle. */
+LEOCC_INTERNAL void sanitize_params(struct leocc_params *p)
+{
+	if (p->cycle_len < PHASE_FIRST_STEADY + 1)
+		p->cycle_len = PHASE_FIRST_STEADY + 1;
+	if (p->bw_win_rounds == 0)
+		p->bw_win_rounds = 1;
+	if (p->rtt_win_us < 2)
+		p->rtt_win_us = 2;
+	if (p->mpf_bin_us == 0)
+		p->mpf_bin_us = 1;
+	if (p->kal_q == 0 && p->kal_r == 0)
+		p->kal_r = 1;
+	if (p->min_cwnd == 0)
+		p->min_cwnd = 1;
+	if (p->init_cwnd < p->min_cwnd)
+		p->init_cwnd = p->min_cwnd;
+	if (p->default_rtt_us == 0)
+		p->default_rtt_us = 1;
+}
+
+LEOCC_API void leocc_init(struct leocc_state *s, const struct leocc_params *params,
+			  leocc_u64 now_us)
+{
+	/* Inlined as plain stores by clang, also for BPF (no libc call, no stack copy). */
+	__builtin_memset(s, 0, sizeof(*s));
+	s->p = *params;
+	sanitize_params(&s->p);
+	s->mode = LEOCC_MODE_STARTUP;
+	s->mode_start_us = now_us;
+	s->last_now_us = now_us;
+	s->window_start_us = 0;
+	s->cwnd = s->p.init_cwnd;
+	s->mss = DEFAULT_MSS;
+	mpf_reset(&s->mpf, now_us);
+}
+
+LEOCC_API leocc_u32 leocc_state_size(void)
+{
+	return (leocc_u32)sizeof(struct leocc_state);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Model updates on each ACK. */
+
+/* A sample is fresh when its measurement began after the last window cut. */
+LEOCC_INTERNAL int measured_since(leocc_u64 now_us, leocc_u64 span_us, leocc_u64 cut_us)
+{
+	return now_us >= span_us && now_us - span_us >= cut_us;
+}
+
+LEOCC_INTERNAL leocc_u64 delivery_rate(const struct leocc_ack_sample *a)
+{
+	if (a->interval_us == 0 || a->delivered == 0)
+		return 0;
+	return (leocc_u64)a->delivered * a->mss * USEC_PER_SEC_U64 / a->interval_us;
+}
+
+/* Round trips counted as in BBR: a round ends when a packet sent after its start is acked. */
+LEOCC_INTERNAL void update_round(struct leocc_state *s, const struct leocc_ack_sample *a)
+{
+	leocc_u64 prior_delivered = a->delivered_total >= a->delivered ?
+					    a->delivered_total - a->delivered : 0;
+
+	s->round_started = 0;
+	if (a->interval_us == 0)
+		return;
+	if (prior_delivered >= s->next_round_delivered) {
+		s->next_round_delivered = a->delivered_total;
+		s->round++;
+		s->round_started = 1;
+	}
+}
+
+LEOCC_INTERNAL void update_bw(struct leocc_state *s, const struct leocc_ack_sample *a)
+{
+	leocc_u64 bw = delivery_rate(a);
+
+	/* bBW_m takes the largest delivery rate of each completed round. */
+	if (s->round_started) {
+		if (s->round_bw > 0)
+			kal_update(&s->bw_kal, s->round_bw, &s->p);
+		s->round_bw = 0;
+	}
+	if (bw == 0 || !measured_since(a->now_us, a->interval_us, s->window_start_us))
+		return;
+	/* An app-limited sample says only that the path carries at least this much. */
+	if (a->app_limited && bw < maxfilt_get(&s->bw_max))
+		return;
+	maxfilt_update(&s->bw_max, s->p.bw_win_rounds, s->round, bw);
+	s->round_bw = max_u64(s->round_bw, bw);
+	if (s->mode == LEOCC_MODE_RECONF)
+		s->ra_bw = max_u64(s->ra_bw, bw);
+}
+
+LEOCC_INTERNAL void refresh_rtt_range(struct leocc_state *s)
+{
+	leocc_u32 lo, hi;
+
+	if (mpf_range(&s->mpf, &s->p, &lo, &hi)) {
+		s->brtt_l = lo;
+		s->brtt_h = hi;
+	}
+}
+
+LEOCC_INTERNAL int is_congested(const struct leocc_state *s)
+{
+	return s->rtt_kal.valid && s->brtt_h > 0 &&
+	       s->rtt_kal.x >= (leocc_u64)s->brtt_h + s->p.delta_rtt_us;
+}
+
+/* RTT_non-sat and the section 4.3 verdict, from the latest terminal-PoP RTT if fresh. */
+LEOCC_INTERNAL void update_nonsat(struct leocc_state *s, leocc_u64 now_us)
+{
+	leocc_u32 nonsat, base;
+	int valid;
+
+	s->terrestrial = 0;
+	s->rtt_nonsat = 0;
+	if (!s->path_rtt_us || !s->rtt_kal.valid || now_us > s->path_us + s->p.path_stale_us)
+		return;
+	nonsat = s->rtt_kal.x > s->path_rtt_us ? (leocc_u32)(s->rtt_kal.x - s->path_rtt_us) : 0;
+	s->rtt_nonsat = nonsat;
+	base = mpf_nonsat_min(&s->mpf, &valid);
+	s->terrestrial = valid && nonsat >= base + s->p.nonsat_spike_us;
+	mpf_add_nonsat(&s->mpf, nonsat);
+}
+
+LEOCC_INTERNAL void update_rtt(struct leocc_state *s, const struct leocc_ack_sample *a)
+{
+	if (s->round_started) {
+		mpf_expire(&s->mpf, a->now_us, s->p.rtt_win_us);
+		refresh_rtt_range(s);
+	}
+	if (a->rtt_us == 0 || !measured_since(a->now_us, a->rtt_us, s->window_start_us))
+		return;
+	kal_update(&s->rtt_kal, a->rtt_us, &s->p);
+	if (s->mode == LEOCC_MODE_RECONF)
+		s->ra_fresh_rtts++;
+	/* While congested, samples above the range are queue, not a band: keep them out so a
+	 * standing queue cannot widen the range it is judged against. */
+	if (!(s->congested && a->rtt_us >= s->brtt_h + s->p.delta_rtt_us))
+		mpf_add(&s->mpf, a->rtt_us, s->p.mpf_bin_us);
+	if (s->brtt_h == 0)
+		refresh_rtt_range(s);
+	update_nonsat(s, a->now_us);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* The state machine. */
+
+LEOCC_INTERNAL leocc_u64 bw_estimate(const struct leocc_state *s)
+{
+	return maxfilt_get(&s->bw_max);
+}
+
+/* Before any delivery-rate sample: init_cwnd per RTT (BBR's initial pacing rate). */
+LEOCC_INTERNAL leocc_u64 initial_rate(const struct leocc_state *s)
+{
+	leocc_u32 rtt = s->brtt_l ? s->brtt_l : s->p.default_rtt_us;
+
+	return (leocc_u64)s->p.init_cwnd * s->mss * USEC_PER_SEC_U64 / rtt;
+}
+
+LEOCC_INTERNAL leocc_u32 rtt_l(const struct leocc_state *s)
+{
+	return s->brtt_l ? s->brtt_l : s->p.default_rtt_us;
+}
+
+LEOCC_INTERNAL leocc_u32 rtt_h(const struct leocc_state *s)
+{
+	return s->brtt_h ? s->brtt_h : rtt_l(s);
+}
+
+LEOCC_INTERNAL void enter_cruise(struct leocc_state *s, leocc_u64 now_us, leocc_u32 phase)
+{
+	s->mode = LEOCC_MODE_CRUISE;
+	s->mode_start_us = now_us;
+	s->cycle_phase = phase;
+	s->phase_start_us = now_us;
+}
+
+LEOCC_INTERNAL void check_full_bw(struct leocc_state *s, const struct leocc_ack_sample *a)
+{
+	leocc_u64 bw = bw_estimate(s);
+
+	if (!s->round_started || a->app_limited || bw == 0)
+		return;
+	if (bw * 100 >= s->full_bw * (100 + s->p.full_bw_growth_pct)) {
+		s->full_bw = bw;
+		s->full_bw_cnt = 0;
+		return;
+	}
+	s->full_bw_cnt++;
+}
+
+LEOCC_INTERNAL void run_startup(struct leocc_state *s, const struct leocc_ack_sample *a)
+{
+	check_full_bw(s, a);
+	if (s->full_bw_cnt >= s->p.full_bw_rounds) {
+		s->mode = LEOCC_MODE_DRAIN;
+		s->mode_start_us = a->now_us;
+	}
+}
+
+LEOCC_INTERNAL void run_drain(struct leocc_state *s, const struct leocc_ack_sample *a)
+{
+	leocc_u32 bdp = bytes_to_pkts(bdp_bytes(bw_estimate(s), rtt_l(s)), s->mss);
+
+	if (a->in_flight <= bdp + s->p.cwnd_headroom) {
+		/* Start in a steady phase, spread by the clock so flows do not burst together. */
+		leocc_u32 span = s->p.cycle_len - PHASE_FIRST_STEADY;
+
+		enter_cruise(s, a->now_us, PHASE_FIRST_STEADY + (leocc_u32)((a->now_us >> 4) % span));
+	}
+}
+
+LEOCC_INTERNAL leocc_u32 cruise_gain(const struct leocc_state *s)
+{
+	if (s->cycle_phase == PHASE_BURST)
+		return s->congested ? s->p.bco_congested : s->p.bco;
+	if (s->cycle_phase == PHASE_DRAIN)
+		return s->p.dco;
+	return LEOCC_UNIT;
+}
+
+LEOCC_INTERNAL void next_phase(struct leocc_state *s, leocc_u64 now_us)
+{
+	s->cycle_phase = s->cycle_phase + 1 >= s->p.cycle_len ? 0 : s->cycle_phase + 1;
+	s->phase_start_us = now_us;
+}
+
+/* Each phase lasts about bRTT_l; the drain phase lasts until the queue above the band range is
+ * gone (inflight <= target x bRTT_h), at most drain_phase_max_rounds x bRTT_l. */
+LEOCC_INTERNAL void run_cruise(struct leocc_state *s, const struct leocc_ack_sample *a)
+{
+	leocc_u64 elapsed = a->now_us - s->phase_start_us;
+	leocc_u32 l = rtt_l(s), queue_free;
+
+	if (a->losses && s->congested && s->cycle_phase != PHASE_DRAIN) {
+		/* Loss with the RTT above the band range: the queue overflowed; drain now. */
+		s->cycle_phase = PHASE_DRAIN;
+		s->phase_start_us = a->now_us;
+		return;
+	}
+	if (s->cycle_phase == PHASE_DRAIN) {
+		queue_free = bytes_to_pkts(bdp_bytes(s->target_rate, rtt_h(s)), s->mss);
+		if ((elapsed >= l && a->in_flight <= queue_free) ||
+		    elapsed >= (leocc_u64)l * s->p.drain_phase_max_rounds)
+			next_phase(s, a->now_us);
+		return;
+	}
+	if (elapsed >= l)
+		next_phase(s, a->now_us);
+}
+
+LEOCC_INTERNAL void ra_begin_probe(struct leocc_state *s, const struct leocc_ack_sample *a)
+{
+	leocc_u64 rate = s->rate_saved, capped;
+
+	refresh_rtt_range(s);
+	/* Could the new link carry even the capped inflight? If not, it is slower than the
+	 * capped rate and its fresh delivery rate is the better rate*_target. */
+	if (s->ra_bw > 0 && s->brtt_l > 0) {
+		capped = s->ra_cap_bytes * USEC_PER_SEC_U64 / s->brtt_l;
+		if (s->ra_bw * 100 < capped * RA_SATURATED_PCT)
+			rate = min_u64(rate, s->ra_bw);
+	}
+	if (rate == 0)
+		rate = max_u64(s->ra_bw, initial_rate(s));
+	s->rate_saved = rate;
+	/* bBW_a = bBW_m = rate*_target (section 4.2.2); the seed expires unless confirmed. */
+	maxfilt_reset(&s->bw_max, s->round - (s->p.bw_win_rounds - min_u32(BW_SEED_ROUNDS,
+					 s->p.bw_win_rounds)), rate);
+	kal_seed(&s->bw_kal, rate, s->p.kal_p0);
+	s->round_bw = 0;
+	s->full_bw = rate;
+	s->full_bw_cnt = 0;
+	s->ra_step = 1;
+	s->ra_probe_rounds = 0;
+	s->mode_start_us = a->now_us;
+	/* The probe's first round ends when its own packets are acked. */
+	s->next_round_delivered = a->delivered_total;
+}
+
+LEOCC_INTERNAL void run_reconf(struct leocc_state *s, const struct leocc_ack_sample *a)
+{
+	leocc_u64 elapsed = a->now_us - s->mode_start_us;
+	leocc_u32 cap = bytes_to_pkts(s->ra_cap_bytes, s->mss);
+
+	if (s->ra_step == 0) {
+		if ((s->ra_fresh_rtts >= s->p.ra_min_rtt_samples && elapsed >= s->ra_old_rtt_l &&
+		     a->in_flight <= cap) ||
+		    elapsed >= s->p.ra_max_drain_us)
+			ra_begin_probe(s, a);
+		return;
+	}
+	/* Probe: continue while the bandwidth grows by full_bw_growth_pct per round. */
+	if (!s->round_started)
+		return;
+	s->ra_probe_rounds++;
+	if (bw_estimate(s) * 100 >= s->full_bw * (100 + s->p.full_bw_growth_pct) &&
+	    !is_congested(s) && s->ra_probe_rounds < s->p.ra_probe_max_rounds) {
+		s->full_bw = bw_estimate(s);
+		return;
+	}
+	enter_cruise(s, a->now_us, PHASE_DRAIN);
+}
+
+LEOCC_INTERNAL void compute_target(struct leocc_state *s)
+{
+	leocc_u64 a = bw_estimate(s), m = s->bw_kal.valid ? s->bw_kal.x : a;
+
+	s->congested = s->mode == LEOCC_MODE_CRUISE && is_congested(s);
+	s->target_rate = s->congested && m > 0 ? m : a;
+}
+
+LEOCC_INTERNAL void set_output(struct leocc_state *s, const struct leocc_ack_sample *a,
+			       struct leocc_output *out)
+{
+	leocc_u64 rate, target_cwnd_bytes;
+	leocc_u32 cwnd_gain = s->p.cwnd_gain, target, cwnd;
+	leocc_u64 base = s->target_rate;
+
+	switch (s->mode) {
+	case LEOCC_MODE_STARTUP:
+		base = max_u64(base, initial_rate(s));
+		rate = apply_gain(base, s->p.startup_gain);
+		cwnd_gain = s->p.startup_gain;
+		break;
+	case LEOCC_MODE_DRAIN:
+		rate = apply_gain(base, s->p.drain_gain);
+		cwnd_gain = s->p.startup_gain;
+		break;
+	case LEOCC_MODE_RECONF:
+		rate = s->ra_step == 0 ? s->rate_saved : apply_gain(base, s->p.ra_probe_gain);
+		break;
+	default:
+		rate = apply_gain(base, cruise_gain(s));
+		break;
+	}
+	if (rate == 0)
+		rate = initial_rate(s);
+	/* cwnd covers the upper end of the band range: the pacing rate, not cwnd, sets the
+	 * operating point; cwnd only bounds the damage of a wrong rate. */
+	target_cwnd_bytes = apply_gain(bdp_bytes(base, rtt_h(s)), cwnd_gain);
+	target = bytes_to_pkts(target_cwnd_bytes, s->mss) + s->p.cwnd_headroom;
+	if (s->mode == LEOCC_MODE_RECONF && s->ra_step == 0) {
+		cwnd = bytes_to_pkts(s->ra_cap_bytes, s->mss);
+	} else if (base == 0) {
+		cwnd = s->cwnd + a->acked_sacked; /* no estimate yet: slow-start growth */
+	} else {
+		/* Grow toward the target by what was acked, shrink to it at once (BBR). */
+		cwnd = s->cwnd + a->acked_sacked;
+		if (s->mode != LEOCC_MODE_STARTUP || cwnd > target)
+			cwnd = min_u32(cwnd, target);
+	}
+	cwnd = max_u32(cwnd, s->p.min_cwnd);
+	s->cwnd = cwnd;
+	s->pacing_rate = rate;
+	out->pacing_rate = rate;
+	out->cwnd = cwnd;
+}
+
+LEOCC_API void leocc_on_ack(struct leocc_state *s, const struct leocc_ack_sample *a,
+			    struct leocc_output *out)
+{
+	if (a->mss)
+		s->mss = a->mss;
+	/* A clock going backwards would make every "age" huge; treat it as no time passing. */
+	if (a->now_us >= s->last_now_us)
+		s->last_now_us = a->now_us;
+	update_round(s, a);
+	update_bw(s, a);
+	update_rtt(s, a);
+	compute_target(s);
+
+	switch (s->mode) {
+	case LEOCC_MODE_STARTUP:
+		run_startup(s, a);
+		break;
+	case LEOCC_MODE_DRAIN:
+		run_drain(s, a);
+		break;
+	case LEOCC_MODE_RECONF:
+		run_reconf(s, a);
+		break;
+	default:
+		run_cruise(s, a);
+		break;
+	}
+	compute_target(s);
+	set_output(s, a, out);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Detector inputs. */
+
+/* Drop everything measured before `cut_us` from every window. */
+LEOCC_INTERNAL void cut_windows(struct leocc_state *s, leocc_u64 cut_us)
+{
+	s->window_start_us = cut_us;
+	maxfilt_reset(&s->bw_max, s->round, 0);
+	kal_reset(&s->bw_kal);
+	kal_reset(&s->rtt_kal);
+	mpf_reset(&s->mpf, s->last_now_us);
+	s->round_bw = 0;
+}
+
+LEOCC_API leocc_u32 leocc_on_reconfig(struct leocc_state *s, const struct leocc_reconfig_event *e)
+{
+	leocc_u64 t = e->time_us, rate;
+
+	if (e->seq == 0 || e->seq <= s->last_rcf_seq)
+		return LEOCC_RCF_IGNORED;
+	s->last_rcf_seq = e->seq;
+	if (t > s->last_now_us)
+		t = s->last_now_us; /* detector clock slightly ahead: the event is "now" */
+	if (t + s->p.rcf_max_age_us < s->last_now_us || t < s->window_start_us)
+		return LEOCC_RCF_IGNORED;
+	s->last_rcf_us = t;
+	if (s->terrestrial) {
+		/* Section 4.3: the bottleneck is not the satellite link, whose change does not
+		 * change the path's bandwidth. */
+		s->reconfigs_skipped++;
+		return LEOCC_RCF_SKIPPED;
+	}
+	s->reconfigs++;
+	if (s->mode == LEOCC_MODE_STARTUP) {
+		rate = bw_estimate(s);
+		cut_windows(s, t);
+		maxfilt_reset(&s->bw_max, s->round - (s->p.bw_win_rounds -
+				 min_u32(BW_SEED_ROUNDS, s->p.bw_win_rounds)), rate);
+		s->full_bw = 0;
+		s->full_bw_cnt = 0;
+		return LEOCC_RCF_CUT_ONLY;
+	}
+	if (s->mode != LEOCC_MODE_RECONF) {
+		/* Save rate*_target and the drain cap from the old interval's model. */
+		s->rate_saved = s->target_rate;
+		s->ra_cap_bytes = apply_gain(bdp_bytes(s->bw_kal.valid ? s->bw_kal.x :
+							       bw_estimate(s), rtt_l(s)),
+					     s->p.ra_inflight_gain);
+		s->ra_old_rtt_l = rtt_l(s);
+	}
+	s->ra_cap_bytes = max_u64(s->ra_cap_bytes, (leocc_u64)s->p.min_cwnd * s->mss);
+	cut_windows(s, t);
+	s->mode = LEOCC_MODE_RECONF;
+	s->mode_start_us = s->last_now_us;
+	s->ra_step = 0;
+	s->ra_fresh_rtts = 0;
+	s->ra_bw = 0;
+	s->congested = 0;
+	return LEOCC_RCF_ADAPT;
+}
+
+LEOCC_API void leocc_on_path(struct leocc_state *s, leocc_u64 now_us, leocc_u32 term_pop_rtt_us)
+{
+	if (term_pop_rtt_us == 0)
+		return;
+	s->path_rtt_us = term_pop_rtt_us;
+	s->path_us = now_us;
+}
+
+LEOCC_API void leocc_view(const struct leocc_state *s, struct leocc_view *v)
+{
+	v->mode = s->mode;
+	v->congested = s->congested;
+	v->bbw_a = bw_estimate(s);
+	v->bbw_m = s->bw_kal.valid ? s->bw_kal.x : 0;
+	v->target_rate = s->target_rate;
+	v->pacing_rate = s->pacing_rate;
+	v->cwnd = s->cwnd;
+	v->brtt_l = s->brtt_l;
+	v->brtt_h = s->brtt_h;
+	v->brtt_latest = s->rtt_kal.valid ? (leocc_u32)s->rtt_kal.x : 0;
+	v->rtt_nonsat = s->rtt_nonsat;
+	v->terrestrial_bottleneck = s->terrestrial;
+	v->cycle_phase = s->cycle_phase;
+	v->_pad = 0;
+	v->last_reconfig_us = s->last_rcf_us;
+	v->reconfigs = s->reconfigs;
+	v->reconfigs_skipped = s->reconfigs_skipped;
+	v->rounds = s->round;
+}
