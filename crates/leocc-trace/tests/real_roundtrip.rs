@@ -1,0 +1,50 @@
+//! Lossless import/export of the real LeoCC example uplink (skips when the folder is absent).
+
+mod common;
+
+use leocc_trace::mahimahi::{self, ImportSpec};
+use leocc_trace::{Dir, Trace};
+
+#[test]
+fn leocc_example_uplink_round_trips_byte_identical() {
+    let Some(dir) = common::real("leocc-example-uplink") else { return };
+    let spec = ImportSpec {
+        bw: dir.join("bw_example.txt"),
+        delay: Some(dir.join("delay_example.txt")),
+        uplink_bw: None,
+        direction: Dir::Up,
+        name: Some("example".into()),
+    };
+    let t = mahimahi::import(&spec).unwrap();
+    // Through our own format and back, then out to mahimahi.
+    let scratch = common::scratch("roundtrip");
+    let ours = scratch.join("example.trace");
+    t.save(&ours).unwrap();
+    let back = Trace::load(&ours).unwrap();
+    assert_eq!(back, t);
+    let out = scratch.join("out");
+    let written = mahimahi::export(&back, &out).unwrap();
+    assert_eq!(written.len(), 2);
+    let same = |a: &str, b: &str| std::fs::read(out.join(a)).unwrap() == std::fs::read(dir.join(b)).unwrap();
+    assert!(same(mahimahi::CAPACITY_FILE, "bw_example.txt"), "capacity file differs");
+    assert!(same(mahimahi::DELAY_FILE, "delay_example.txt"), "delay file differs");
+    // The directory loads back too, and the bundled-size target holds for our format.
+    assert_eq!(Trace::load(&out).unwrap().capacity(Dir::Up), t.capacity(Dir::Up));
+    let size = std::fs::metadata(&ours).unwrap().len();
+    println!("our format: {size} bytes for a 120 s trace");
+    let _ = std::fs::remove_dir_all(&scratch);
+}
+
+#[test]
+fn example_link_model_matches_the_readme_numbers() {
+    let Some(dir) = common::real("leocc-example-uplink") else { return };
+    let t = Trace::load(&dir).unwrap();
+    let l = t.link(Dir::Up);
+    assert_eq!(l.period_us(), 120_052_000);
+    let mbps = l.mean_capacity_bps(0, l.period_us()) / 1e6;
+    assert!((mbps - 48.7).abs() < 0.1, "{mbps}");
+    // Zero capacity for 58 ms from 8688 ms (README: 58-134 ms at each reconfiguration).
+    assert!(l.in_outage(8_700_000));
+    assert!(!l.in_outage(8_000_000));
+    assert_eq!(l.next_opportunity(8_688_000), Some(8_746_000));
+}
