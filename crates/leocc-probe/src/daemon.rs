@@ -1,0 +1,625 @@
+//! The daemon loop: probe every 10 ms, validate replies, run the detector, publish.
+//!
+//! One iteration: send the probe that is due (a failed send — interface down, no route — is
+//! counted and reported with back-off, never fatal), wait with poll() until the next send is
+//! due or a reply arrives, then drain and validate every queued datagram, timestamping each on
+//! CLOCK_MONOTONIC right after the receive. Detector outputs go to the JSON-lines log, to
+//! stdout, to the publisher (the kernel signal map) and into the state file.
+//!
+//! Reachability. When the PoP has not answered for `unreachable_after`, the daemon says so,
+//! repeating the announcement with exponential back-off (1 s, 2 s, 4 s ... 5 min), and slows
+//! its probing to one per `UNREACHABLE_INTERVAL_NS` so that a dead path is not hammered; the
+//! detector sees the slower sends and does not mistake the resulting long RIs for outages. The
+//! first reply restores the 10 ms rate. With `--auto`, a PoP silent for `rediscover_after` is
+//! looked up again (the terminal may have moved to another PoP).
+//!
+//! Signals. SIGTERM/SIGINT end the loop cleanly (log flushed, pid file removed, lock
+//! released); SIGHUP re-discovers the PoP (with `--auto`) and reopens the log file (for log
+//! rotation). The handlers only set atomic flags; the loop polls with a bounded timeout.
+
+use std::collections::VecDeque;
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufWriter, Write};
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde_json::json;
+
+use crate::detect::{Detector, DetectorConfig, Output, ReconfigEvent, Reply};
+use crate::discover::{self, Prefix};
+use crate::icmp::{self, Validator};
+use crate::instance::Instance;
+use crate::net::{self, IcmpSocket, Target};
+
+/// The paper's probe interval, ns: 10 ms (seed §4.1.1).
+pub const DEFAULT_INTERVAL_NS: u64 = 10_000_000;
+/// Silence after which the PoP is declared unreachable, ns: 1 s = 100 probes unanswered, far
+/// beyond the longest reconfiguration outage (~120 ms bent-pipe, ~750 ms over ISLs).
+pub const DEFAULT_UNREACHABLE_AFTER_NS: u64 = 1_000_000_000;
+/// Silence after which `--auto` discovers the PoP again, ns: 10 s.
+pub const DEFAULT_REDISCOVER_AFTER_NS: u64 = 10_000_000_000;
+/// Probe interval while the PoP is unreachable, ns: 200 ms (5 probes/s keep watch cheaply).
+const UNREACHABLE_INTERVAL_NS: u64 = 200_000_000;
+/// First and largest gap between repeated "unreachable" announcements, ns.
+const ANNOUNCE_FIRST_NS: u64 = 1_000_000_000;
+const ANNOUNCE_MAX_NS: u64 = 300_000_000_000;
+/// State file refresh period, ns: 1 s.
+const STATE_PERIOD_NS: u64 = 1_000_000_000;
+/// Minimum gap between two signal writes without a new event, ns: 50 ms keeps the freshness
+/// stamp far inside the kernel's 1 s staleness limit at 20 map updates per second.
+const PUBLISH_PERIOD_NS: u64 = 50_000_000;
+/// Retry period for a publisher that failed (map not loaded yet), ns: 5 s.
+const PUBLISH_RETRY_NS: u64 = 5_000_000_000;
+/// Events kept in the state file.
+const RECENT_EVENTS: usize = 16;
+/// Receive buffer: a reply to our probe is 20 + 8 + 8 bytes; errors quote more.
+const RECV_BUF: usize = 2048;
+
+static STOP: AtomicBool = AtomicBool::new(false);
+static RELOAD: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_stop(_: libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+extern "C" fn on_hup(_: libc::c_int) {
+    RELOAD.store(true, Ordering::SeqCst);
+}
+
+fn install_signal_handlers() {
+    let handlers: [(libc::c_int, extern "C" fn(libc::c_int)); 3] =
+        [(libc::SIGTERM, on_stop), (libc::SIGINT, on_stop), (libc::SIGHUP, on_hup)];
+    for (sig, h) in handlers {
+        // SAFETY: the handlers only store to atomics, which is async-signal-safe. No SA_RESTART,
+        // so poll() returns EINTR and the loop sees the flag at once.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = h as usize;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+}
+
+/// Where the PoP address comes from.
+#[derive(Clone, Debug)]
+pub enum PopSource {
+    /// Given on the command line.
+    Fixed(Target),
+    /// Discovered by TTL-limited probes toward `dest`, first hop in `prefixes`.
+    Auto {
+        /// The destination traced toward.
+        dest: Target,
+        /// Prefixes the PoP lies in.
+        prefixes: Vec<Prefix>,
+    },
+}
+
+/// Daemon options (the command line, parsed).
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Where the PoP comes from.
+    pub pop: PopSource,
+    /// Probe interval, ns.
+    pub interval_ns: u64,
+    /// Detector tunables (threshold, schedule, hold-off).
+    pub detector: DetectorConfig,
+    /// JSON-lines event log.
+    pub log: Option<PathBuf>,
+    /// Stop after this long, ns.
+    pub duration_ns: Option<u64>,
+    /// Run directory for the lock, pid and state files.
+    pub run_dir: PathBuf,
+    /// Silence before the PoP is declared unreachable, ns.
+    pub unreachable_after_ns: u64,
+    /// Silence before `--auto` rediscovers, ns.
+    pub rediscover_after_ns: u64,
+    /// Print each event on stdout.
+    pub verbose: bool,
+}
+
+/// The signal the daemon publishes (mirrors the kernel's `struct leocc_signal` data fields).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SignalUpdate {
+    /// CLOCK_MONOTONIC ns at which the last reconfiguration was detected (0: none yet).
+    pub reconfig_time_ns: u64,
+    /// Reconfigurations so far (continues from what the map held at start).
+    pub seq: u64,
+    /// CLOCK_MONOTONIC ns of the latest valid reply (freshness).
+    pub probe_time_ns: u64,
+    /// Latest terminal–PoP RTT, µs (0: unknown).
+    pub term_pop_rtt_us: u32,
+}
+
+/// A sink for the signal: the pinned kernel map in production.
+pub trait Publisher {
+    /// What it writes to, for messages.
+    fn describe(&self) -> String;
+    /// The sequence number already in the sink (so that a restarted daemon continues it).
+    fn current_seq(&mut self) -> Option<u64>;
+    /// Writes the signal; an error (e.g. the map is not loaded) is reported once and retried.
+    fn publish(&mut self, s: &SignalUpdate) -> Result<(), String>;
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Summary {
+    /// Probes sent.
+    pub sent: u64,
+    /// Valid replies.
+    pub replies: u64,
+    /// Reconfigurations detected.
+    pub events: u64,
+}
+
+struct Log {
+    path: PathBuf,
+    out: BufWriter<File>,
+}
+
+impl Log {
+    fn open(path: &PathBuf) -> io::Result<Log> {
+        let f = OpenOptions::new().create(true).append(true).open(path)?;
+        Ok(Log { path: path.clone(), out: BufWriter::new(f) })
+    }
+
+    fn line(&mut self, v: &serde_json::Value) {
+        let r = writeln!(self.out, "{v}").and_then(|_| self.out.flush());
+        if let Err(e) = r {
+            eprintln!("leocc probe: writing {}: {e}", self.path.display());
+        }
+    }
+}
+
+fn ms(ns: u64) -> f64 {
+    ns as f64 / 1e6
+}
+
+/// The JSON log line of an event.
+pub fn event_json(e: &ReconfigEvent, wall_ns: i64) -> serde_json::Value {
+    json!({
+        "type": "reconfig",
+        "t_mono_ms": ms(e.start_mono_ns),
+        "detect_mono_ms": ms(e.detect_mono_ns),
+        "wall": e.start_wall_ns as f64 / 1e9,
+        "detect_wall": wall_ns as f64 / 1e9,
+        "ri_ms": ms(e.ri_ns),
+        "kind": e.kind.as_str(),
+        "slot_offset_ms": e.slot_offset_ns.map(|o| o as f64 / 1e6),
+        "rtt_ms": ms(e.rtt.latest_ns),
+        "rtt_min_ms": ms(e.rtt.min_ns),
+        "srtt_ms": ms(e.rtt.srtt_ns),
+        "seq": e.seq,
+        "reply_seq": e.reply_seq,
+    })
+}
+
+/// Counts of packets that were not our replies, by reason.
+#[derive(Default, Debug, Clone, Copy, serde::Serialize)]
+struct Rejects {
+    unparsable: u64,
+    not_echo_reply: u64,
+    foreign_id: u64,
+    wrong_source: u64,
+    not_outstanding: u64,
+    bad_cookie: u64,
+}
+
+impl Rejects {
+    fn count(&mut self, r: icmp::Reject) {
+        match r {
+            icmp::Reject::NotEchoReply => self.not_echo_reply += 1,
+            icmp::Reject::ForeignId => self.foreign_id += 1,
+            icmp::Reject::WrongSource => self.wrong_source += 1,
+            icmp::Reject::NotOutstanding => self.not_outstanding += 1,
+            icmp::Reject::BadCookie => self.bad_cookie += 1,
+        }
+    }
+}
+
+/// Exponential back-off of a repeated message.
+struct Backoff {
+    next_ns: u64,
+    gap_ns: u64,
+}
+
+impl Backoff {
+    fn new(now: u64) -> Self {
+        Backoff { next_ns: now, gap_ns: ANNOUNCE_FIRST_NS }
+    }
+    /// Whether to speak now; if so, the next time is twice as far.
+    fn due(&mut self, now: u64) -> bool {
+        if now < self.next_ns {
+            return false;
+        }
+        self.next_ns = now + self.gap_ns;
+        self.gap_ns = (self.gap_ns * 2).min(ANNOUNCE_MAX_NS);
+        true
+    }
+}
+
+struct PublishState {
+    sink: Option<Box<dyn Publisher>>,
+    ok: Option<bool>,
+    last_ns: u64,
+    retry_at_ns: u64,
+    seq_base: u64,
+}
+
+/// The running daemon.
+struct Daemon {
+    opts: Options,
+    sock: IcmpSocket,
+    pop: Target,
+    validator: Validator,
+    detector: Detector,
+    log: Option<Log>,
+    instance: Instance,
+    publish: PublishState,
+    start_mono: u64,
+    start_wall: i64,
+    seq: u16,
+    sent: u64,
+    send_errors: u64,
+    send_backoff: Option<Backoff>,
+    rejects: Rejects,
+    reachable: bool,
+    unreachable_backoff: Option<Backoff>,
+    last_heard: u64,
+    recent: VecDeque<serde_json::Value>,
+    last_signal: SignalUpdate,
+}
+
+fn resolve_pop(src: &PopSource) -> Result<Target, String> {
+    match src {
+        PopSource::Fixed(t) => Ok(*t),
+        PopSource::Auto { dest, prefixes } => {
+            let (pop, hops) = discover::discover(*dest, prefixes, discover::DEFAULT_MAX_TTL).map_err(|e| e.to_string())?;
+            println!("leocc probe: discovered PoP {pop} toward {dest} ({} hops traced)", hops.len());
+            Ok(pop)
+        }
+    }
+}
+
+/// Runs the daemon until SIGTERM/SIGINT or the duration ends.
+pub fn run(opts: Options, publisher: Option<Box<dyn Publisher>>) -> Result<Summary, String> {
+    let instance = Instance::acquire(&opts.run_dir).map_err(|e| e.to_string())?;
+    STOP.store(false, Ordering::SeqCst);
+    RELOAD.store(false, Ordering::SeqCst);
+    install_signal_handlers();
+    let pop = resolve_pop(&opts.pop)?;
+    let sock = IcmpSocket::open(pop.addr.is_ipv6())
+        .map_err(|e| format!("opening a raw ICMP socket: {e} (needs root or CAP_NET_RAW)"))?;
+    let log = match &opts.log {
+        Some(p) => Some(Log::open(p).map_err(|e| format!("{}: {e}", p.display()))?),
+        None => None,
+    };
+    let now = net::mono_ns();
+    let mut d = Daemon {
+        validator: Validator::new(discover::random_u64() as u16, discover::random_u64(), pop.addr),
+        detector: Detector::new(opts.detector.clone()),
+        sock,
+        pop,
+        log,
+        instance,
+        publish: PublishState { sink: publisher, ok: None, last_ns: 0, retry_at_ns: 0, seq_base: 0 },
+        start_mono: now,
+        start_wall: net::wall_ns(),
+        seq: 0,
+        sent: 0,
+        send_errors: 0,
+        send_backoff: None,
+        rejects: Rejects::default(),
+        reachable: true,
+        unreachable_backoff: None,
+        last_heard: now,
+        recent: VecDeque::new(),
+        last_signal: SignalUpdate::default(),
+        opts,
+    };
+    d.init_publisher();
+    println!(
+        "leocc probe: probing PoP {} every {} ms, threshold {} ms (pid {})",
+        d.pop,
+        ms(d.opts.interval_ns),
+        ms(d.opts.detector.threshold_ns),
+        std::process::id()
+    );
+    d.run_loop();
+    d.write_state();
+    let c = d.detector.counters();
+    println!("leocc probe: stopped after {} probes, {} replies, {} reconfigurations", d.sent, c.replies, c.events);
+    Ok(Summary { sent: d.sent, replies: c.replies, events: c.events })
+}
+
+impl Daemon {
+    fn init_publisher(&mut self) {
+        let Some(sink) = self.publish.sink.as_mut() else {
+            println!("leocc probe: kernel publishing disabled; events are only logged");
+            return;
+        };
+        self.publish.seq_base = sink.current_seq().unwrap_or(0);
+    }
+
+    fn run_loop(&mut self) {
+        let mut next_send = self.start_mono;
+        let mut next_state = self.start_mono;
+        let mut buf = [0u8; RECV_BUF];
+        loop {
+            let now = net::mono_ns();
+            if STOP.load(Ordering::SeqCst) {
+                println!("leocc probe: signal received, exiting");
+                break;
+            }
+            if self.opts.duration_ns.is_some_and(|d| now - self.start_mono >= d) {
+                break;
+            }
+            if RELOAD.swap(false, Ordering::SeqCst) {
+                self.reload();
+            }
+            self.check_reachability(now);
+            if now >= next_send {
+                self.send_probe(now);
+                let interval = if self.reachable { self.opts.interval_ns } else { UNREACHABLE_INTERVAL_NS };
+                next_send += interval;
+                if next_send <= now {
+                    // We fell behind (descheduled): resume the grid instead of bursting.
+                    next_send = now + interval;
+                }
+            }
+            if now >= next_state {
+                self.write_state();
+                next_state = now + STATE_PERIOD_NS;
+            }
+            let wait = next_send.saturating_sub(net::mono_ns());
+            match self.sock.wait_readable(wait) {
+                Ok(true) => self.drain(&mut buf),
+                Ok(false) => {}
+                Err(e) => eprintln!("leocc probe: poll: {e}"),
+            }
+        }
+    }
+
+    fn send_probe(&mut self, now: u64) {
+        let pkt = self.validator.probe(self.seq, now);
+        self.seq = self.seq.wrapping_add(1);
+        match self.sock.send_to(&pkt, self.pop) {
+            Ok(()) => {
+                self.sent += 1;
+                self.detector.on_send(now);
+                if self.send_backoff.take().is_some() {
+                    println!("leocc probe: sending to {} works again", self.pop);
+                }
+            }
+            Err(e) => {
+                self.send_errors += 1;
+                let b = self.send_backoff.get_or_insert_with(|| Backoff::new(now));
+                if b.due(now) {
+                    eprintln!("leocc probe: send to {} failed: {e} ({} failures so far; retrying)", self.pop, self.send_errors);
+                }
+            }
+        }
+    }
+
+    fn drain(&mut self, buf: &mut [u8]) {
+        loop {
+            let (n, from) = match self.sock.recv(buf) {
+                Ok(Some(x)) => x,
+                Ok(None) => return,
+                Err(e) => {
+                    eprintln!("leocc probe: receive: {e}");
+                    return;
+                }
+            };
+            let t = net::mono_ns();
+            let w = net::wall_ns();
+            let parsed = match from {
+                IpAddr::V6(src) if self.sock.is_v6() => icmp::parse_v6(&buf[..n], src),
+                _ if self.sock.is_v6() => continue,
+                _ => icmp::parse_v4(&buf[..n]),
+            };
+            let Ok(parsed) = parsed else {
+                self.rejects.unparsable += 1;
+                continue;
+            };
+            match self.validator.accept(&parsed, t) {
+                Ok(a) => self.on_reply(Reply { seq: a.seq, recv_mono_ns: t, recv_wall_ns: w, rtt_ns: Some(t.saturating_sub(a.sent_ns)) }),
+                Err(r) => self.rejects.count(r),
+            }
+        }
+    }
+
+    fn on_reply(&mut self, r: Reply) {
+        self.last_heard = r.recv_mono_ns;
+        if !self.reachable {
+            self.reachable = true;
+            self.unreachable_backoff = None;
+            println!("leocc probe: PoP {} answers again; probing every {} ms", self.pop, ms(self.opts.interval_ns));
+            self.log_line(json!({"type": "pop_reachable", "pop": self.pop.to_string(), "t_mono_ms": ms(r.recv_mono_ns)}));
+        }
+        let mut new_event = false;
+        for o in self.detector.on_reply(r) {
+            match o {
+                Output::Reconfig(e) => {
+                    new_event = true;
+                    let line = event_json(&e, r.recv_wall_ns);
+                    if self.opts.verbose {
+                        println!(
+                            "reconfig #{} {} ri={:.1} ms rtt={:.1} ms srtt={:.1} ms min={:.1} ms",
+                            e.seq,
+                            e.kind.as_str(),
+                            ms(e.ri_ns),
+                            ms(e.rtt.latest_ns),
+                            ms(e.rtt.srtt_ns),
+                            ms(e.rtt.min_ns)
+                        );
+                    }
+                    self.recent.push_back(line.clone());
+                    if self.recent.len() > RECENT_EVENTS {
+                        self.recent.pop_front();
+                    }
+                    self.log_line(line);
+                    self.last_signal.reconfig_time_ns = e.detect_mono_ns;
+                    self.last_signal.seq = self.publish.seq_base + e.seq;
+                }
+                Output::MissedSlot { slot_wall_ns } => {
+                    if self.opts.verbose {
+                        println!("missed scheduled slot at wall {:.3}", slot_wall_ns as f64 / 1e9);
+                    }
+                    self.log_line(json!({"type": "missed_slot", "slot_wall": slot_wall_ns as f64 / 1e9, "t_mono_ms": ms(r.recv_mono_ns)}));
+                }
+                Output::Suppressed { ri_ns, send_gap_ns } => {
+                    self.log_line(json!({"type": "suppressed", "ri_ms": ms(ri_ns), "send_gap_ms": ms(send_gap_ns), "t_mono_ms": ms(r.recv_mono_ns)}));
+                }
+                Output::WallClockJump { jump_ns } => {
+                    println!("leocc probe: wall clock jumped by {:.3} s; schedule accounting restarted", jump_ns as f64 / 1e9);
+                    self.log_line(json!({"type": "wall_clock_jump", "jump_s": jump_ns as f64 / 1e9, "t_mono_ms": ms(r.recv_mono_ns)}));
+                }
+            }
+        }
+        self.last_signal.probe_time_ns = r.recv_mono_ns;
+        self.last_signal.term_pop_rtt_us = r.rtt_ns.map_or(0, |n| (n / 1000).min(u64::from(u32::MAX)) as u32);
+        self.publish_signal(r.recv_mono_ns, new_event);
+        if new_event {
+            self.write_state();
+        }
+    }
+
+    fn publish_signal(&mut self, now: u64, force: bool) {
+        let p = &mut self.publish;
+        let Some(sink) = p.sink.as_mut() else { return };
+        if p.ok == Some(false) && now < p.retry_at_ns && !force {
+            return;
+        }
+        if !force && now.saturating_sub(p.last_ns) < PUBLISH_PERIOD_NS {
+            return;
+        }
+        p.last_ns = now;
+        match sink.publish(&self.last_signal) {
+            Ok(()) => {
+                if p.ok != Some(true) {
+                    println!("leocc probe: publishing to {}", sink.describe());
+                }
+                p.ok = Some(true);
+            }
+            Err(e) => {
+                if p.ok != Some(false) {
+                    println!("leocc probe: not publishing ({e}); events are only logged until it appears");
+                }
+                p.ok = Some(false);
+                p.retry_at_ns = now + PUBLISH_RETRY_NS;
+            }
+        }
+    }
+
+    fn check_reachability(&mut self, now: u64) {
+        let silence = now.saturating_sub(self.last_heard);
+        if silence < self.opts.unreachable_after_ns {
+            return;
+        }
+        if self.reachable {
+            self.reachable = false;
+            self.unreachable_backoff = Some(Backoff::new(now));
+            self.log_line(json!({"type": "pop_unreachable", "pop": self.pop.to_string(), "t_mono_ms": ms(now)}));
+        }
+        if self.unreachable_backoff.as_mut().is_some_and(|b| b.due(now)) {
+            println!(
+                "leocc probe: PoP {} unreachable for {:.1} s; probing every {} ms until it answers",
+                self.pop,
+                silence as f64 / 1e9,
+                ms(UNREACHABLE_INTERVAL_NS)
+            );
+        }
+        if matches!(self.opts.pop, PopSource::Auto { .. }) && silence >= self.opts.rediscover_after_ns {
+            self.rediscover();
+            self.last_heard = net::mono_ns().saturating_sub(self.opts.unreachable_after_ns);
+        }
+    }
+
+    fn rediscover(&mut self) {
+        match resolve_pop(&self.opts.pop) {
+            Ok(p) if p != self.pop => {
+                println!("leocc probe: PoP changed {} -> {p}", self.pop);
+                self.log_line(json!({"type": "pop_changed", "from": self.pop.to_string(), "to": p.to_string()}));
+                self.pop = p;
+                self.validator.set_peer(p.addr);
+                self.detector.reset_path();
+            }
+            Ok(_) => {}
+            Err(e) => eprintln!("leocc probe: rediscovery failed: {e}; keeping {}", self.pop),
+        }
+    }
+
+    fn reload(&mut self) {
+        println!("leocc probe: SIGHUP: reopening the log and re-resolving the PoP");
+        if let Some(p) = self.opts.log.clone() {
+            match Log::open(&p) {
+                Ok(l) => self.log = Some(l),
+                Err(e) => eprintln!("leocc probe: reopening {}: {e}; keeping the old handle", p.display()),
+            }
+        }
+        self.rediscover();
+    }
+
+    fn log_line(&mut self, v: serde_json::Value) {
+        if let Some(l) = self.log.as_mut() {
+            l.line(&v);
+        }
+    }
+
+    fn write_state(&mut self) {
+        let now = net::mono_ns();
+        let rtt = self.detector.rtt();
+        let c = self.detector.counters();
+        let kernel = match (&self.publish.sink, self.publish.ok) {
+            (None, _) => "disabled".to_string(),
+            (Some(s), Some(true)) => format!("publishing to {}", s.describe()),
+            (Some(s), Some(false)) => format!("not available ({})", s.describe()),
+            (Some(_), None) => "waiting for the first reply".to_string(),
+        };
+        let state = json!({
+            "pid": std::process::id(),
+            "started_wall": self.start_wall as f64 / 1e9,
+            "uptime_s": (now - self.start_mono) as f64 / 1e9,
+            "pop": self.pop.to_string(),
+            "pop_mode": match &self.opts.pop { PopSource::Fixed(_) => "fixed".to_string(), PopSource::Auto { dest, .. } => format!("auto toward {dest}") },
+            "reachable": self.reachable,
+            "interval_ms": ms(self.opts.interval_ns),
+            "threshold_ms": ms(self.opts.detector.threshold_ns),
+            "schedule": self.opts.detector.schedule.is_some(),
+            "probes_sent": self.sent,
+            "send_errors": self.send_errors,
+            "replies": c.replies,
+            "rejected": self.rejects,
+            "last_reply_age_ms": self.detector.last_reply_mono_ns().map(|t| ms(now.saturating_sub(t))),
+            "rtt": {"latest_ms": ms(rtt.latest_ns), "srtt_ms": ms(rtt.srtt_ns), "min_ms": ms(rtt.min_ns)},
+            "counters": c,
+            "kernel": kernel,
+            "log": self.opts.log.as_ref().map(|p| p.display().to_string()),
+            "recent_events": self.recent,
+        });
+        if let Err(e) = self.instance.write_state(&state) {
+            eprintln!("leocc probe: {e}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_and_caps() {
+        let mut b = Backoff::new(0);
+        let mut spoken = Vec::new();
+        for t in (0..2_000_000_000_000u64).step_by(100_000_000) {
+            if b.due(t) {
+                spoken.push(t / 1_000_000_000);
+            }
+        }
+        assert_eq!(&spoken[..6], &[0, 1, 3, 7, 15, 31]);
+        let gaps: Vec<u64> = spoken.windows(2).map(|w| w[1] - w[0]).collect();
+        assert!(gaps.iter().all(|&g| g <= ANNOUNCE_MAX_NS / 1_000_000_000));
+    }
+}

@@ -1,0 +1,593 @@
+//! The detection core: a pure state machine fed with probe sends and validated replies.
+//!
+//! Model (seed §4.1.1). A reconfiguration of the satellite link causes a short outage (about
+//! 45–120 ms on bent-pipe paths, longer over inter-satellite links) in which ICMP echoes to the
+//! PoP are lost or held back. The detector therefore watches the *response interval* RI, the
+//! time between two consecutive valid replies, and declares a reconfiguration when
+//! RI > Δoutage (45 ms by default). The outage is estimated to have started when the last reply
+//! before the gap arrived (reply time − RI). RI rather than RTT spikes, because an outage may
+//! swallow every echo and leave no RTT sample at all.
+//!
+//! Two things can stretch RI without any outage, and both are filtered here:
+//! - our own sending paused (the daemon was descheduled, or it backed off because the PoP was
+//!   unreachable): if the probes that could have produced replies inside the gap were not sent
+//!   regularly, the gap says nothing about the link and is *suppressed*;
+//! - a reply arriving twice, or late from the previous outage: callers pass only validated,
+//!   first-time replies (see `icmp::Outstanding`), so the detector never sees them.
+//!
+//! The terminal–PoP RTT (seed §4.3, bottleneck discrimination) is tracked alongside: the latest
+//! sample, an EWMA smoothed RTT with gain 1/8 (RFC 6298 srtt), and a windowed minimum that also
+//! restarts at each detected reconfiguration, because the path (and so the base RTT) changes
+//! there (seed §4.1.2).
+//!
+//! Time: every interval is computed from CLOCK_MONOTONIC nanoseconds. The wall clock is used
+//! only by the optional schedule prior (Starlink reconfigures at seconds 12/27/42/57 of every
+//! minute): each reply also carries its wall time, the detector tracks the wall−monotonic offset
+//! and treats a sudden change of that offset as a wall-clock jump, after which slot accounting
+//! restarts instead of reporting bogus misses.
+
+use std::collections::VecDeque;
+
+use serde::Serialize;
+
+use crate::schedule::Schedule;
+
+/// Δoutage, the default RI threshold in ns: 45 ms (seed §4.1.1 and §5.1, the authors' value).
+pub const DEFAULT_THRESHOLD_NS: u64 = 45_000_000;
+/// Window of the minimum-RTT filter in ns: 10 s, as BBR's min_rtt filter.
+pub const DEFAULT_RTT_MIN_WINDOW_NS: u64 = 10_000_000_000;
+/// A change of the wall−monotonic offset larger than this (ns) is a wall-clock jump, not drift:
+/// NTP slews at most 500 ppm, i.e. 0.5 ms per second, far below 100 ms between two replies.
+pub const WALL_JUMP_NS: i64 = 100_000_000;
+/// Sends kept for the self-stall check: 512 probes = 5 s at the 10 ms probe interval.
+const SEND_HISTORY: usize = 512;
+/// A gap between our own consecutive sends larger than this share of Δoutage means the probe
+/// stream itself paused, so a long RI over that stretch is not evidence of an outage.
+const SELF_STALL_FRACTION: (u64, u64) = (1, 2);
+/// EWMA gain of the smoothed RTT as a shift: srtt += (rtt − srtt) / 8 (RFC 6298).
+const SRTT_GAIN_SHIFT: u32 = 3;
+
+/// Tunables of the detector.
+#[derive(Clone, Debug)]
+pub struct DetectorConfig {
+    /// Δoutage in ns: an RI strictly above it is a reconfiguration.
+    pub threshold_ns: u64,
+    /// Window of the minimum-RTT filter in ns.
+    pub rtt_min_window_ns: u64,
+    /// Detections closer than this (ns) to the previous detection are merged into it
+    /// (0 = every outlier is an event, as in the paper).
+    pub holdoff_ns: u64,
+    /// Optional wall-clock schedule prior used to label events and flag missed slots.
+    pub schedule: Option<Schedule>,
+}
+
+impl Default for DetectorConfig {
+    fn default() -> Self {
+        DetectorConfig {
+            threshold_ns: DEFAULT_THRESHOLD_NS,
+            rtt_min_window_ns: DEFAULT_RTT_MIN_WINDOW_NS,
+            holdoff_ns: 0,
+            schedule: None,
+        }
+    }
+}
+
+/// One validated echo reply, as the I/O layer (or a replayed log) hands it to the detector.
+#[derive(Clone, Copy, Debug)]
+pub struct Reply {
+    /// ICMP sequence number of the echo (for logs only; validation happened upstream).
+    pub seq: u16,
+    /// CLOCK_MONOTONIC ns at which the reply was received.
+    pub recv_mono_ns: u64,
+    /// Wall clock (Unix ns) at the same instant; used only for the schedule prior.
+    pub recv_wall_ns: i64,
+    /// Round-trip time of this echo in ns, if known.
+    pub rtt_ns: Option<u64>,
+}
+
+/// How an event relates to the schedule prior.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// Within the tolerance of a scheduled slot.
+    Periodic,
+    /// Outside every scheduled slot (e.g. a satellite handover).
+    Aperiodic,
+    /// No schedule prior configured.
+    Unlabelled,
+}
+
+impl Kind {
+    /// Lower-case name used in logs and state files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Periodic => "periodic",
+            Kind::Aperiodic => "aperiodic",
+            Kind::Unlabelled => "unlabelled",
+        }
+    }
+}
+
+/// Terminal–PoP RTT statistics in ns (0 = no sample yet).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct RttStats {
+    /// Latest RTT sample.
+    pub latest_ns: u64,
+    /// EWMA-smoothed RTT (gain 1/8).
+    pub srtt_ns: u64,
+    /// Minimum over the window, restarted at each reconfiguration.
+    pub min_ns: u64,
+}
+
+/// A detected reconfiguration.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct ReconfigEvent {
+    /// Event counter, 1 for the first event of this detector.
+    pub seq: u64,
+    /// Monotonic ns at which the event was detected (the reply that closed the gap).
+    pub detect_mono_ns: u64,
+    /// Monotonic ns of the estimated outage start (detection time − RI).
+    pub start_mono_ns: u64,
+    /// Wall clock (Unix ns) of the estimated outage start.
+    pub start_wall_ns: i64,
+    /// The response interval that triggered the event, ns.
+    pub ri_ns: u64,
+    /// Label from the schedule prior.
+    pub kind: Kind,
+    /// Signed distance in ns from the outage start to the nearest scheduled slot (if a schedule).
+    pub slot_offset_ns: Option<i64>,
+    /// ICMP sequence number of the reply that closed the gap.
+    pub reply_seq: u16,
+    /// RTT statistics right after the event (the minimum has been restarted, so it holds only
+    /// the closing reply).
+    pub rtt: RttStats,
+}
+
+/// What the detector reports after a reply.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Output {
+    /// A reconfiguration.
+    Reconfig(ReconfigEvent),
+    /// A scheduled slot passed while replies were flowing, and no event was seen near it.
+    MissedSlot {
+        /// Wall clock (Unix ns) of the slot.
+        slot_wall_ns: i64,
+    },
+    /// An RI above the threshold that our own send pauses explain; not an event.
+    Suppressed {
+        /// The response interval, ns.
+        ri_ns: u64,
+        /// The longest pause between our own sends that covered it, ns.
+        send_gap_ns: u64,
+    },
+    /// The wall clock moved by this much (ns) relative to the monotonic clock.
+    WallClockJump {
+        /// Size of the jump, ns (positive = wall clock moved forward).
+        jump_ns: i64,
+    },
+}
+
+/// Counters for status displays.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct Counters {
+    /// Replies fed in.
+    pub replies: u64,
+    /// Reconfigurations declared.
+    pub events: u64,
+    /// Outliers merged into the previous event by the hold-off.
+    pub merged: u64,
+    /// Outliers suppressed because our own sending paused.
+    pub suppressed: u64,
+    /// Scheduled slots with no event while replies flowed.
+    pub missed_slots: u64,
+    /// Wall-clock jumps seen.
+    pub wall_jumps: u64,
+}
+
+/// The detector state machine.
+#[derive(Debug)]
+pub struct Detector {
+    cfg: DetectorConfig,
+    last_reply_mono: Option<u64>,
+    last_event_detect_mono: Option<u64>,
+    last_event_start_wall: Option<i64>,
+    wall_offset: Option<i64>,
+    sends: VecDeque<u64>,
+    rtt: RttStats,
+    rtt_min_filter: VecDeque<(u64, u64)>,
+    covered_since_wall: Option<i64>,
+    next_slot_wall: Option<i64>,
+    counters: Counters,
+}
+
+impl Detector {
+    /// A detector with the given configuration.
+    pub fn new(cfg: DetectorConfig) -> Self {
+        Detector {
+            cfg,
+            last_reply_mono: None,
+            last_event_detect_mono: None,
+            last_event_start_wall: None,
+            wall_offset: None,
+            sends: VecDeque::with_capacity(SEND_HISTORY),
+            rtt: RttStats::default(),
+            rtt_min_filter: VecDeque::new(),
+            covered_since_wall: None,
+            next_slot_wall: None,
+            counters: Counters::default(),
+        }
+    }
+
+    /// The configuration in use.
+    pub fn config(&self) -> &DetectorConfig {
+        &self.cfg
+    }
+
+    /// Current RTT statistics.
+    pub fn rtt(&self) -> RttStats {
+        self.rtt
+    }
+
+    /// Event and reply counters.
+    pub fn counters(&self) -> Counters {
+        self.counters
+    }
+
+    /// Monotonic ns of the latest valid reply.
+    pub fn last_reply_mono_ns(&self) -> Option<u64> {
+        self.last_reply_mono
+    }
+
+    /// Records that a probe was sent at `t_mono_ns`. Optional: a detector that never hears of
+    /// sends (offline replay) skips the self-stall check.
+    pub fn on_send(&mut self, t_mono_ns: u64) {
+        if self.sends.len() == SEND_HISTORY {
+            self.sends.pop_front();
+        }
+        self.sends.push_back(t_mono_ns);
+    }
+
+    /// Forgets the reply history, e.g. when the PoP changed: the next reply starts afresh and
+    /// the gap before it is not an RI of the new path.
+    pub fn reset_path(&mut self) {
+        self.last_reply_mono = None;
+        self.covered_since_wall = None;
+        self.rtt = RttStats::default();
+        self.rtt_min_filter.clear();
+    }
+
+    /// Feeds one validated reply; returns what it revealed (usually nothing).
+    pub fn on_reply(&mut self, r: Reply) -> Vec<Output> {
+        let mut out = Vec::new();
+        self.counters.replies += 1;
+        self.track_wall_offset(&r, &mut out);
+        let prev = self.last_reply_mono.replace(r.recv_mono_ns);
+        self.update_rtt(&r);
+        if let Some(prev) = prev {
+            let ri = r.recv_mono_ns.saturating_sub(prev);
+            if ri > self.cfg.threshold_ns {
+                self.judge_outlier(&r, prev, ri, &mut out);
+            }
+        }
+        if self.covered_since_wall.is_none() {
+            self.covered_since_wall = Some(r.recv_wall_ns);
+        }
+        self.check_slots(r.recv_wall_ns, &mut out);
+        out
+    }
+
+    /// Decides what a long RI is: an event, a merge into the previous event, or our own stall.
+    fn judge_outlier(&mut self, r: &Reply, prev: u64, ri: u64, out: &mut Vec<Output>) {
+        let stall = self.longest_send_gap(prev, r.recv_mono_ns);
+        let limit = self.cfg.threshold_ns * SELF_STALL_FRACTION.0 / SELF_STALL_FRACTION.1;
+        if stall > limit {
+            self.counters.suppressed += 1;
+            // The gap is not monitored: slots inside it are neither hits nor misses.
+            self.covered_since_wall = Some(r.recv_wall_ns);
+            out.push(Output::Suppressed { ri_ns: ri, send_gap_ns: stall });
+            return;
+        }
+        if let Some(last) = self.last_event_detect_mono {
+            if r.recv_mono_ns.saturating_sub(last) < self.cfg.holdoff_ns {
+                self.counters.merged += 1;
+                return;
+            }
+        }
+        let offset = self.wall_offset.unwrap_or(0);
+        let start_mono = prev;
+        let start_wall = start_mono as i64 + offset;
+        let (kind, slot_offset_ns) = match &self.cfg.schedule {
+            None => (Kind::Unlabelled, None),
+            Some(s) => {
+                let d = s.offset_to_nearest_slot(start_wall);
+                let kind = if d.unsigned_abs() <= s.tolerance_ns { Kind::Periodic } else { Kind::Aperiodic };
+                (kind, Some(d))
+            }
+        };
+        // The path changed: the old minimum no longer bounds the new base RTT.
+        self.rtt_min_filter.clear();
+        if let Some(rtt) = r.rtt_ns {
+            self.rtt_min_filter.push_back((r.recv_mono_ns, rtt));
+            self.rtt.min_ns = rtt;
+        }
+        self.counters.events += 1;
+        self.last_event_detect_mono = Some(r.recv_mono_ns);
+        self.last_event_start_wall = Some(start_wall);
+        out.push(Output::Reconfig(ReconfigEvent {
+            seq: self.counters.events,
+            detect_mono_ns: r.recv_mono_ns,
+            start_mono_ns: start_mono,
+            start_wall_ns: start_wall,
+            ri_ns: ri,
+            kind,
+            slot_offset_ns,
+            reply_seq: r.seq,
+            rtt: self.rtt,
+        }));
+    }
+
+    /// Longest pause of our own probe stream that could explain the gap (prev, now], in ns.
+    /// Replies in the gap would have come from probes sent between (prev − srtt) and
+    /// (now − min RTT); the window edges count as boundaries so that "no send at all" is a
+    /// pause too. Zero when sends are not being recorded (offline replay).
+    fn longest_send_gap(&self, prev: u64, now: u64) -> u64 {
+        if self.sends.is_empty() {
+            return 0;
+        }
+        let from = prev.saturating_sub(self.rtt.srtt_ns);
+        let to = now.saturating_sub(self.rtt.min_ns).max(from);
+        let mut last = from;
+        let mut worst = 0;
+        for &t in self.sends.iter().filter(|&&t| t > from && t <= to) {
+            worst = worst.max(t - last);
+            last = t;
+        }
+        worst.max(to - last)
+    }
+
+    fn update_rtt(&mut self, r: &Reply) {
+        let Some(rtt) = r.rtt_ns else { return };
+        self.rtt.latest_ns = rtt;
+        self.rtt.srtt_ns = if self.rtt.srtt_ns == 0 {
+            rtt
+        } else {
+            let s = self.rtt.srtt_ns as i64;
+            (s + ((rtt as i64 - s) >> SRTT_GAIN_SHIFT)) as u64
+        };
+        let now = r.recv_mono_ns;
+        while self.rtt_min_filter.back().is_some_and(|&(_, v)| v >= rtt) {
+            self.rtt_min_filter.pop_back();
+        }
+        self.rtt_min_filter.push_back((now, rtt));
+        let horizon = now.saturating_sub(self.cfg.rtt_min_window_ns);
+        while self.rtt_min_filter.front().is_some_and(|&(t, _)| t < horizon) {
+            self.rtt_min_filter.pop_front();
+        }
+        self.rtt.min_ns = self.rtt_min_filter.front().map_or(rtt, |&(_, v)| v);
+    }
+
+    /// Keeps the wall−monotonic offset and detects jumps of the wall clock.
+    fn track_wall_offset(&mut self, r: &Reply, out: &mut Vec<Output>) {
+        let offset = r.recv_wall_ns - r.recv_mono_ns as i64;
+        if let Some(old) = self.wall_offset {
+            let jump = offset - old;
+            if jump.abs() > WALL_JUMP_NS {
+                self.counters.wall_jumps += 1;
+                // Slot accounting restarts on the new wall clock.
+                self.covered_since_wall = None;
+                self.next_slot_wall = None;
+                if let Some(w) = self.last_event_start_wall.as_mut() {
+                    *w += jump;
+                }
+                out.push(Output::WallClockJump { jump_ns: jump });
+            }
+        }
+        self.wall_offset = Some(offset);
+    }
+
+    /// Closes every scheduled slot whose window has ended by `now_wall`, flagging the ones
+    /// that passed unseen while replies were flowing.
+    fn check_slots(&mut self, now_wall: i64, out: &mut Vec<Output>) {
+        let Some(s) = self.cfg.schedule.clone() else { return };
+        let tol = s.tolerance_ns as i64;
+        let mut slot = match self.next_slot_wall {
+            Some(t) => t,
+            None => s.next_slot_at_or_after(now_wall - tol),
+        };
+        while slot + tol < now_wall {
+            let covered = self.covered_since_wall.is_some_and(|c| c <= slot - tol);
+            let hit = self.last_event_start_wall.is_some_and(|e| (e - slot).abs() <= tol);
+            if covered && !hit {
+                self.counters.missed_slots += 1;
+                out.push(Output::MissedSlot { slot_wall_ns: slot });
+            }
+            slot = s.next_slot_at_or_after(slot + 1);
+        }
+        self.next_slot_wall = Some(slot);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+    /// An arbitrary wall-clock origin: 2024-08-12 19:00:00 UTC, a whole minute.
+    const WALL0: i64 = 1_723_489_200 * 1_000_000_000;
+
+    fn reply(seq: u16, t_ms: u64) -> Reply {
+        Reply { seq, recv_mono_ns: t_ms * MS, recv_wall_ns: WALL0 + (t_ms * MS) as i64, rtt_ns: Some(30 * MS) }
+    }
+
+    fn events(out: &[Output]) -> Vec<ReconfigEvent> {
+        out.iter().filter_map(|o| if let Output::Reconfig(e) = o { Some(*e) } else { None }).collect()
+    }
+
+    /// Feeds replies at the given ms times (and sends 10 ms apart covering them if `sends`).
+    fn run(d: &mut Detector, times: &[u64]) -> Vec<Output> {
+        let mut out = Vec::new();
+        for (i, &t) in times.iter().enumerate() {
+            out.extend(d.on_reply(reply(i as u16, t)));
+        }
+        out
+    }
+
+    fn steady(from_ms: u64, to_ms: u64, step: u64) -> Vec<u64> {
+        (from_ms..to_ms).step_by(step as usize).collect()
+    }
+
+    #[test]
+    fn ri_above_threshold_is_an_event_with_start_estimate() {
+        let mut d = Detector::new(DetectorConfig::default());
+        let mut t = steady(0, 1000, 10);
+        t.extend(steady(1080, 2000, 10)); // gap 990 -> 1080: RI 90 ms
+        let ev = events(&run(&mut d, &t));
+        assert_eq!(ev.len(), 1);
+        assert_eq!(ev[0].ri_ns, 90 * MS);
+        assert_eq!(ev[0].start_mono_ns, 990 * MS);
+        assert_eq!(ev[0].detect_mono_ns, 1080 * MS);
+        assert_eq!(ev[0].kind, Kind::Unlabelled);
+    }
+
+    #[test]
+    fn threshold_is_strict_and_configurable() {
+        let mut d = Detector::new(DetectorConfig::default());
+        let ev = events(&run(&mut d, &[0, 10, 55, 65]));
+        assert!(ev.is_empty(), "RI of exactly 45 ms is not above the threshold");
+        let mut d = Detector::new(DetectorConfig::default());
+        assert_eq!(events(&run(&mut d, &[0, 10, 56, 66])).len(), 1);
+        let cfg = DetectorConfig { threshold_ns: 60 * MS, ..Default::default() };
+        let mut d = Detector::new(cfg);
+        assert!(events(&run(&mut d, &[0, 10, 66, 76])).is_empty());
+    }
+
+    #[test]
+    fn one_lost_reply_or_one_late_reply_is_not_an_event() {
+        let mut d = Detector::new(DetectorConfig::default());
+        // 10 ms probes, reply at 40 lost: RI 20 ms.
+        let ev = events(&run(&mut d, &[0, 10, 20, 30, 50, 60]));
+        assert!(ev.is_empty());
+        // A reply 30 ms late, overtaken by nothing: RI 40 then 0 -- below threshold.
+        let mut d = Detector::new(DetectorConfig::default());
+        assert!(events(&run(&mut d, &[0, 10, 20, 60, 60, 60, 70])).is_empty());
+    }
+
+    #[test]
+    fn ri_across_several_lost_replies_is_an_event() {
+        let mut d = Detector::new(DetectorConfig::default());
+        // Replies 40..90 lost (all pings lost in the outage): RI 70 ms though no RTT spike.
+        let ev = events(&run(&mut d, &[0, 10, 20, 30, 100, 110]));
+        assert_eq!(ev.len(), 1);
+        assert_eq!(ev[0].ri_ns, 70 * MS);
+    }
+
+    #[test]
+    fn rtt_stats_smooth_and_restart_min_at_event() {
+        let mut d = Detector::new(DetectorConfig::default());
+        let mk = |t: u64, rtt: u64| Reply { seq: 0, recv_mono_ns: t * MS, recv_wall_ns: WALL0, rtt_ns: Some(rtt * MS) };
+        d.on_reply(mk(0, 40));
+        d.on_reply(mk(10, 20));
+        assert_eq!(d.rtt().srtt_ns, 40 * MS - 20 * MS / 8);
+        assert_eq!(d.rtt().min_ns, 20 * MS);
+        d.on_reply(mk(20, 30));
+        assert_eq!(d.rtt().min_ns, 20 * MS);
+        let out = d.on_reply(mk(200, 50));
+        assert_eq!(events(&out).len(), 1);
+        assert_eq!(d.rtt().min_ns, 50 * MS, "minimum restarts after a reconfiguration");
+        // The window expires old minima.
+        let mut d = Detector::new(DetectorConfig { rtt_min_window_ns: 100 * MS, ..Default::default() });
+        d.on_reply(mk(0, 10));
+        for t in (10..=200).step_by(10) {
+            d.on_reply(mk(t, 30));
+        }
+        assert_eq!(d.rtt().min_ns, 30 * MS);
+    }
+
+    #[test]
+    fn own_send_pause_suppresses_the_event() {
+        let mut d = Detector::new(DetectorConfig::default());
+        let mut out = Vec::new();
+        for i in 0..20u64 {
+            d.on_send(i * 10 * MS);
+            out.extend(d.on_reply(reply(i as u16, i * 10 + 5)));
+        }
+        // The process stalled: no send between 190 and 400 ms, so no reply either.
+        d.on_send(400 * MS);
+        out.extend(d.on_reply(reply(20, 405)));
+        assert!(events(&out).is_empty());
+        assert!(out.iter().any(|o| matches!(o, Output::Suppressed { .. })));
+        // With regular sends the same kind of gap is an outage.
+        for i in 41..50u64 {
+            d.on_send(i * 10 * MS);
+            assert!(events(&d.on_reply(reply(i as u16, i * 10 + 5))).is_empty());
+        }
+        for i in 50..60u64 {
+            d.on_send(i * 10 * MS);
+        }
+        out = d.on_reply(reply(60, 605));
+        assert_eq!(events(&out).len(), 1, "{out:?}");
+    }
+
+    #[test]
+    fn holdoff_merges_close_outliers() {
+        let cfg = DetectorConfig { holdoff_ns: 500 * MS, ..Default::default() };
+        let mut d = Detector::new(cfg);
+        let ev = events(&run(&mut d, &[0, 10, 100, 110, 300, 310, 1000, 1010]));
+        assert_eq!(ev.len(), 2, "the 190 ms-later outlier is merged, the 1000 ms one is not");
+        assert_eq!(d.counters().merged, 1);
+    }
+
+    fn starlink() -> Option<Schedule> {
+        Some(Schedule::starlink(500 * MS))
+    }
+
+    #[test]
+    fn schedule_labels_periodic_and_aperiodic() {
+        let mut d = Detector::new(DetectorConfig { schedule: starlink(), ..Default::default() });
+        let mut t = steady(0, 11_991, 10);
+        t.extend(steady(12_100, 20_000, 10)); // outage from 11.99 s: slot 12 s
+        t.extend(steady(20_090, 26_000, 10)); // outage from 19.99 s: no slot
+        let ev = events(&run(&mut d, &t));
+        assert_eq!(ev.len(), 2);
+        assert_eq!(ev[0].kind, Kind::Periodic);
+        assert_eq!(ev[0].slot_offset_ns, Some(-10 * MS as i64));
+        assert_eq!(ev[1].kind, Kind::Aperiodic);
+    }
+
+    #[test]
+    fn missed_slot_is_flagged_only_while_replies_flow() {
+        let mut d = Detector::new(DetectorConfig { schedule: starlink(), ..Default::default() });
+        // Replies flow 0..30 s with an outage at 12 s but none at 27 s.
+        let mut t = steady(0, 11_990, 10);
+        t.extend(steady(12_090, 30_000, 10));
+        let out = run(&mut d, &t);
+        let missed: Vec<i64> =
+            out.iter().filter_map(|o| if let Output::MissedSlot { slot_wall_ns } = o { Some(*slot_wall_ns) } else { None }).collect();
+        assert_eq!(missed, vec![WALL0 + 27_000 * MS as i64]);
+        // Monitoring starts at 26.8 s: slot 27 is not covered from before its window.
+        let mut d = Detector::new(DetectorConfig { schedule: starlink(), ..Default::default() });
+        let out = run(&mut d, &steady(26_800, 30_000, 10));
+        assert!(!out.iter().any(|o| matches!(o, Output::MissedSlot { .. })));
+    }
+
+    #[test]
+    fn wall_clock_jump_does_not_fake_events_or_misses() {
+        let mut d = Detector::new(DetectorConfig { schedule: starlink(), ..Default::default() });
+        let mut out = Vec::new();
+        // 0..5 s steady; then the wall clock jumps forward by 30 s (mono continues).
+        for (i, t) in steady(0, 5_000, 10).into_iter().enumerate() {
+            out.extend(d.on_reply(reply(i as u16, t)));
+        }
+        for (i, t) in steady(5_000, 10_000, 10).into_iter().enumerate() {
+            let mut r = reply(i as u16, t);
+            r.recv_wall_ns += 30_000 * MS as i64;
+            out.extend(d.on_reply(r));
+        }
+        assert!(events(&out).is_empty(), "intervals use the monotonic clock");
+        assert!(out.iter().any(|o| matches!(o, Output::WallClockJump { jump_ns } if *jump_ns == 30_000 * MS as i64)));
+        // Slots 12 and 27 were jumped over: not reported as missed.
+        assert!(!out.iter().any(|o| matches!(o, Output::MissedSlot { .. })), "{out:?}");
+        assert_eq!(d.counters().wall_jumps, 1);
+    }
+}

@@ -1,0 +1,358 @@
+//! Offline analysis: replaying `ping -D` output through the detector, and scoring detections
+//! against a list of true reconfiguration times (ground truth of a trace, or schedule slots).
+//!
+//! `ping -D` prints the wall-clock receive time of each reply in brackets. Offline we have no
+//! monotonic clock, so the monotonic time of a reply is its wall time relative to the first
+//! reply (the recording had no clock jump we could know of). Lost replies simply do not appear;
+//! duplicates (`DUP!`) are dropped, as the live validator drops them.
+//!
+//! Scoring: each detection is matched to at most one true event and vice versa, greedily in
+//! time order, when its outage-start estimate lies within ± tolerance of the true time.
+//! Precision = matched detections / detections (a second detection of the same event counts
+//! against precision); recall = matched true events / true events.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::detect::{Detector, DetectorConfig, Output, ReconfigEvent, Reply};
+use crate::schedule::Schedule;
+
+/// A `ping -D` line that cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    /// I/O error on the file.
+    #[error("{file}: {source}")]
+    Io {
+        /// The file.
+        file: String,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// A reply line with a missing or malformed field.
+    #[error("{file}:{line}: {problem}")]
+    Parse {
+        /// The file.
+        file: String,
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong.
+        problem: String,
+    },
+    /// No reply line at all.
+    #[error("{file}: no `ping -D` reply lines found (expected lines like `[1723489200.167948] 64 bytes from ...: icmp_seq=1 ttl=63 time=144 ms`)")]
+    Empty {
+        /// The file.
+        file: String,
+    },
+}
+
+/// One reply read from `ping -D` output.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PingLine {
+    /// Receive time, Unix ns.
+    pub wall_ns: i64,
+    /// icmp_seq (modulo 2^16, as on the wire).
+    pub seq: u16,
+    /// RTT in ns.
+    pub rtt_ns: u64,
+}
+
+/// Parses `ping -D` output. Lines that are not replies (banner, statistics, "no answer yet")
+/// are skipped; a reply line with a malformed field is an error naming the line.
+pub fn parse_ping_d(text: &str, file: &str) -> Result<Vec<PingLine>, ReplayError> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if !line.starts_with('[') || !line.contains(" bytes from ") || line.contains("DUP!") {
+            continue;
+        }
+        let err = |problem: &str| ReplayError::Parse { file: file.to_string(), line: i + 1, problem: problem.to_string() };
+        let close = line.find(']').ok_or_else(|| err("no closing ']' after the timestamp"))?;
+        let wall_ns = parse_unix_ns(&line[1..close]).ok_or_else(|| err("timestamp is not seconds.fraction"))?;
+        let seq: u64 = field(line, "icmp_seq=")
+            .ok_or_else(|| err("no icmp_seq= field"))?
+            .parse()
+            .map_err(|_| err("icmp_seq is not a number"))?;
+        let rtt_ms: f64 = field(line, "time=")
+            .ok_or_else(|| err("no time= field"))?
+            .parse()
+            .map_err(|_| err("time= is not a number"))?;
+        if !(rtt_ms.is_finite() && rtt_ms >= 0.0) {
+            return Err(err("time= is negative or not finite"));
+        }
+        out.push(PingLine { wall_ns, seq: seq as u16, rtt_ns: (rtt_ms * 1e6) as u64 });
+    }
+    if out.is_empty() {
+        return Err(ReplayError::Empty { file: file.to_string() });
+    }
+    Ok(out)
+}
+
+/// Reads and parses a `ping -D` file.
+pub fn load_ping_d(path: &Path) -> Result<Vec<PingLine>, ReplayError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|source| ReplayError::Io { file: file.clone(), source })?;
+    parse_ping_d(&text, &file)
+}
+
+/// The value after `key` up to the next space (`icmp_seq=12 ttl` -> `12`).
+fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+    let start = line.find(key)? + key.len();
+    let rest = &line[start..];
+    Some(rest.split_whitespace().next().unwrap_or(""))
+}
+
+/// `1723489200.167948` -> Unix ns, without going through f64 (which would lose microseconds).
+fn parse_unix_ns(s: &str) -> Option<i64> {
+    let (sec, frac) = s.split_once('.').unwrap_or((s, ""));
+    if sec.is_empty() || !sec.bytes().all(|b| b.is_ascii_digit()) || !frac.bytes().all(|b| b.is_ascii_digit()) || frac.len() > 9 {
+        return None;
+    }
+    let sec: i64 = sec.parse().ok()?;
+    let frac_ns: i64 = if frac.is_empty() { 0 } else { frac.parse::<i64>().ok()? * 10i64.pow(9 - frac.len() as u32) };
+    sec.checked_mul(1_000_000_000)?.checked_add(frac_ns)
+}
+
+/// Runs the detector over replayed replies; returns the events and every other output.
+pub fn run_detector(lines: &[PingLine], cfg: DetectorConfig) -> (Vec<ReconfigEvent>, Vec<Output>) {
+    let mut d = Detector::new(cfg);
+    let Some(first) = lines.first() else { return (Vec::new(), Vec::new()) };
+    let mut events = Vec::new();
+    let mut others = Vec::new();
+    let mut last_mono = 0u64;
+    for l in lines {
+        // Wall time as the monotonic stand-in; never let it run backwards.
+        let mono = ((l.wall_ns - first.wall_ns).max(0) as u64).max(last_mono);
+        last_mono = mono;
+        let r = Reply { seq: l.seq, recv_mono_ns: mono, recv_wall_ns: l.wall_ns, rtt_ns: Some(l.rtt_ns) };
+        for o in d.on_reply(r) {
+            match o {
+                Output::Reconfig(e) => events.push(e),
+                other => others.push(other),
+            }
+        }
+    }
+    (events, others)
+}
+
+/// Scores of detections against true event times.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Score {
+    /// Number of true events considered.
+    pub truth: usize,
+    /// Number of detections considered.
+    pub detections: usize,
+    /// Detections matched one-to-one with a true event.
+    pub matched: usize,
+    /// matched / detections (1 when there are no detections).
+    pub precision: f64,
+    /// matched / truth (1 when there is no true event).
+    pub recall: f64,
+    /// Signed offsets (ns) of matched outage-start estimates from their true event.
+    pub start_offsets_ns: Vec<i64>,
+    /// Detection delays (ns): detection time − true event time, for matched events.
+    pub delays_ns: Vec<i64>,
+    /// True events with no detection (ns, same clock as the input).
+    pub missed: Vec<i64>,
+    /// Detections (outage-start estimate, ns) that matched nothing.
+    pub false_positives: Vec<i64>,
+}
+
+/// One detection to score: outage-start estimate and detection time on the truth's clock.
+#[derive(Debug, Clone, Copy)]
+pub struct Detection {
+    /// Estimated outage start, ns.
+    pub start_ns: i64,
+    /// Time the detector declared the event, ns.
+    pub detect_ns: i64,
+}
+
+/// Matches detections to true times within ± `tolerance_ns` (both inputs in one clock).
+pub fn score(detections: &[Detection], truth: &[i64], tolerance_ns: i64) -> Score {
+    let mut dets: Vec<Detection> = detections.to_vec();
+    dets.sort_by_key(|d| d.start_ns);
+    let mut truth: Vec<i64> = truth.to_vec();
+    truth.sort_unstable();
+    let mut used = vec![false; truth.len()];
+    let mut s = Score {
+        truth: truth.len(),
+        detections: dets.len(),
+        matched: 0,
+        precision: 1.0,
+        recall: 1.0,
+        start_offsets_ns: Vec::new(),
+        delays_ns: Vec::new(),
+        missed: Vec::new(),
+        false_positives: Vec::new(),
+    };
+    for d in &dets {
+        // The nearest unused true event within tolerance.
+        let best = truth
+            .iter()
+            .enumerate()
+            .filter(|&(i, &t)| !used[i] && (d.start_ns - t).abs() <= tolerance_ns)
+            .min_by_key(|&(_, &t)| (d.start_ns - t).abs());
+        match best {
+            Some((i, &t)) => {
+                used[i] = true;
+                s.matched += 1;
+                s.start_offsets_ns.push(d.start_ns - t);
+                s.delays_ns.push(d.detect_ns - t);
+            }
+            None => s.false_positives.push(d.start_ns),
+        }
+    }
+    s.missed = truth.iter().zip(&used).filter(|(_, &u)| !u).map(|(&t, _)| t).collect();
+    if s.detections > 0 {
+        s.precision = s.matched as f64 / s.detections as f64;
+    }
+    if s.truth > 0 {
+        s.recall = s.matched as f64 / s.truth as f64;
+    }
+    s
+}
+
+/// The schedule slots fully inside [from, to] (Unix ns): a slot counts only if its whole
+/// tolerance window was observed.
+pub fn slots_between(s: &Schedule, from_ns: i64, to_ns: i64) -> Vec<i64> {
+    let tol = s.tolerance_ns as i64;
+    let mut out = Vec::new();
+    let mut t = s.next_slot_at_or_after(from_ns + tol);
+    while t + tol <= to_ns {
+        out.push(t);
+        t = s.next_slot_at_or_after(t + 1);
+    }
+    out
+}
+
+/// The result of replaying a `ping -D` file against a schedule.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReplayReport {
+    /// Replies read.
+    pub replies: usize,
+    /// First and last reply, Unix ns.
+    pub span_ns: (i64, i64),
+    /// Highest icmp_seq minus lowest, + 1, minus replies: the lost echoes (approximate when
+    /// icmp_seq wrapped).
+    pub lost: i64,
+    /// Median gap between consecutive replies, ns (the effective probe spacing).
+    pub median_spacing_ns: u64,
+    /// The detections.
+    pub events: Vec<ReconfigEvent>,
+    /// Scores against the schedule slots inside the span.
+    pub score: Score,
+}
+
+/// Replays `lines` with `cfg` (whose schedule, if any, is the truth for scoring).
+pub fn replay_report(lines: &[PingLine], cfg: DetectorConfig, schedule: &Schedule) -> ReplayReport {
+    let (events, _) = run_detector(lines, DetectorConfig { schedule: Some(schedule.clone()), ..cfg });
+    let first = lines.first().map_or(0, |l| l.wall_ns);
+    let last = lines.last().map_or(0, |l| l.wall_ns);
+    let slots = slots_between(schedule, first, last);
+    let dets: Vec<Detection> = events
+        .iter()
+        .map(|e| Detection { start_ns: e.start_wall_ns, detect_ns: e.start_wall_ns + e.ri_ns as i64 })
+        .collect();
+    let score = score(&dets, &slots, schedule.tolerance_ns as i64);
+    let mut gaps: Vec<u64> = lines.windows(2).map(|w| (w[1].wall_ns - w[0].wall_ns).max(0) as u64).collect();
+    gaps.sort_unstable();
+    let seqs = lines.iter().map(|l| i64::from(l.seq));
+    let span_seq = seqs.clone().max().unwrap_or(0) - seqs.min().unwrap_or(0) + 1;
+    ReplayReport {
+        replies: lines.len(),
+        span_ns: (first, last),
+        lost: span_seq - lines.len() as i64,
+        median_spacing_ns: gaps.get(gaps.len() / 2).copied().unwrap_or(0),
+        events,
+        score,
+    }
+}
+
+/// The p-th percentile (0..=100) of `v` by nearest rank, or None when empty.
+pub fn percentile(v: &[i64], p: f64) -> Option<i64> {
+    if v.is_empty() {
+        return None;
+    }
+    let mut s = v.to_vec();
+    s.sort_unstable();
+    let rank = ((p / 100.0) * s.len() as f64).ceil().max(1.0) as usize;
+    Some(s[rank.min(s.len()) - 1])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::detect::Kind;
+
+    const MS: i64 = 1_000_000;
+
+    /// A synthetic `ping -D` log: 16 ms spacing from a whole minute, replies missing inside
+    /// the given outages [from_ms, to_ms), a banner and a statistics footer.
+    fn synthetic(outages: &[(i64, i64)], until_ms: i64) -> String {
+        let mut s = String::from("PING 100.64.0.1 (100.64.0.1) 56(84) bytes of data.\n");
+        let t0 = 1_723_489_200_000i64;
+        let mut seq = 1;
+        let mut t = 0;
+        while t < until_ms {
+            if !outages.iter().any(|&(a, b)| t >= a && t < b) {
+                let w = t0 + t;
+                s += &format!("[{}.{:03}000] 64 bytes from 100.64.0.1: icmp_seq={} ttl=63 time=31.{} ms\n", w / 1000, w % 1000, seq, seq % 10);
+            }
+            seq += 1;
+            t += 16;
+        }
+        s += "\n--- 100.64.0.1 ping statistics ---\n";
+        s
+    }
+
+    #[test]
+    fn synthetic_ping_log_scores_slots() {
+        // Outages at the 12 s and 27 s slots (100 ms each), one aperiodic at 20 s; slot 42
+        // has no outage: a miss.
+        let text = synthetic(&[(11_990, 12_090), (20_000, 20_100), (26_995, 27_095)], 45_000);
+        let lines = parse_ping_d(&text, "synthetic").unwrap();
+        assert_eq!(lines[0].rtt_ns, 31_100_000);
+        let sched = Schedule::starlink(500 * MS as u64);
+        let r = replay_report(&lines, DetectorConfig::default(), &sched);
+        assert_eq!(r.events.len(), 3);
+        assert_eq!(r.events.iter().map(|e| e.kind).collect::<Vec<_>>(), vec![Kind::Periodic, Kind::Aperiodic, Kind::Periodic]);
+        assert_eq!(r.score.truth, 3, "slots 12, 27 and 42 lie inside 0..45 s");
+        assert_eq!(r.score.matched, 2);
+        assert!((r.score.precision - 2.0 / 3.0).abs() < 1e-9);
+        assert!((r.score.recall - 2.0 / 3.0).abs() < 1e-9);
+        assert_eq!(r.score.missed, vec![1_723_489_242_000 * MS]);
+        assert_eq!(r.median_spacing_ns, 16 * MS as u64);
+        assert!(r.lost > 0);
+    }
+
+    #[test]
+    fn malformed_reply_line_names_file_and_line() {
+        let text = "PING x\n[1723489200.1] 64 bytes from x: icmp_seq=1 ttl=1 time=1 ms\n[17234x9200.2] 64 bytes from x: icmp_seq=2 ttl=1 time=1 ms\n";
+        let e = parse_ping_d(text, "f.txt").unwrap_err().to_string();
+        assert_eq!(e, "f.txt:3: timestamp is not seconds.fraction");
+        let e = parse_ping_d("[1.5] 64 bytes from x: icmp_seq=1 ttl=1 time=abc ms", "g").unwrap_err().to_string();
+        assert_eq!(e, "g:1: time= is not a number");
+        assert!(parse_ping_d("nothing here\n", "h").unwrap_err().to_string().contains("no `ping -D` reply lines"));
+    }
+
+    #[test]
+    fn duplicates_are_dropped_and_timestamps_exact() {
+        let text = "[1723489200.167948] 64 bytes from a: icmp_seq=1 ttl=63 time=144 ms\n[1723489200.168000] 64 bytes from a: icmp_seq=1 ttl=63 time=144 ms (DUP!)\n";
+        let l = parse_ping_d(text, "d").unwrap();
+        assert_eq!(l.len(), 1);
+        assert_eq!(l[0].wall_ns, 1_723_489_200_167_948_000);
+    }
+
+    #[test]
+    fn score_is_one_to_one() {
+        let d = |s: i64| Detection { start_ns: s, detect_ns: s + 50 };
+        let s = score(&[d(100), d(130), d(1000)], &[110, 5000], 50);
+        assert_eq!(s.matched, 1);
+        assert_eq!(s.false_positives, vec![130, 1000]);
+        assert_eq!(s.missed, vec![5000]);
+        assert_eq!(s.delays_ns, vec![40]);
+        assert_eq!(percentile(&[5, 1, 3, 2, 4], 50.0), Some(3));
+        assert_eq!(percentile(&[5, 1, 3, 2, 4], 95.0), Some(5));
+    }
+}
