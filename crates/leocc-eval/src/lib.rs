@@ -1,0 +1,15 @@
+//! The evaluation harness behind `leocc eval` and `leocc demo`.
+//!
+//! A [`matrix::Matrix`] expands into [`matrix::RunSpec`]s: one per engine, trace, scenario,
+//! control set and seed. Each run is executed as a child `leocc sim --json` (or `leocc emu`)
+//! process, so a crash or a hang in one run never takes the matrix down, and both cores are used
+//! by running two children at once. Every finished run appends one JSON object to
+//! `DIR/results.jsonl`; a rerun of the same matrix skips the runs whose key is already there,
+//! which is how an interrupted matrix resumes. The report ([`report`]) is made from that file
+//! alone (plus the per-run time series the runs left in `DIR/ts/`), so any tool that reads JSON
+//! lines can redo it.
+
+pub mod matrix;
+pub mod report;
+pub mod results;
+pub mod runner;

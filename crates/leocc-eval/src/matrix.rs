@@ -1,0 +1,295 @@
+//! What to run: the matrix of engine x trace x scenario x controls x seed, expanded into runs.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+/// Which engine carries a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Engine {
+    /// The deterministic packet-level simulator (`leocc sim`): all nine controls.
+    Sim,
+    /// The trace-driven emulator with real kernel TCP (`leocc emu` + iperf3).
+    Emu,
+}
+
+impl FromStr for Engine {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "sim" => Ok(Engine::Sim),
+            "emu" => Ok(Engine::Emu),
+            _ => Err(format!("unknown engine '{s}' (expected sim or emu)")),
+        }
+    }
+}
+
+impl fmt::Display for Engine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Engine::Sim => "sim",
+            Engine::Emu => "emu",
+        })
+    }
+}
+
+/// The flow arrangements a matrix can ask for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scenario {
+    /// One flow of each control alone on the path, for the whole duration.
+    Single,
+    /// The two-stream test of seed 002: stream 1 from 0 s, stream 2 joins at 20 s, stream 1
+    /// leaves at 120 s, stream 2 runs 20 s more (140 s in all).
+    TwoStream,
+    /// Three flows of the same control, joining 10 s apart: intra-protocol fairness.
+    Fairness,
+    /// One LeoCC flow against one BBR flow, started together.
+    VsBbr,
+    /// One LeoCC flow against one Cubic flow, started together.
+    VsCubic,
+}
+
+/// Seed 002's two-stream timings, in seconds.
+pub const TWO_STREAM_JOIN_S: f64 = 20.0;
+pub const TWO_STREAM_LEAVE_S: f64 = 120.0;
+pub const TWO_STREAM_TAIL_S: f64 = 20.0;
+/// Spacing between the joins of the fairness scenario's three flows, in seconds.
+pub const FAIRNESS_JOIN_GAP_S: f64 = 10.0;
+
+impl Scenario {
+    /// Every scenario, in report order.
+    pub const ALL: [Scenario; 5] = [
+        Scenario::Single,
+        Scenario::TwoStream,
+        Scenario::Fairness,
+        Scenario::VsBbr,
+        Scenario::VsCubic,
+    ];
+
+    /// The scenario's own duration when it has one (two-stream is fixed by its method).
+    pub fn fixed_duration_s(self) -> Option<f64> {
+        match self {
+            Scenario::TwoStream => Some(TWO_STREAM_LEAVE_S + TWO_STREAM_TAIL_S),
+            _ => None,
+        }
+    }
+
+    /// The controls this scenario runs for a requested control list: mixed scenarios run
+    /// once (LeoCC against a fixed opponent) whatever the list.
+    fn labels(self, ccs: &[String]) -> Vec<String> {
+        match self {
+            Scenario::VsBbr => vec!["leocc+bbr".into()],
+            Scenario::VsCubic => vec!["leocc+cubic".into()],
+            _ => ccs.to_vec(),
+        }
+    }
+
+    /// The simulator's `--flows` specification (`cc@start-stop,...`, seconds).
+    pub fn flows_spec(self, label: &str, duration_s: f64) -> String {
+        let d = duration_s;
+        match self {
+            Scenario::Single => format!("{label}@0-{d}"),
+            Scenario::TwoStream => format!(
+                "{label}@0-{TWO_STREAM_LEAVE_S},{label}@{TWO_STREAM_JOIN_S}-{}",
+                TWO_STREAM_LEAVE_S + TWO_STREAM_TAIL_S
+            ),
+            Scenario::Fairness => (0..3)
+                .map(|i| format!("{label}@{}-{d}", i as f64 * FAIRNESS_JOIN_GAP_S))
+                .collect::<Vec<_>>()
+                .join(","),
+            Scenario::VsBbr | Scenario::VsCubic => label
+                .split('+')
+                .map(|cc| format!("{cc}@0-{d}"))
+                .collect::<Vec<_>>()
+                .join(","),
+        }
+    }
+}
+
+impl FromStr for Scenario {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Scenario::ALL
+            .into_iter()
+            .find(|sc| sc.to_string() == s)
+            .ok_or_else(|| {
+                format!("unknown scenario '{s}' (expected single, two-stream, fairness, vs-bbr or vs-cubic)")
+            })
+    }
+}
+
+impl fmt::Display for Scenario {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Scenario::Single => "single",
+            Scenario::TwoStream => "two-stream",
+            Scenario::Fairness => "fairness",
+            Scenario::VsBbr => "vs-bbr",
+            Scenario::VsCubic => "vs-cubic",
+        })
+    }
+}
+
+/// A whole evaluation as the user asked for it.
+#[derive(Clone, Debug)]
+pub struct Matrix {
+    pub engine: Engine,
+    pub traces: Vec<PathBuf>,
+    pub ccs: Vec<String>,
+    pub scenarios: Vec<Scenario>,
+    /// Runs per cell; run i uses seed `seed + i`.
+    pub runs: u32,
+    pub seed: u64,
+    /// Seconds per run; None = the trace's own duration (capped by the engine).
+    pub duration_s: Option<f64>,
+    /// Bottleneck queue in packets, the same for every control.
+    pub queue: Option<u32>,
+    /// Random loss added on the path, the same for every control.
+    pub loss: Option<f64>,
+    /// Feed ground-truth reconfigurations instead of the detector (ablation only).
+    pub oracle_reconfig: bool,
+}
+
+/// One run of the matrix: everything needed to execute it and to find it again on resume.
+#[derive(Clone, Debug)]
+pub struct RunSpec {
+    /// Stable identity of the run; a run whose key is in results.jsonl is not run again.
+    pub key: String,
+    pub engine: Engine,
+    pub trace: PathBuf,
+    /// The trace's file stem, used in the report.
+    pub trace_name: String,
+    pub scenario: Scenario,
+    /// The control (or `a+b` for mixed scenarios).
+    pub label: String,
+    pub flows: String,
+    pub duration_s: f64,
+    pub seed: u64,
+    pub queue: Option<u32>,
+    pub loss: Option<f64>,
+    pub oracle_reconfig: bool,
+}
+
+impl RunSpec {
+    /// A file-name-safe form of the key, for the run's time-series file.
+    pub fn file_id(&self) -> String {
+        self.key
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c } else { '_' })
+            .collect()
+    }
+}
+
+/// The stem of a trace path (`traces/starlink-down-60s.leo` -> `starlink-down-60s`).
+pub fn trace_name(path: &Path) -> String {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    match name.split_once('.') {
+        Some((stem, _)) if !stem.is_empty() => stem.to_string(),
+        _ => name,
+    }
+}
+
+impl Matrix {
+    /// Expands the matrix into runs, in a stable order (trace, scenario, control, seed).
+    /// `trace_duration_s` gives each trace's length, which bounds a run with no --duration.
+    pub fn expand(&self, trace_duration_s: impl Fn(&Path) -> f64) -> Vec<RunSpec> {
+        let mut out = Vec::new();
+        for trace in &self.traces {
+            let name = trace_name(trace);
+            for &scenario in &self.scenarios {
+                let duration_s = scenario
+                    .fixed_duration_s()
+                    .or(self.duration_s)
+                    .unwrap_or_else(|| trace_duration_s(trace));
+                for label in scenario.labels(&self.ccs) {
+                    for i in 0..self.runs {
+                        let seed = self.seed + u64::from(i);
+                        let key = format!(
+                            "{}|{}|{}|{}|{}|d{}|q{}|l{}{}",
+                            self.engine,
+                            name,
+                            scenario,
+                            label,
+                            seed,
+                            duration_s,
+                            self.queue.map_or("-".into(), |q| q.to_string()),
+                            self.loss.map_or("-".into(), |l| l.to_string()),
+                            if self.oracle_reconfig { "|oracle" } else { "" },
+                        );
+                        out.push(RunSpec {
+                            key,
+                            engine: self.engine,
+                            trace: trace.clone(),
+                            trace_name: name.clone(),
+                            scenario,
+                            flows: scenario.flows_spec(&label, duration_s),
+                            label: label.clone(),
+                            duration_s,
+                            seed,
+                            queue: self.queue,
+                            loss: self.loss,
+                            oracle_reconfig: self.oracle_reconfig,
+                        });
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn matrix(scenarios: Vec<Scenario>) -> Matrix {
+        Matrix {
+            engine: Engine::Sim,
+            traces: vec!["traces/a.leo".into(), "traces/b.leo".into()],
+            ccs: vec!["cubic".into(), "leocc".into()],
+            scenarios,
+            runs: 3,
+            seed: 7,
+            duration_s: Some(30.0),
+            queue: Some(500),
+            loss: None,
+            oracle_reconfig: false,
+        }
+    }
+
+    #[test]
+    fn expands_every_cell_with_distinct_keys() {
+        let runs = matrix(vec![Scenario::Single, Scenario::VsBbr]).expand(|_| 60.0);
+        // 2 traces x (2 controls + 1 mixed) x 3 seeds
+        assert_eq!(runs.len(), 2 * 3 * 3);
+        let mut keys: Vec<_> = runs.iter().map(|r| r.key.clone()).collect();
+        keys.sort();
+        keys.dedup();
+        assert_eq!(keys.len(), runs.len());
+        assert_eq!(runs[0].seed, 7);
+        assert_eq!(runs[2].seed, 9);
+    }
+
+    #[test]
+    fn two_stream_follows_seed_002_timings() {
+        let runs = matrix(vec![Scenario::TwoStream]).expand(|_| 60.0);
+        assert_eq!(runs[0].duration_s, 140.0);
+        assert_eq!(runs[0].flows, "cubic@0-120,cubic@20-140");
+    }
+
+    #[test]
+    fn mixed_and_fairness_flow_specs() {
+        assert_eq!(Scenario::VsCubic.flows_spec("leocc+cubic", 30.0), "leocc@0-30,cubic@0-30");
+        assert_eq!(Scenario::Fairness.flows_spec("bbr", 60.0), "bbr@0-60,bbr@10-60,bbr@20-60");
+    }
+
+    #[test]
+    fn names_round_trip_and_reject_unknown() {
+        for s in Scenario::ALL {
+            assert_eq!(s.to_string().parse::<Scenario>().unwrap(), s);
+        }
+        assert!("sideways".parse::<Scenario>().unwrap_err().contains("sideways"));
+        assert!("qemu".parse::<Engine>().is_err());
+        assert_eq!(trace_name(Path::new("x/starlink-down-60s.leo")), "starlink-down-60s");
+    }
+}

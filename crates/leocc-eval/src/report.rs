@@ -1,0 +1,500 @@
+//! report.html: made from results.jsonl and the per-run time series alone.
+//!
+//! Sections, per engine and trace: the headline comparison the paper makes (LeoCC's throughput
+//! against Cubic, Copa and BBRv3; its p95 RTT against BBRv1 and Vivace; its utilisation and
+//! queueing delay), the throughput / p95-delay plane with the trace's oracle point, a table of
+//! every metric (mean and spread over runs), bars for utilisation, queueing delay, loss and
+//! retransmissions, time series of each control over the trace's capacity and base RTT with
+//! reconfigurations marked, and the multi-flow scenarios (fairness, LeoCC against BBR and
+//! Cubic, the two-stream test) with Jain's index over time. When both engines ran, a table
+//! compares them.
+
+use crate::results::{by_cell, stat, Record, Stat};
+use anyhow::{Context, Result};
+use leocc_plot::{bars, color, esc, Axis, Chart, Marker, Series, Style};
+use leocc_trace::{Dir, Trace};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+/// The controls LeoCC's throughput is compared with (the paper's +85 to +494 %).
+pub const THROUGHPUT_RIVALS: [&str; 3] = ["cubic", "copa", "bbr3"];
+/// The controls LeoCC's p95 RTT is compared with (the paper's -44 to -56 %).
+pub const DELAY_RIVALS: [&str; 2] = ["bbr", "vivace"];
+/// Width of the time-series bins, in seconds (the engines write 100 ms rows).
+const BIN_S: f64 = 0.1;
+/// Time-series plots are thinned to at most this many points per series.
+const MAX_POINTS: usize = 1500;
+
+/// One row of a run's time series (one flow over one bin).
+#[derive(Clone, Debug, Default)]
+pub struct TsRow {
+    pub t_s: f64,
+    pub flow: usize,
+    pub throughput_mbps: f64,
+    pub rtt_ms: f64,
+}
+
+/// Reads a run's CSV time series (header with at least t_s, flow, throughput_mbps, rtt_ms).
+pub fn read_timeseries(path: &Path) -> Result<Vec<TsRow>> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap_or("").split(',').collect();
+    let col = |name: &str| header.iter().position(|h| h.trim() == name);
+    let (Some(ct), Some(cf), Some(cth), Some(cr)) = (col("t_s"), col("flow"), col("throughput_mbps"), col("rtt_ms")) else {
+        anyhow::bail!("{}:1: expected columns t_s, flow, throughput_mbps, rtt_ms", path.display());
+    };
+    let mut out = Vec::new();
+    for (i, line) in lines.enumerate() {
+        let f: Vec<&str> = line.split(',').collect();
+        let num = |c: usize| -> Result<f64> {
+            f.get(c)
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .with_context(|| format!("{}:{}: bad or missing column {}", path.display(), i + 2, header[c]))
+        };
+        out.push(TsRow { t_s: num(ct)?, flow: num(cf)? as usize, throughput_mbps: num(cth)?, rtt_ms: num(cr)? });
+    }
+    Ok(out)
+}
+
+/// What the report needs to know about a trace, computed once per trace.
+struct TraceView {
+    /// (time s, capacity Mbit/s) per 100 ms in the data direction.
+    capacity: Vec<(f64, f64)>,
+    /// (time s, base RTT ms).
+    base_rtt: Vec<(f64, f64)>,
+    reconfig_s: Vec<f64>,
+    mean_capacity_mbps: f64,
+    /// The 95th percentile of the base one-way delay: the oracle's delay.
+    base_owd_p95_ms: f64,
+}
+
+impl TraceView {
+    fn load(path: &Path, horizon_s: f64) -> Result<TraceView> {
+        let trace = Trace::load(path).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let dir = trace.meta.direction.primary();
+        let fwd = trace.link(dir);
+        let back = trace.link(if dir == Dir::Up { Dir::Down } else { Dir::Up });
+        let horizon_s = if horizon_s > 0.0 { horizon_s } else { trace.duration_us() as f64 / 1e6 };
+        let bins = (horizon_s / BIN_S).ceil() as u64;
+        let bin_us = (BIN_S * 1e6) as u64;
+        let mut capacity = Vec::with_capacity(bins as usize);
+        let mut base_rtt = Vec::with_capacity(bins as usize);
+        let mut owds = Vec::with_capacity(bins as usize);
+        for b in 0..bins {
+            let t = b * bin_us;
+            let n = fwd.opportunities(t, bin_us).count() as f64;
+            capacity.push(((t + bin_us) as f64 / 1e6, n * 1500.0 * 8.0 / BIN_S / 1e6));
+            let owd = fwd.delay_us(t) as f64 / 1000.0;
+            owds.push(owd);
+            base_rtt.push((t as f64 / 1e6, owd + back.delay_us(t) as f64 / 1000.0));
+        }
+        owds.sort_by(f64::total_cmp);
+        let period_s = trace.duration_us() as f64 / 1e6;
+        let mut reconfig_s = Vec::new();
+        if period_s > 0.0 {
+            let mut base = 0.0;
+            while base < horizon_s {
+                reconfig_s.extend(trace.reconfigurations_us().iter().map(|&r| base + r as f64 / 1e6).filter(|&r| r < horizon_s));
+                base += period_s;
+            }
+        }
+        Ok(TraceView {
+            mean_capacity_mbps: fwd.mean_capacity_bps(0, bins * bin_us) / 1e6,
+            base_owd_p95_ms: owds.get((owds.len() as f64 * 0.95) as usize).copied().unwrap_or(0.0),
+            capacity,
+            base_rtt,
+            reconfig_s,
+        })
+    }
+}
+
+fn fmt_stat(s: Option<Stat>, scale: f64, decimals: usize) -> String {
+    match s {
+        None => "–".into(),
+        Some(s) if s.n > 1 => format!("{:.d$} ± {:.d$}", s.mean * scale, s.sd * scale, d = decimals),
+        Some(s) => format!("{:.d$}", s.mean * scale, d = decimals),
+    }
+}
+
+fn pct_change(ours: f64, theirs: f64) -> String {
+    if theirs.abs() < 1e-12 {
+        "n/a".into()
+    } else {
+        format!("{:+.0} %", (ours / theirs - 1.0) * 100.0)
+    }
+}
+
+/// Writes `out_dir/report.html` from `out_dir/results.jsonl`'s records; returns its path.
+pub fn write(out_dir: &Path, records: &[Record], command_line: &str) -> Result<PathBuf> {
+    let mut html = String::new();
+    html.push_str(HEAD);
+    let _ = write!(
+        html,
+        "<h1>leocc evaluation</h1><p class=\"meta\">{} runs from <code>results.jsonl</code>. Reproduce with <code>{}</code>.</p>",
+        records.len(),
+        esc(command_line)
+    );
+    let cells = by_cell(records);
+    let engines: BTreeSet<&str> = records.iter().map(|r| r.str("engine")).collect();
+    let mut traces: BTreeMap<(String, String), PathBuf> = BTreeMap::new();
+    for r in records {
+        traces.insert((r.str("engine").into(), r.str("trace").into()), PathBuf::from(r.str("trace_path")));
+    }
+    html.push_str(&headline_table(&cells));
+    for ((engine, trace), path) in &traces {
+        let horizon = records
+            .iter()
+            .filter(|r| r.str("trace") == trace && r.str("engine") == engine)
+            .filter_map(|r| r.num("duration_s"))
+            .fold(0.0, f64::max);
+        let view = match TraceView::load(&resolve(out_dir, path), horizon) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                let _ = write!(html, "<p class=\"warn\">Trace {} could not be read for overlays: {}</p>", esc(&path.display().to_string()), esc(&format!("{e:#}")));
+                None
+            }
+        };
+        let _ = write!(html, "<h2>{} — {}</h2>", esc(trace), esc(engine));
+        single_section(&mut html, out_dir, &cells, engine, trace, view.as_ref());
+        multi_flow_section(&mut html, out_dir, &cells, engine, trace, view.as_ref());
+    }
+    if engines.len() > 1 {
+        html.push_str(&engine_comparison(&cells));
+    }
+    html.push_str("</body></html>\n");
+    let path = out_dir.join("report.html");
+    let tmp = out_dir.join(".report.html.tmp");
+    std::fs::write(&tmp, html).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, &path)?;
+    Ok(path)
+}
+
+/// A trace path in results is as the user gave it; relative paths are tried from the current
+/// directory and from the output directory's parent.
+fn resolve(out_dir: &Path, p: &Path) -> PathBuf {
+    if p.exists() {
+        return p.to_path_buf();
+    }
+    out_dir.parent().map(|d| d.join(p)).filter(|q| q.exists()).unwrap_or_else(|| p.to_path_buf())
+}
+
+type Cells<'a> = BTreeMap<(String, String, String, String), Vec<&'a Record>>;
+
+fn single_runs<'a>(cells: &'a Cells, engine: &str, trace: &str) -> Vec<(&'a str, &'a Vec<&'a Record>)> {
+    cells
+        .iter()
+        .filter(|((e, t, s, _), _)| e == engine && t == trace && s == "single")
+        .map(|((_, _, _, l), v)| (l.as_str(), v))
+        .collect()
+}
+
+/// The paper's comparisons, one row per engine and trace with a LeoCC run.
+fn headline_table(cells: &Cells) -> String {
+    let mut rows = String::new();
+    for ((engine, trace, scenario, label), runs) in cells {
+        if scenario != "single" || label != "leocc" {
+            continue;
+        }
+        let get = |cc: &str, field: &str| {
+            cells.get(&(engine.clone(), trace.clone(), "single".into(), cc.into())).and_then(|r| stat(r, field)).map(|s| s.mean)
+        };
+        let thr = stat(runs, "throughput_mbps").map(|s| s.mean).unwrap_or(0.0);
+        let p95 = stat(runs, "rtt_p95_ms").map(|s| s.mean).unwrap_or(0.0);
+        let mut cols = String::new();
+        for cc in THROUGHPUT_RIVALS {
+            cols += &format!("<td>{}</td>", get(cc, "throughput_mbps").map_or("–".into(), |t| pct_change(thr, t)));
+        }
+        for cc in DELAY_RIVALS {
+            cols += &format!("<td>{}</td>", get(cc, "rtt_p95_ms").map_or("–".into(), |t| pct_change(p95, t)));
+        }
+        let _ = write!(
+            rows,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{cols}</tr>",
+            esc(engine),
+            esc(trace),
+            fmt_stat(stat(runs, "utilization"), 100.0, 1),
+            fmt_stat(stat(runs, "qdelay_avg_ms"), 1.0, 1),
+            fmt_stat(stat(runs, "qdelay_p95_ms"), 1.0, 1),
+        );
+    }
+    if rows.is_empty() {
+        return String::new();
+    }
+    format!(
+        "<h2>LeoCC against the field</h2><p>Throughput change of LeoCC against Cubic, Copa and BBRv3 (the paper reports +85 to +494 %) and \
+         p95 RTT change against BBRv1 and Vivace (the paper: −44 to −56 %), single-flow runs, means over seeds. \
+         Negative throughput or positive delay numbers are shortfalls and are shown as measured.</p>\
+         <table><tr><th>engine</th><th>trace</th><th>LeoCC utilisation %</th><th>queueing delay mean ms</th><th>queueing delay p95 ms</th>\
+         <th>thr. vs cubic</th><th>thr. vs copa</th><th>thr. vs bbr3</th><th>p95 RTT vs bbr</th><th>p95 RTT vs vivace</th></tr>{rows}</table>"
+    )
+}
+
+const METRICS: [(&str, &str, f64, usize); 10] = [
+    ("throughput_mbps", "throughput Mbit/s", 1.0, 1),
+    ("utilization", "utilisation %", 100.0, 1),
+    ("rtt_avg_ms", "RTT mean ms", 1.0, 1),
+    ("rtt_p95_ms", "RTT p95 ms", 1.0, 1),
+    ("owd_p95_ms", "OWD p95 ms", 1.0, 1),
+    ("qdelay_avg_ms", "qdelay mean ms", 1.0, 1),
+    ("qdelay_p95_ms", "qdelay p95 ms", 1.0, 1),
+    ("loss_rate", "loss %", 100.0, 2),
+    ("retrans_rate", "retrans %", 100.0, 2),
+    ("jain", "Jain", 1.0, 3),
+];
+
+fn single_section(html: &mut String, out_dir: &Path, cells: &Cells, engine: &str, trace: &str, view: Option<&TraceView>) {
+    let runs = single_runs(cells, engine, trace);
+    if runs.is_empty() {
+        return;
+    }
+    // Throughput against p95 one-way delay, Pantheon style.
+    let mut chart = Chart::new(
+        format!("{trace}: throughput vs 95th-percentile one-way delay ({engine})"),
+        Axis::new("95th-percentile one-way delay (ms, log scale, better →)").log().inverted(),
+        Axis::new("throughput (Mbit/s)"),
+    );
+    chart.height = 420;
+    for (i, (label, rs)) in runs.iter().enumerate() {
+        let (Some(t), Some(d)) = (stat(rs, "throughput_mbps"), stat(rs, "owd_p95_ms")) else { continue };
+        let mut s = Series::new(*label, color(i), Style::Points, vec![(d.mean, t.mean)]);
+        if t.n > 1 {
+            s.spread.push((d.min, d.max, t.min, t.max));
+        }
+        chart.series.push(s);
+    }
+    if let Some(v) = view {
+        chart.series.push(Series::new("oracle", "#000000", Style::Points, vec![(v.base_owd_p95_ms.max(0.1), v.mean_capacity_mbps)]));
+    }
+    let _ = write!(html, "<figure>{}<figcaption>Each control's mean over seeds with its min–max spread; the oracle point is all the capacity the trace offers at its base delay.</figcaption></figure>", chart.svg());
+
+    // Table.
+    html.push_str("<table><tr><th>control</th>");
+    for (_, h, _, _) in METRICS {
+        let _ = write!(html, "<th>{h}</th>");
+    }
+    html.push_str("</tr>");
+    for (label, rs) in &runs {
+        let _ = write!(html, "<tr><td>{}</td>", esc(label));
+        for (f, _, scale, d) in METRICS {
+            let _ = write!(html, "<td>{}</td>", fmt_stat(stat(rs, f), scale, d));
+        }
+        html.push_str("</tr>");
+    }
+    html.push_str("</table>");
+
+    // Bars.
+    let cats: Vec<String> = runs.iter().map(|(l, _)| l.to_string()).collect();
+    let series = |fields: &[(&str, &str, f64)]| -> Vec<(String, Vec<Option<(f64, f64, f64)>>)> {
+        fields
+            .iter()
+            .map(|(f, name, scale)| {
+                let vals = runs.iter().map(|(_, rs)| stat(rs, f).map(|s| (s.mean * scale, s.min * scale, s.max * scale))).collect();
+                (name.to_string(), vals)
+            })
+            .collect()
+    };
+    let _ = write!(
+        html,
+        "<div class=\"row\">{}{}</div><div class=\"row\">{}</div>",
+        bars("Utilisation", "% of offered capacity", &cats, &series(&[("utilization", "utilisation", 100.0)])),
+        bars("Queueing delay", "ms", &cats, &series(&[("qdelay_avg_ms", "mean", 1.0), ("qdelay_p95_ms", "p95", 1.0)])),
+        bars("Loss and retransmissions", "% of packets sent", &cats, &series(&[("loss_rate", "loss", 100.0), ("retrans_rate", "retransmissions", 100.0)])),
+    );
+
+    // Time series per control (the first seed).
+    html.push_str("<h3>Time series (first seed)</h3>");
+    for (label, rs) in &runs {
+        let Some(rec) = rs.iter().min_by_key(|r| r.num("seed").unwrap_or(0.0) as u64) else { continue };
+        match read_timeseries(&out_dir.join(rec.str("timeseries"))) {
+            Ok(rows) => html.push_str(&timeseries_chart(&format!("{trace}: {label}"), &rows, view, false)),
+            Err(e) => {
+                let _ = write!(html, "<p class=\"warn\">{}: no time series ({})</p>", esc(label), esc(&format!("{e:#}")));
+            }
+        }
+    }
+}
+
+/// Per-100 ms aggregate throughput of each flow, thinned to at most MAX_POINTS points.
+fn per_flow(rows: &[TsRow]) -> BTreeMap<usize, Vec<(f64, f64, f64)>> {
+    let mut flows: BTreeMap<usize, Vec<(f64, f64, f64)>> = BTreeMap::new();
+    for r in rows {
+        flows.entry(r.flow).or_default().push((r.t_s, r.throughput_mbps, r.rtt_ms));
+    }
+    flows
+}
+
+fn thin<T: Copy>(v: &[T]) -> Vec<T> {
+    let step = v.len().div_ceil(MAX_POINTS).max(1);
+    v.iter().step_by(step).copied().collect()
+}
+
+fn timeseries_chart(title: &str, rows: &[TsRow], view: Option<&TraceView>, per_flow_lines: bool) -> String {
+    let mut c = Chart::new(title, Axis::new("time (s)"), Axis::new("throughput (Mbit/s)"));
+    c.y2 = Some(Axis::new("RTT (ms)"));
+    let horizon = rows.iter().map(|r| r.t_s).fold(0.0, f64::max);
+    if let Some(v) = view {
+        let cap: Vec<_> = v.capacity.iter().copied().filter(|p| p.0 <= horizon).collect();
+        c.series.push(Series::new("capacity", "#999999", Style::Area, thin(&cap)));
+        let base: Vec<_> = v.base_rtt.iter().copied().filter(|p| p.0 <= horizon).collect();
+        c.series.push(Series::new("base RTT", "#999999", Style::Line, thin(&base)).on_right().dashed());
+        c.markers = v.reconfig_s.iter().filter(|&&x| x <= horizon).map(|&x| Marker { x, color: "#bbbbbb".into() }).collect();
+        c.marker_label = Some("reconfiguration".into());
+    }
+    let flows = per_flow(rows);
+    if per_flow_lines {
+        for (i, (f, pts)) in flows.iter().enumerate() {
+            let thr: Vec<_> = pts.iter().map(|p| (p.0, p.1)).collect();
+            c.series.push(Series::new(format!("flow {f}"), color(i), Style::Line, thin(&thr)));
+        }
+    } else {
+        let mut total: BTreeMap<u64, (f64, f64, u32)> = BTreeMap::new();
+        for r in rows {
+            let e = total.entry((r.t_s * 1000.0).round() as u64).or_default();
+            e.0 += r.throughput_mbps;
+            if r.rtt_ms > 0.0 {
+                e.1 += r.rtt_ms;
+                e.2 += 1;
+            }
+        }
+        let thr: Vec<_> = total.iter().map(|(t, v)| (*t as f64 / 1000.0, v.0)).collect();
+        let rtt: Vec<_> = total.iter().filter(|(_, v)| v.2 > 0).map(|(t, v)| (*t as f64 / 1000.0, v.1 / v.2 as f64)).collect();
+        c.series.push(Series::new("throughput", color(0), Style::Line, thin(&thr)));
+        c.series.push(Series::new("RTT", color(1), Style::Line, thin(&rtt)).on_right());
+    }
+    format!("<figure>{}</figure>", c.svg())
+}
+
+/// Jain's index over time of the flows active in each bin (a flow counts from its first bin
+/// with data to its last).
+fn jain_over_time(rows: &[TsRow]) -> Vec<(f64, f64)> {
+    let flows = per_flow(rows);
+    let spans: BTreeMap<usize, (f64, f64)> = flows
+        .iter()
+        .map(|(f, pts)| {
+            let active: Vec<f64> = pts.iter().filter(|p| p.1 > 0.0).map(|p| p.0).collect();
+            (*f, (active.first().copied().unwrap_or(f64::MAX), active.last().copied().unwrap_or(0.0)))
+        })
+        .collect();
+    let mut bins: BTreeMap<u64, Vec<f64>> = BTreeMap::new();
+    for r in rows {
+        let (a, b) = spans[&r.flow];
+        if r.t_s >= a && r.t_s <= b {
+            bins.entry((r.t_s * 1000.0).round() as u64).or_default().push(r.throughput_mbps);
+        }
+    }
+    bins.into_iter()
+        .filter(|(_, xs)| xs.len() > 1)
+        .map(|(t, xs)| {
+            let s: f64 = xs.iter().sum();
+            let s2: f64 = xs.iter().map(|x| x * x).sum();
+            (t as f64 / 1000.0, if s2 > 0.0 { s * s / (xs.len() as f64 * s2) } else { 1.0 })
+        })
+        .collect()
+}
+
+fn multi_flow_section(html: &mut String, out_dir: &Path, cells: &Cells, engine: &str, trace: &str, view: Option<&TraceView>) {
+    let multi: Vec<_> = cells
+        .iter()
+        .filter(|((e, t, s, _), _)| e == engine && t == trace && s != "single")
+        .collect();
+    if multi.is_empty() {
+        return;
+    }
+    html.push_str("<h3>Several flows</h3><table><tr><th>scenario</th><th>controls</th><th>total Mbit/s</th><th>per-flow Mbit/s</th><th>Jain</th><th>RTT p95 ms</th></tr>");
+    for ((_, _, scenario, label), runs) in &multi {
+        let per_flow: Vec<String> = runs
+            .first()
+            .map(|r| r.flows().iter().map(|f| format!("{} {:.1}", f.get("cc").and_then(|v| v.as_str()).unwrap_or("?"), f.get("throughput_mbps").and_then(|v| v.as_f64()).unwrap_or(0.0))).collect())
+            .unwrap_or_default();
+        let _ = write!(
+            html,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(scenario),
+            esc(label),
+            fmt_stat(stat(runs, "throughput_mbps"), 1.0, 1),
+            esc(&per_flow.join(", ")),
+            fmt_stat(stat(runs, "jain"), 1.0, 3),
+            fmt_stat(stat(runs, "rtt_p95_ms"), 1.0, 1)
+        );
+    }
+    html.push_str("</table>");
+    for ((_, _, scenario, label), runs) in &multi {
+        let Some(rec) = runs.iter().min_by_key(|r| r.num("seed").unwrap_or(0.0) as u64) else { continue };
+        let Ok(rows) = read_timeseries(&out_dir.join(rec.str("timeseries"))) else { continue };
+        html.push_str(&timeseries_chart(&format!("{trace}: {scenario}, {label} — per-flow throughput"), &rows, view, true));
+        let j = jain_over_time(&rows);
+        if !j.is_empty() {
+            let mut c = Chart::new(format!("{trace}: {scenario}, {label} — Jain's index over time"), Axis::new("time (s)"), Axis::new("Jain's index").range(0.0, 1.0));
+            c.height = 220;
+            c.series.push(Series::new("Jain's index", color(2), Style::Line, thin(&j)));
+            let _ = write!(html, "<figure>{}</figure>", c.svg());
+        }
+    }
+}
+
+fn engine_comparison(cells: &Cells) -> String {
+    let mut rows = String::new();
+    for ((engine, trace, scenario, label), sim_runs) in cells {
+        if engine != "sim" || scenario != "single" {
+            continue;
+        }
+        let Some(emu_runs) = cells.get(&("emu".to_string(), trace.clone(), scenario.clone(), label.clone())) else { continue };
+        let ratio = |f: &str| match (stat(sim_runs, f), stat(emu_runs, f)) {
+            (Some(s), Some(e)) if e.mean > 0.0 => format!("{:.2}", s.mean / e.mean),
+            _ => "–".into(),
+        };
+        let _ = write!(rows, "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", esc(trace), esc(label), ratio("throughput_mbps"), ratio("rtt_p95_ms"));
+    }
+    if rows.is_empty() {
+        return String::new();
+    }
+    format!("<h2>Simulator against emulator</h2><table><tr><th>trace</th><th>control</th><th>throughput sim/emu</th><th>p95 RTT sim/emu</th></tr>{rows}</table>")
+}
+
+const HEAD: &str = "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>leocc evaluation</title><style>\
+body{font-family:Helvetica,Arial,sans-serif;max-width:1280px;margin:1.5em auto;padding:0 1em;color:#222}\
+h1{margin-bottom:.2em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}\
+table{border-collapse:collapse;margin:1em 0;font-size:13px}td,th{border:1px solid #ddd;padding:3px 8px;text-align:right}\
+th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}figure{margin:1em 0}\
+figcaption{font-size:12px;color:#555}.row{display:flex;flex-wrap:wrap;gap:1em}.row svg{max-width:100%}\
+.meta{color:#555}.warn{color:#a40}code{background:#f4f4f4;padding:1px 4px}\
+</style></head><body>";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jain_over_time_counts_only_active_flows() {
+        let mut rows = Vec::new();
+        for i in 0..10 {
+            let t = i as f64 * 0.1;
+            rows.push(TsRow { t_s: t, flow: 0, throughput_mbps: 10.0, rtt_ms: 50.0 });
+            // flow 1 joins at 0.5 s with a fifth of the rate
+            rows.push(TsRow { t_s: t, flow: 1, throughput_mbps: if i >= 5 { 2.0 } else { 0.0 }, rtt_ms: 50.0 });
+        }
+        let j = jain_over_time(&rows);
+        assert_eq!(j.len(), 5);
+        let expect = 144.0 / (2.0 * 104.0);
+        assert!(j.iter().all(|(_, v)| (v - expect).abs() < 1e-9), "{j:?}");
+    }
+
+    #[test]
+    fn timeseries_csv_errors_name_the_line() {
+        let p = std::env::temp_dir().join(format!("leocc-ts-{}.csv", std::process::id()));
+        std::fs::write(&p, "t_s,flow,throughput_mbps,rtt_ms\n0.1,0,5,40\n0.2,0,x,40\n").unwrap();
+        let e = read_timeseries(&p).unwrap_err().to_string();
+        assert!(e.contains(":3:"), "{e}");
+        std::fs::write(&p, "time,flow\n").unwrap();
+        assert!(read_timeseries(&p).unwrap_err().to_string().contains(":1:"));
+        std::fs::remove_file(&p).unwrap();
+    }
+
+    #[test]
+    fn percent_change_reads_as_a_gain_or_a_shortfall() {
+        assert_eq!(pct_change(185.0, 100.0), "+85 %");
+        assert_eq!(pct_change(44.0, 100.0), "-56 %");
+        assert_eq!(pct_change(1.0, 0.0), "n/a");
+    }
+}

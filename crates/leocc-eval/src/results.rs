@@ -1,0 +1,175 @@
+//! results.jsonl: one JSON object per finished run, as the engine printed it plus the run's
+//! identity (key, engine, trace, scenario, label, seed). Reading is tolerant of a torn last line
+//! (a run killed while appending) and strict about everything else.
+
+use anyhow::{bail, Context, Result};
+use serde_json::Value;
+use std::collections::{BTreeMap, HashSet};
+use std::fs::{self, OpenOptions};
+use std::io::Write;
+use std::path::Path;
+
+/// One finished run.
+#[derive(Clone, Debug)]
+pub struct Record(pub Value);
+
+impl Record {
+    /// A string field, or "" when absent.
+    pub fn str(&self, field: &str) -> &str {
+        self.0.get(field).and_then(Value::as_str).unwrap_or("")
+    }
+
+    /// A numeric field.
+    pub fn num(&self, field: &str) -> Option<f64> {
+        self.0.get(field).and_then(Value::as_f64)
+    }
+
+    /// The per-flow objects, when the engine reported them.
+    pub fn flows(&self) -> &[Value] {
+        self.0.get("flows").and_then(Value::as_array).map_or(&[], Vec::as_slice)
+    }
+}
+
+/// Reads every record of `path`; a missing file is an empty result. A malformed line other than
+/// a torn last line is an error naming the file and line.
+pub fn read(path: &Path) -> Result<Vec<Record>> {
+    let text = match fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Value>(line) {
+            Ok(v) if v.is_object() => out.push(Record(v)),
+            Ok(_) => bail!("{}:{}: not a JSON object", path.display(), i + 1),
+            Err(_) if i + 1 == lines.len() && !text.ends_with('\n') => {
+                eprintln!(
+                    "leocc eval: {}:{}: ignoring a torn last line (an interrupted run); it will be rerun",
+                    path.display(),
+                    i + 1
+                );
+            }
+            Err(e) => bail!("{}:{}: {e}", path.display(), i + 1),
+        }
+    }
+    Ok(out)
+}
+
+/// The keys of the runs already in the file.
+pub fn finished_keys(records: &[Record]) -> HashSet<String> {
+    records.iter().map(|r| r.str("key").to_string()).collect()
+}
+
+/// Appends one record as a single write, so a reader never sees half of it unless the process
+/// dies inside that write (handled by [`read`]).
+pub fn append(path: &Path, record: &Value) -> Result<()> {
+    let mut line = serde_json::to_string(record)?;
+    line.push('\n');
+    let mut f = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .with_context(|| format!("opening {}", path.display()))?;
+    f.write_all(line.as_bytes())
+        .with_context(|| format!("appending to {}", path.display()))
+}
+
+/// Mean, spread and count of one metric over the runs of a cell.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Stat {
+    pub mean: f64,
+    pub min: f64,
+    pub max: f64,
+    pub sd: f64,
+    pub n: usize,
+}
+
+impl Stat {
+    /// Summarises the values; None when there are none.
+    pub fn of(values: &[f64]) -> Option<Stat> {
+        if values.is_empty() {
+            return None;
+        }
+        let n = values.len();
+        let mean = values.iter().sum::<f64>() / n as f64;
+        let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n as f64;
+        Some(Stat {
+            mean,
+            min: values.iter().cloned().fold(f64::INFINITY, f64::min),
+            max: values.iter().cloned().fold(f64::NEG_INFINITY, f64::max),
+            sd: var.sqrt(),
+            n,
+        })
+    }
+}
+
+/// The runs of one (engine, trace, scenario, label) cell.
+pub type CellKey = (String, String, String, String);
+
+/// Groups records by cell, in a stable order.
+pub fn by_cell(records: &[Record]) -> BTreeMap<CellKey, Vec<&Record>> {
+    let mut cells: BTreeMap<CellKey, Vec<&Record>> = BTreeMap::new();
+    for r in records {
+        let key = (
+            r.str("engine").to_string(),
+            r.str("trace").to_string(),
+            r.str("scenario").to_string(),
+            r.str("label").to_string(),
+        );
+        cells.entry(key).or_default().push(r);
+    }
+    cells
+}
+
+/// The statistic of `field` over a cell's runs.
+pub fn stat(runs: &[&Record], field: &str) -> Option<Stat> {
+    let v: Vec<f64> = runs.iter().filter_map(|r| r.num(field)).collect();
+    Stat::of(&v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tmp(name: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("leocc-eval-{}-{name}", std::process::id()));
+        let _ = fs::remove_file(&d);
+        d
+    }
+
+    #[test]
+    fn append_then_read_round_trips_and_tolerates_a_torn_tail() {
+        let p = tmp("torn.jsonl");
+        append(&p, &serde_json::json!({"key": "a", "throughput_mbps": 10.0})).unwrap();
+        append(&p, &serde_json::json!({"key": "b", "throughput_mbps": 20.0})).unwrap();
+        let mut f = OpenOptions::new().append(true).open(&p).unwrap();
+        f.write_all(b"{\"key\": \"c\", \"thr").unwrap();
+        let recs = read(&p).unwrap();
+        assert_eq!(recs.len(), 2);
+        let keys = finished_keys(&recs);
+        assert!(keys.contains("a") && keys.contains("b") && !keys.contains("c"));
+        fs::remove_file(&p).unwrap();
+    }
+
+    #[test]
+    fn a_bad_line_in_the_middle_is_an_error_with_its_line() {
+        let p = tmp("bad.jsonl");
+        fs::write(&p, "{\"key\":\"a\"}\nnot json\n{\"key\":\"b\"}\n").unwrap();
+        let err = read(&p).unwrap_err().to_string();
+        assert!(err.contains(":2:"), "{err}");
+        fs::remove_file(&p).unwrap();
+    }
+
+    #[test]
+    fn stat_summarises() {
+        let s = Stat::of(&[1.0, 2.0, 3.0]).unwrap();
+        assert_eq!((s.mean, s.min, s.max, s.n), (2.0, 1.0, 3.0, 3));
+        assert!((s.sd - (2.0f64 / 3.0).sqrt()).abs() < 1e-12);
+        assert!(Stat::of(&[]).is_none());
+    }
+}

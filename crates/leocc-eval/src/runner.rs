@@ -1,0 +1,183 @@
+//! Executes the runs of a matrix as child processes of the `leocc` binary, `jobs` at a time,
+//! appending each result to results.jsonl as soon as it finishes, with progress and an ETA.
+
+use crate::matrix::{Engine, RunSpec};
+use crate::results;
+use anyhow::{anyhow, bail, Context, Result};
+use serde_json::Value;
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// How the runs of a matrix are carried out.
+pub struct Runner {
+    /// The `leocc` executable that runs each cell (normally the current executable).
+    pub exe: PathBuf,
+    /// The output directory: results.jsonl, ts/, logs/.
+    pub out_dir: PathBuf,
+    /// Runs at once. The emulator engine always uses one: two emulators on two cores would
+    /// measure each other.
+    pub jobs: usize,
+    /// Print a progress line per finished run.
+    pub progress: bool,
+}
+
+/// What a matrix execution did.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    pub skipped: usize,
+    pub ran: usize,
+    /// (run key, reason) of the runs that failed; they are not in results.jsonl and a rerun
+    /// tries them again.
+    pub failed: Vec<(String, String)>,
+}
+
+/// Where the run's time series goes.
+pub fn timeseries_path(out_dir: &Path, spec: &RunSpec) -> PathBuf {
+    out_dir.join("ts").join(format!("{}.csv", spec.file_id()))
+}
+
+/// The results file of an output directory.
+pub fn results_path(out_dir: &Path) -> PathBuf {
+    out_dir.join("results.jsonl")
+}
+
+impl Runner {
+    /// Runs every spec whose key is not yet in results.jsonl.
+    pub fn run(&self, specs: &[RunSpec]) -> Result<Outcome> {
+        std::fs::create_dir_all(self.out_dir.join("ts"))
+            .with_context(|| format!("creating {}", self.out_dir.display()))?;
+        std::fs::create_dir_all(self.out_dir.join("logs"))?;
+        let results_file = results_path(&self.out_dir);
+        let done = results::finished_keys(&results::read(&results_file)?);
+        let todo: VecDeque<&RunSpec> = specs.iter().filter(|s| !done.contains(&s.key)).collect();
+        let mut outcome = Outcome { skipped: specs.len() - todo.len(), ..Default::default() };
+        if outcome.skipped > 0 && self.progress {
+            eprintln!("eval: {} of {} runs already in {}, skipping them", outcome.skipped, specs.len(), results_file.display());
+        }
+        let total = todo.len();
+        let jobs = if specs.iter().any(|s| s.engine == Engine::Emu) { 1 } else { self.jobs.max(1) };
+        let queue = Mutex::new(todo);
+        let state = Mutex::new((0usize, Vec::<(String, String)>::new()));
+        let started = Instant::now();
+        std::thread::scope(|scope| {
+            for _ in 0..jobs.min(total.max(1)) {
+                scope.spawn(|| loop {
+                    let Some(spec) = queue.lock().unwrap().pop_front() else { break };
+                    let result = self.run_one(spec).and_then(|rec| results::append(&results_file, &rec));
+                    let mut st = state.lock().unwrap();
+                    st.0 += 1;
+                    if let Err(e) = &result {
+                        st.1.push((spec.key.clone(), format!("{e:#}")));
+                    }
+                    if self.progress {
+                        let n = st.0;
+                        let eta = started.elapsed().mul_f64((total - n) as f64 / n as f64);
+                        eprintln!(
+                            "eval: [{n}/{total}] {:>3}% ETA {}  {} {} {} {} seed {}{}",
+                            n * 100 / total,
+                            fmt_duration(eta),
+                            spec.engine,
+                            spec.trace_name,
+                            spec.scenario,
+                            spec.label,
+                            spec.seed,
+                            if result.is_err() { "  FAILED" } else { "" }
+                        );
+                    }
+                });
+            }
+        });
+        let (ran, failed) = state.into_inner().unwrap();
+        outcome.ran = ran - failed.len();
+        outcome.failed = failed;
+        Ok(outcome)
+    }
+
+    /// Runs one spec in a child process and returns its record, tagged with the run's identity.
+    fn run_one(&self, spec: &RunSpec) -> Result<Value> {
+        let mut cmd = self.command(spec);
+        let output = cmd.output().with_context(|| format!("starting {}", self.exe.display()))?;
+        let log = self.out_dir.join("logs").join(format!("{}.stderr", spec.file_id()));
+        std::fs::write(&log, &output.stderr)?;
+        if !output.status.success() {
+            let tail: String = String::from_utf8_lossy(&output.stderr).lines().rev().take(3).collect::<Vec<_>>().join(" | ");
+            bail!("{} exited with {} ({}): {tail}", spec.engine, output.status, log.display());
+        }
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let line = stdout
+            .lines()
+            .rev()
+            .find(|l| l.trim_start().starts_with('{'))
+            .ok_or_else(|| anyhow!("the run printed no JSON result (see {})", log.display()))?;
+        let mut rec: Value = serde_json::from_str(line).context("parsing the run's JSON result")?;
+        let obj = rec.as_object_mut().ok_or_else(|| anyhow!("the run's result is not a JSON object"))?;
+        obj.insert("key".into(), spec.key.clone().into());
+        obj.insert("engine".into(), spec.engine.to_string().into());
+        obj.insert("trace".into(), spec.trace_name.clone().into());
+        obj.insert("trace_path".into(), spec.trace.display().to_string().into());
+        obj.insert("scenario".into(), spec.scenario.to_string().into());
+        obj.insert("label".into(), spec.label.clone().into());
+        obj.insert("seed".into(), spec.seed.into());
+        obj.insert("flows_spec".into(), spec.flows.clone().into());
+        obj.insert(
+            "timeseries".into(),
+            format!("ts/{}.csv", spec.file_id()).into(),
+        );
+        Ok(rec)
+    }
+
+    /// The child command of a run.
+    fn command(&self, spec: &RunSpec) -> Command {
+        let mut cmd = Command::new(&self.exe);
+        match spec.engine {
+            Engine::Sim => {
+                cmd.arg("sim");
+            }
+            Engine::Emu => {
+                cmd.arg("emu-run");
+            }
+        }
+        cmd.arg("--trace").arg(&spec.trace);
+        cmd.arg("--flows").arg(&spec.flows);
+        cmd.arg("--duration").arg(spec.duration_s.to_string());
+        cmd.arg("--seed").arg(spec.seed.to_string());
+        if let Some(q) = spec.queue {
+            cmd.arg("--queue").arg(q.to_string());
+        }
+        if let Some(l) = spec.loss {
+            cmd.arg("--loss").arg(l.to_string());
+        }
+        if spec.oracle_reconfig {
+            cmd.arg("--oracle-reconfig");
+        }
+        cmd.arg("--json").arg("--timeseries").arg(timeseries_path(&self.out_dir, spec));
+        cmd
+    }
+}
+
+/// `1h02m`, `3m05s`, `42s`.
+pub fn fmt_duration(d: Duration) -> String {
+    let s = d.as_secs();
+    if s >= 3600 {
+        format!("{}h{:02}m", s / 3600, (s % 3600) / 60)
+    } else if s >= 60 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{s}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_well() {
+        assert_eq!(fmt_duration(Duration::from_secs(42)), "42s");
+        assert_eq!(fmt_duration(Duration::from_secs(185)), "3m05s");
+        assert_eq!(fmt_duration(Duration::from_secs(3720)), "1h02m");
+    }
+}
