@@ -1,2 +1,5 @@
 //! One module per subcommand; each parses its arguments and calls into a library crate.
 pub mod trace;
+pub mod kernel;
+pub mod probe;
+pub mod eval;

@@ -1,0 +1,390 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * leocc.bpf.c — LeoCC as a BPF struct_ops tcp_congestion_ops ("leocc") for the stock kernel.
+ *
+ * This file is glue: every congestion decision is taken by the LeoCC core (core/leocc.c, the
+ * one source of the algorithm, compiled into this object). What the glue does:
+ *
+ *   ACK path (cong_control, called by tcp_cong_control() for every ACK that advances state):
+ *     1. find the flow's core state in the sk_storage map `flow_state`;
+ *     2. feed the detector signal (pinned ARRAY `signal`, see leocc_signal.h): a new
+ *        reconfiguration sequence number becomes leocc_on_reconfig(), a new terminal-PoP RTT
+ *        becomes leocc_on_path(); a stale, absent or torn signal is not fed at all, which is
+ *        the core's no-detector behaviour;
+ *     3. translate the kernel's struct rate_sample and tcp_sock into struct leocc_ack_sample
+ *        and call leocc_on_ack();
+ *     4. apply struct leocc_output: with cong_control the kernel neither paces nor reduces
+ *        cwnd on its own, so we write tp->snd_cwnd and sk->sk_pacing_rate ourselves (the two
+ *        writes bpf_tcp_ca_btf_struct_access() permits); pacing is TCP's internal pacing
+ *        (SK_PACING_NEEDED, set in init) since these hosts have no sch_fq;
+ *     5. every LEOCC_STATS_PERIOD_US, copy leocc_view() into the pinned HASH `stats`, keyed by
+ *        the flow's addresses, for `leocc kernel stats`.
+ *
+ * State split: struct leocc_ca lives in inet_csk_ca() (ICSK_CA_PRIV_SIZE = 104 bytes, free
+ * to touch on every ACK) and holds only the glue's bookkeeping; the core's struct leocc_state
+ * is larger than 104 bytes and lives in sk_storage, created in init and deleted in release.
+ * If sk_storage cannot be allocated (memory pressure) the flow keeps the cwnd and pacing it
+ * has: a fixed window, never an unbounded one.
+ *
+ * Times: the core runs on TCP's clock (tp->tcp_mstamp, microseconds of CLOCK_MONOTONIC); the
+ * signal carries CLOCK_MONOTONIC nanoseconds, so the two compare directly after a division.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
+
+#define LEOCC_BPF
+#include "leocc_signal.h"
+#include "../core/leocc.c"
+
+char _license[] SEC("license") = "GPL";
+
+/* Microseconds between two refreshes of a flow's entry in `stats`: often enough for a human
+ * or a test polling `leocc kernel stats`, rare enough to stay off the per-ACK cost. */
+#define LEOCC_STATS_PERIOD_US 10000ULL
+/* Upper bound on flows shown by `leocc kernel stats`; flows beyond it still run LeoCC. */
+#define LEOCC_STATS_MAX_FLOWS 4096
+#define NSEC_PER_USEC 1000ULL
+/* A cwnd of 0 would stall the flow for good; TCP itself never goes below 1. */
+#define LEOCC_MIN_CWND_PKTS 1U
+/* AF_INET6 from <linux/socket.h>; vmlinux.h has no macros. */
+#define LEOCC_AF_INET6 10
+
+/* Glue bookkeeping, kept in inet_csk_ca() (at most ICSK_CA_PRIV_SIZE bytes). */
+struct leocc_ca {
+	__u64 start_us;         /* tcp clock when the flow got LeoCC: older events are history */
+	__u64 signal_seq;       /* reconfiguration sequence number last handled */
+	__u64 probe_time_ns;    /* probe time of the terminal-PoP RTT last fed to the core */
+	__u64 stats_due_us;     /* next refresh of the flow's `stats` entry */
+	__u64 acks;             /* cong_control calls */
+	__u64 reconfigs;        /* reconfigurations fed to the core */
+	__u64 last_reconfig_ns; /* CLOCK_MONOTONIC time of the last one fed */
+	__u32 term_pop_rtt_us;  /* last terminal-PoP RTT fed */
+	__u32 signal_state;     /* enum leocc_signal_state, as seen on the last ACK */
+};
+_Static_assert(sizeof(struct leocc_ca) <= sizeof(((struct inet_connection_sock *)0)->icsk_ca_priv),
+	       "leocc_ca must fit in ICSK_CA_PRIV_SIZE");
+
+enum leocc_signal_state {
+	LEOCC_SIGNAL_ABSENT = 0, /* never written, or torn on this read */
+	LEOCC_SIGNAL_FRESH = 1,
+	LEOCC_SIGNAL_STALE = 2,
+};
+
+/* Key of `stats`: the flow's addresses, ports in host byte order. */
+struct leocc_flow_key {
+	__u32 saddr[4]; /* IPv4 in saddr[0], network order */
+	__u32 daddr[4];
+	__u16 sport;
+	__u16 dport;
+	__u16 family;
+	__u16 pad;
+};
+
+/* Value of `stats`: what LeoCC thinks of one flow, refreshed every LEOCC_STATS_PERIOD_US. */
+struct leocc_flow_stats {
+	struct leocc_view view;
+	__u64 updated_us;       /* tcp clock of this refresh */
+	__u64 start_us;
+	__u64 acks;
+	__u64 reconfigs;
+	__u64 signal_seq;
+	__u64 last_reconfig_ns;
+	__u64 pacing_rate;      /* bytes/s, as applied to sk_pacing_rate */
+	__u32 cwnd;             /* packets, as applied to snd_cwnd */
+	__u32 srtt_us;
+	__u32 term_pop_rtt_us;
+	__u32 signal_state;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct leocc_state);
+} flow_state SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct leocc_signal);
+} signal SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, LEOCC_STATS_MAX_FLOWS);
+	__type(key, struct leocc_flow_key);
+	__type(value, struct leocc_flow_stats);
+} stats SEC(".maps");
+
+/* Template for a new `stats` entry (a map value too large for the 512-byte BPF stack). */
+static const struct leocc_flow_stats zero_stats;
+
+static __always_inline struct tcp_sock *tcp_sk(const struct sock *sk)
+{
+	return (struct tcp_sock *)sk;
+}
+
+static __always_inline struct leocc_ca *leocc_ca(const struct sock *sk)
+{
+	return (struct leocc_ca *)((struct inet_connection_sock *)sk)->icsk_ca_priv;
+}
+
+static __always_inline __u32 packets_in_flight(const struct tcp_sock *tp)
+{
+	return tp->packets_out - (tp->sacked_out + tp->lost_out) + tp->retrans_out;
+}
+
+/* The signal entry if it is whole (check matches) and was ever written, else NULL. */
+static __always_inline const struct leocc_signal *read_signal(void)
+{
+	__u32 zero = 0;
+	const struct leocc_signal *s = bpf_map_lookup_elem(&signal, &zero);
+
+	if (!s || s->probe_time_ns == 0 || s->check != leocc_signal_check(s))
+		return NULL;
+	return s;
+}
+
+/* A probe reply within LEOCC_SIGNAL_STALE_NS of now; a reply stamped slightly after the ACK
+ * (the daemon runs concurrently) counts as fresh. */
+static __always_inline bool signal_is_fresh(const struct leocc_signal *s, __u64 now_us)
+{
+	__u64 now_ns = now_us * NSEC_PER_USEC;
+
+	return s->probe_time_ns >= now_ns || now_ns - s->probe_time_ns <= LEOCC_SIGNAL_STALE_NS;
+}
+
+/* Hand a fresh detector signal to the core: each reconfiguration once, each new terminal-PoP
+ * RTT once. Reconfigurations from before the flow started are recorded, not replayed. */
+static __always_inline void feed_signal(struct leocc_state *st, struct leocc_ca *ca, __u64 now_us)
+{
+	const struct leocc_signal *s = read_signal();
+
+	if (!s) {
+		ca->signal_state = LEOCC_SIGNAL_ABSENT;
+		return;
+	}
+	if (!signal_is_fresh(s, now_us)) {
+		ca->signal_state = LEOCC_SIGNAL_STALE;
+		return;
+	}
+	ca->signal_state = LEOCC_SIGNAL_FRESH;
+
+	if (s->seq != ca->signal_seq) {
+		__u64 time_us = s->reconfig_time_ns / NSEC_PER_USEC;
+
+		ca->signal_seq = s->seq;
+		if (time_us >= ca->start_us) {
+			struct leocc_reconfig_event ev = {
+				.time_us = time_us,
+				.seq = s->seq,
+			};
+
+			leocc_on_reconfig(st, &ev);
+			ca->reconfigs++;
+			ca->last_reconfig_ns = s->reconfig_time_ns;
+			ca->stats_due_us = 0; /* show the reaction at once */
+		}
+	}
+	if (s->term_pop_rtt_us && s->probe_time_ns != ca->probe_time_ns) {
+		ca->probe_time_ns = s->probe_time_ns;
+		ca->term_pop_rtt_us = s->term_pop_rtt_us;
+		leocc_on_path(st, now_us, s->term_pop_rtt_us);
+	}
+}
+
+/* struct rate_sample + tcp_sock -> the core's view of one ACK. */
+static __always_inline void fill_sample(struct leocc_ack_sample *smp, struct sock *sk,
+					const struct rate_sample *rs, __u64 now_us)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct inet_connection_sock *icsk = (struct inet_connection_sock *)sk;
+	long rtt_us = rs->rtt_us;
+	long interval_us = rs->interval_us;
+	int delivered = rs->delivered;
+	int losses = rs->losses;
+
+	smp->now_us = now_us;
+	/* The kernel marks "no sample" with negative values; the core takes 0 for none. */
+	smp->delivered = delivered > 0 ? delivered : 0;
+	smp->interval_us = interval_us > 0 ? interval_us : 0;
+	smp->rtt_us = rtt_us > 0 ? rtt_us : 0;
+	smp->acked_sacked = rs->acked_sacked;
+	smp->losses = losses > 0 ? losses : 0;
+	smp->prior_in_flight = rs->prior_in_flight;
+	smp->in_flight = packets_in_flight(tp);
+	smp->app_limited = rs->is_app_limited;
+	smp->mss = tp->mss_cache;
+	smp->ca_state = BPF_CORE_READ_BITFIELD(icsk, icsk_ca_state);
+	smp->delivered_total = tp->delivered;
+	smp->lost_total = tp->lost;
+}
+
+/* Write the core's decision into the socket, within the limits the socket sets. */
+static __always_inline void apply_output(struct sock *sk, const struct leocc_output *out)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	__u32 cwnd = out->cwnd;
+	__u64 rate = out->pacing_rate;
+
+	if (cwnd < LEOCC_MIN_CWND_PKTS)
+		cwnd = LEOCC_MIN_CWND_PKTS;
+	if (cwnd > tp->snd_cwnd_clamp)
+		cwnd = tp->snd_cwnd_clamp;
+	tp->snd_cwnd = cwnd;
+
+	/* 0 means the core has no rate yet: keep the current one. */
+	if (rate) {
+		if (rate > sk->sk_max_pacing_rate)
+			rate = sk->sk_max_pacing_rate;
+		sk->sk_pacing_rate = rate;
+	}
+}
+
+static __always_inline void flow_key(struct leocc_flow_key *key, const struct sock *sk)
+{
+	const struct sock_common *c = &sk->__sk_common;
+
+	__builtin_memset(key, 0, sizeof(*key));
+	key->family = c->skc_family;
+	key->sport = c->skc_num;
+	key->dport = bpf_ntohs(c->skc_dport);
+	if (key->family == LEOCC_AF_INET6) {
+		key->saddr[0] = c->skc_v6_rcv_saddr.in6_u.u6_addr32[0];
+		key->saddr[1] = c->skc_v6_rcv_saddr.in6_u.u6_addr32[1];
+		key->saddr[2] = c->skc_v6_rcv_saddr.in6_u.u6_addr32[2];
+		key->saddr[3] = c->skc_v6_rcv_saddr.in6_u.u6_addr32[3];
+		key->daddr[0] = c->skc_v6_daddr.in6_u.u6_addr32[0];
+		key->daddr[1] = c->skc_v6_daddr.in6_u.u6_addr32[1];
+		key->daddr[2] = c->skc_v6_daddr.in6_u.u6_addr32[2];
+		key->daddr[3] = c->skc_v6_daddr.in6_u.u6_addr32[3];
+	} else {
+		key->saddr[0] = c->skc_rcv_saddr;
+		key->daddr[0] = c->skc_daddr;
+	}
+}
+
+/* Copy the model's view into the flow's `stats` entry when it is due. */
+static __always_inline void publish_stats(struct sock *sk, const struct leocc_state *st,
+					  struct leocc_ca *ca, __u64 now_us)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct leocc_flow_stats *e;
+	struct leocc_flow_key key;
+
+	if (now_us < ca->stats_due_us)
+		return;
+	ca->stats_due_us = now_us + LEOCC_STATS_PERIOD_US;
+
+	flow_key(&key, sk);
+	e = bpf_map_lookup_elem(&stats, &key);
+	if (!e) {
+		bpf_map_update_elem(&stats, &key, &zero_stats, BPF_NOEXIST);
+		e = bpf_map_lookup_elem(&stats, &key);
+		if (!e) /* table full: the flow runs on, unlisted */
+			return;
+	}
+	leocc_view(st, &e->view);
+	e->updated_us = now_us;
+	e->start_us = ca->start_us;
+	e->acks = ca->acks;
+	e->reconfigs = ca->reconfigs;
+	e->signal_seq = ca->signal_seq;
+	e->last_reconfig_ns = ca->last_reconfig_ns;
+	e->pacing_rate = sk->sk_pacing_rate;
+	e->cwnd = tp->snd_cwnd;
+	e->srtt_us = tp->srtt_us >> 3;
+	e->term_pop_rtt_us = ca->term_pop_rtt_us;
+	e->signal_state = ca->signal_state;
+}
+
+SEC("struct_ops")
+void BPF_PROG(leocc_cc_init, struct sock *sk)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct leocc_ca *ca = leocc_ca(sk);
+	const struct leocc_signal *s;
+	struct leocc_params params;
+	struct leocc_state *st;
+	__u64 now_us = tp->tcp_mstamp;
+
+	__builtin_memset(ca, 0, sizeof(*ca));
+	ca->start_us = now_us;
+	/* A reconfiguration that happened before the flow is not news to it. */
+	s = read_signal();
+	if (s)
+		ca->signal_seq = s->seq;
+
+	sk->sk_pacing_status = SK_PACING_NEEDED;
+
+	st = bpf_sk_storage_get(&flow_state, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (!st)
+		return;
+	leocc_default_params(&params);
+	leocc_init(st, &params, now_us);
+}
+
+SEC("struct_ops")
+void BPF_PROG(leocc_cong_control, struct sock *sk, __u32 ack, int flag,
+	      const struct rate_sample *rs)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct leocc_ca *ca = leocc_ca(sk);
+	struct leocc_ack_sample smp;
+	struct leocc_output out;
+	struct leocc_state *st;
+	__u64 now_us = tp->tcp_mstamp;
+
+	st = bpf_sk_storage_get(&flow_state, sk, 0, 0);
+	if (!st)
+		return;
+	ca->acks++;
+	feed_signal(st, ca, now_us);
+
+	__builtin_memset(&smp, 0, sizeof(smp));
+	__builtin_memset(&out, 0, sizeof(out));
+	fill_sample(&smp, sk, rs, now_us);
+	leocc_on_ack(st, &smp, &out);
+	apply_output(sk, &out);
+	publish_stats(sk, st, ca, now_us);
+}
+
+/* Loss does not set the window: the next ACK's leocc_on_ack() does (it sees ca_state and
+ * losses). Keeping ssthresh as it is (infinite from the start) stops the kernel's end of
+ * recovery from snapping cwnd to a Reno-style ssthresh. */
+SEC("struct_ops")
+__u32 BPF_PROG(leocc_ssthresh, struct sock *sk)
+{
+	return tcp_sk(sk)->snd_ssthresh;
+}
+
+/* Nothing to undo: LeoCC never reduced cwnd through ssthresh. */
+SEC("struct_ops")
+__u32 BPF_PROG(leocc_undo_cwnd, struct sock *sk)
+{
+	return tcp_sk(sk)->snd_cwnd;
+}
+
+SEC("struct_ops")
+void BPF_PROG(leocc_cc_release, struct sock *sk)
+{
+	struct leocc_flow_key key;
+
+	flow_key(&key, sk);
+	bpf_map_delete_elem(&stats, &key);
+	bpf_sk_storage_delete(&flow_state, sk);
+}
+
+SEC(".struct_ops.link")
+struct tcp_congestion_ops leocc = {
+	.init = (void *)leocc_cc_init,
+	.release = (void *)leocc_cc_release,
+	.cong_control = (void *)leocc_cong_control,
+	.ssthresh = (void *)leocc_ssthresh,
+	.undo_cwnd = (void *)leocc_undo_cwnd,
+	.name = "leocc",
+};

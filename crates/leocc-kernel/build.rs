@@ -1,0 +1,113 @@
+//! Builds bpf/leocc.bpf.c (which includes core/leocc.c) into a BPF object and generates its
+//! libbpf-rs skeleton, so that nothing is compiled when `leocc kernel load` runs.
+//!
+//! vmlinux.h is generated here from the build machine's kernel BTF (bpftool btf dump) into
+//! OUT_DIR rather than committed: it is 3+ MB, it must match the kernel types we read, and the
+//! object is CO-RE anyway (field offsets are relocated at load time against the running
+//! kernel's BTF). `LEOCC_VMLINUX_H=/path/vmlinux.h` overrides it for machines without BTF.
+//!
+//! When no vmlinux.h can be had, or the core is not there, the crate still builds: cfg
+//! `leocc_no_bpf` is set and the loader reports the reason at run time instead of loading.
+
+use std::env;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use libbpf_cargo::SkeletonBuilder;
+
+/// Where the running kernel exposes its BTF.
+const KERNEL_BTF: &str = "/sys/kernel/btf/vmlinux";
+
+fn main() {
+    let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it"));
+    let root = manifest.join("../..");
+    let bpf_dir = root.join("bpf");
+    let core_dir = root.join("core");
+    let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets it"));
+
+    println!("cargo::rustc-check-cfg=cfg(leocc_no_bpf)");
+    println!("cargo::rerun-if-changed={}", bpf_dir.display());
+    println!("cargo::rerun-if-changed={}", core_dir.display());
+    println!("cargo::rerun-if-env-changed=LEOCC_VMLINUX_H");
+    println!("cargo::rerun-if-env-changed=CLANG");
+
+    let src = bpf_dir.join("leocc.bpf.c");
+    if !core_dir.join("leocc.c").exists() || !core_dir.join("leocc.h").exists() {
+        return no_bpf(&format!(
+            "the LeoCC core ({}/leocc.c, leocc.h) was missing when this binary was built",
+            core_dir.display()
+        ));
+    }
+    if let Err(reason) = vmlinux_h(&out) {
+        return no_bpf(&reason);
+    }
+
+    let clang = env::var("CLANG").unwrap_or_else(|_| "clang".to_string());
+    let skel = out.join("leocc.skel.rs");
+    let result = SkeletonBuilder::new()
+        .source(&src)
+        .clang(&clang)
+        .clang_args([
+            "-I".as_ref(),
+            out.as_os_str(),
+            "-I".as_ref(),
+            bpf_dir.as_os_str(),
+            "-Wall".as_ref(),
+            "-Wno-unused-function".as_ref(),
+        ])
+        .build_and_generate(&skel);
+    if let Err(e) = result {
+        // A compile error in the BPF program or the core is a real error: fail loudly.
+        panic!("building {} failed: {e:#}", src.display());
+    }
+}
+
+/// Writes OUT_DIR/vmlinux.h from $LEOCC_VMLINUX_H or from the kernel's BTF via bpftool.
+fn vmlinux_h(out: &Path) -> Result<(), String> {
+    let dst = out.join("vmlinux.h");
+    if let Some(given) = env::var_os("LEOCC_VMLINUX_H") {
+        fs::copy(&given, &dst)
+            .map_err(|e| format!("LEOCC_VMLINUX_H={}: {e}", Path::new(&given).display()))?;
+        return Ok(());
+    }
+    if !Path::new(KERNEL_BTF).exists() {
+        return Err(format!(
+            "the build machine has no kernel BTF at {KERNEL_BTF} to make vmlinux.h from \
+             (set LEOCC_VMLINUX_H to a vmlinux.h to build without it)"
+        ));
+    }
+    let bpftool = find_bpftool().ok_or_else(|| {
+        "bpftool was not found (apt-get install bpftool) to make vmlinux.h".to_string()
+    })?;
+    let output = Command::new(&bpftool)
+        .args(["btf", "dump", "file", KERNEL_BTF, "format", "c"])
+        .output()
+        .map_err(|e| format!("running {}: {e}", bpftool.display()))?;
+    if !output.status.success() {
+        return Err(format!(
+            "{} btf dump failed: {}",
+            bpftool.display(),
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    let tmp = out.join("vmlinux.h.tmp");
+    fs::write(&tmp, &output.stdout).map_err(|e| format!("{}: {e}", tmp.display()))?;
+    fs::rename(&tmp, &dst).map_err(|e| format!("{}: {e}", dst.display()))?;
+    Ok(())
+}
+
+/// bpftool lives in /usr/sbin on Debian, which is not on every user's PATH.
+fn find_bpftool() -> Option<PathBuf> {
+    let path = env::var_os("PATH").unwrap_or_default();
+    env::split_paths(&path)
+        .chain(["/usr/sbin", "/sbin", "/usr/local/sbin"].map(PathBuf::from))
+        .map(|d| d.join("bpftool"))
+        .find(|p| p.is_file())
+}
+
+fn no_bpf(reason: &str) {
+    println!("cargo::warning=leocc-kernel built WITHOUT the BPF program: {reason}");
+    println!("cargo::rustc-cfg=leocc_no_bpf");
+    println!("cargo::rustc-env=LEOCC_NO_BPF_REASON={reason}");
+}

@@ -1,0 +1,277 @@
+//! Throw-away test networks: a pair of network namespaces joined by an unshaped veth, with
+//! iperf3 at both ends. Used by the integration tests and `leocc kernel bench`. Everything
+//! created is removed when the [`NetnsPair`] (and each [`Iperf3Server`]) is dropped, also
+//! when a test fails half way.
+
+use std::io;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+/// Client-side address on the veth.
+pub const CLIENT_ADDR: &str = "10.77.0.1";
+/// Server-side address on the veth.
+pub const SERVER_ADDR: &str = "10.77.0.2";
+/// How long an iperf3 server gets to start listening.
+const LISTEN_TIMEOUT: Duration = Duration::from_secs(5);
+
+static NEXT_PAIR: AtomicU32 = AtomicU32::new(0);
+
+/// Which end of the pair.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// The sender (iperf3 client).
+    Client,
+    /// The receiver (iperf3 server).
+    Server,
+}
+
+/// Two namespaces named uniquely for this process, joined by veth0 (client) -- veth1 (server).
+pub struct NetnsPair {
+    /// Client namespace name.
+    pub client: String,
+    /// Server namespace name.
+    pub server: String,
+}
+
+fn run_checked(cmd: &mut Command) -> io::Result<Output> {
+    let out = cmd.output()?;
+    if !out.status.success() {
+        return Err(io::Error::other(format!(
+            "{cmd:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(out)
+}
+
+fn ip(args: &[&str]) -> io::Result<Output> {
+    run_checked(Command::new("ip").args(args))
+}
+
+impl NetnsPair {
+    /// Creates the namespaces and the veth; `tag` makes the names readable in `ip netns`.
+    pub fn new(tag: &str) -> io::Result<NetnsPair> {
+        let n = NEXT_PAIR.fetch_add(1, Ordering::Relaxed);
+        let base = format!("lk-{}-{n}-{tag}", std::process::id());
+        let pair = NetnsPair {
+            client: format!("{base}-c"),
+            server: format!("{base}-s"),
+        };
+        // From here on, Drop cleans up whatever part was made.
+        ip(&["netns", "add", &pair.client])?;
+        ip(&["netns", "add", &pair.server])?;
+        ip(&[
+            "-n", &pair.client, "link", "add", "veth0", "type", "veth", "peer", "name", "veth1",
+            "netns", &pair.server,
+        ])?;
+        for (ns, dev, addr) in [
+            (&pair.client, "veth0", CLIENT_ADDR),
+            (&pair.server, "veth1", SERVER_ADDR),
+        ] {
+            ip(&["-n", ns, "addr", "add", &format!("{addr}/24"), "dev", dev])?;
+            ip(&["-n", ns, "link", "set", dev, "up"])?;
+            ip(&["-n", ns, "link", "set", "lo", "up"])?;
+        }
+        Ok(pair)
+    }
+
+    /// The namespace name of one side.
+    pub fn ns(&self, side: Side) -> &str {
+        match side {
+            Side::Client => &self.client,
+            Side::Server => &self.server,
+        }
+    }
+
+    /// `program args` to run inside one side's namespace.
+    pub fn command(&self, side: Side, program: &str) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", self.ns(side), program]);
+        c
+    }
+
+    /// `ss -tin` of the client side, filtered to the iperf3 data port.
+    pub fn ss_client(&self, port: u16) -> io::Result<String> {
+        let out = run_checked(self.command(Side::Client, "ss").args([
+            "-tin",
+            "state",
+            "established",
+            &format!("dport = :{port}"),
+        ]))?;
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// TCP segments received by one side so far (/proc/net/snmp Tcp InSegs of its netns):
+    /// on the sender, that is the ACKs.
+    pub fn tcp_in_segs(&self, side: Side) -> io::Result<u64> {
+        let out = run_checked(self.command(side, "cat").arg("/proc/net/snmp"))?;
+        parse_in_segs(&String::from_utf8_lossy(&out.stdout))
+            .ok_or_else(|| io::Error::other("no Tcp InSegs in /proc/net/snmp"))
+    }
+}
+
+impl Drop for NetnsPair {
+    fn drop(&mut self) {
+        // Deleting a namespace deletes its veth end, and the peer with it.
+        for ns in [&self.client, &self.server] {
+            let _ = Command::new("ip")
+                .args(["netns", "del", ns])
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
+}
+
+fn parse_in_segs(snmp: &str) -> Option<u64> {
+    let mut tcp = snmp.lines().filter(|l| l.starts_with("Tcp:"));
+    let names = tcp.next()?;
+    let values = tcp.next()?;
+    let idx = names.split_whitespace().position(|n| n == "InSegs")?;
+    values.split_whitespace().nth(idx)?.parse().ok()
+}
+
+/// An iperf3 server in the server namespace; killed on drop.
+pub struct Iperf3Server {
+    child: Child,
+}
+
+impl Iperf3Server {
+    /// Starts `iperf3 -s -p port` and waits until it listens.
+    pub fn start(pair: &NetnsPair, port: u16) -> io::Result<Iperf3Server> {
+        let child = pair
+            .command(Side::Server, "iperf3")
+            .args(["-s", "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| io::Error::other(format!("starting iperf3 (apt-get install iperf3): {e}")))?;
+        let server = Iperf3Server { child };
+        let deadline = Instant::now() + LISTEN_TIMEOUT;
+        loop {
+            let out = run_checked(pair.command(Side::Server, "ss").args([
+                "-tln",
+                &format!("sport = :{port}"),
+            ]))?;
+            if String::from_utf8_lossy(&out.stdout).contains(&format!(":{port}")) {
+                return Ok(server);
+            }
+            if Instant::now() > deadline {
+                return Err(io::Error::other(format!("iperf3 server did not listen on {port}")));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Iperf3Server {
+    fn drop(&mut self) {
+        // `ip netns exec` execs iperf3 in place, so this pid is iperf3 itself.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// An iperf3 client run: `iperf3 -c SERVER -p port -C cc -t secs -P parallel -J`.
+pub fn iperf3_client(pair: &NetnsPair, port: u16, cc: &str, secs: u32, parallel: u32) -> Command {
+    let mut c = pair.command(Side::Client, "iperf3");
+    c.args([
+        "-c",
+        SERVER_ADDR,
+        "-p",
+        &port.to_string(),
+        "-C",
+        cc,
+        "-t",
+        &secs.to_string(),
+        "-P",
+        &parallel.to_string(),
+        "-J",
+    ]);
+    c
+}
+
+/// The parts of iperf3's JSON report we use.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Iperf3Result {
+    /// Bits per second the receiver got (all streams).
+    pub received_bps: f64,
+    /// Bytes the sender sent.
+    pub sent_bytes: u64,
+    /// Retransmitted segments.
+    pub retransmits: u64,
+    /// The congestion control iperf3 reports for the sender.
+    pub sender_cc: String,
+    /// iperf3's CPU use of the sending host, percent (its own process).
+    pub sender_cpu_pct: f64,
+}
+
+/// Parses `iperf3 -J` output; an iperf3 error report becomes Err with its message.
+pub fn parse_iperf3_json(text: &str) -> Result<Iperf3Result, String> {
+    let v: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| format!("iperf3 output is not JSON: {e}"))?;
+    if let Some(err) = v.get("error").and_then(|e| e.as_str()) {
+        return Err(format!("iperf3: {err}"));
+    }
+    let end = v.get("end").ok_or("iperf3 JSON has no \"end\"")?;
+    let num = |path: &[&str]| -> Result<f64, String> {
+        path.iter()
+            .try_fold(end, |node, k| node.get(k))
+            .and_then(|x| x.as_f64())
+            .ok_or_else(|| format!("iperf3 JSON has no end.{}", path.join(".")))
+    };
+    Ok(Iperf3Result {
+        received_bps: num(&["sum_received", "bits_per_second"])?,
+        sent_bytes: num(&["sum_sent", "bytes"])? as u64,
+        retransmits: num(&["sum_sent", "retransmits"]).unwrap_or(0.0) as u64,
+        sender_cc: end
+            .get("sender_tcp_congestion")
+            .and_then(|x| x.as_str())
+            .unwrap_or("")
+            .to_string(),
+        sender_cpu_pct: num(&["cpu_utilization_percent", "host_total"]).unwrap_or(0.0),
+    })
+}
+
+/// Runs an iperf3 client to completion and parses its report.
+pub fn run_iperf3(
+    pair: &NetnsPair,
+    port: u16,
+    cc: &str,
+    secs: u32,
+    parallel: u32,
+) -> Result<Iperf3Result, String> {
+    let out = iperf3_client(pair, port, cc, secs, parallel)
+        .output()
+        .map_err(|e| format!("running iperf3: {e}"))?;
+    parse_iperf3_json(&String::from_utf8_lossy(&out.stdout))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn in_segs_is_read_by_column_name() {
+        let snmp = "Ip: Forwarding\nIp: 1\nTcp: RtoAlgorithm RtoMin InSegs OutSegs\nTcp: 1 200 4242 17\n";
+        assert_eq!(parse_in_segs(snmp), Some(4242));
+        assert_eq!(parse_in_segs("Tcp: A B\n"), None);
+    }
+
+    #[test]
+    fn iperf3_errors_and_results_parse() {
+        assert_eq!(
+            parse_iperf3_json(r#"{"error":"unable to set TCP_CONGESTION"}"#).unwrap_err(),
+            "iperf3: unable to set TCP_CONGESTION"
+        );
+        let ok = r#"{"end":{"sum_sent":{"bytes":1000,"retransmits":2},
+            "sum_received":{"bits_per_second":8e9},"sender_tcp_congestion":"leocc",
+            "cpu_utilization_percent":{"host_total":42.5}}}"#;
+        let r = parse_iperf3_json(ok).unwrap();
+        assert_eq!(r.sender_cc, "leocc");
+        assert_eq!(r.sent_bytes, 1000);
+        assert_eq!(r.retransmits, 2);
+        assert!((r.received_bps - 8e9).abs() < 1.0);
+        assert!(parse_iperf3_json("not json").is_err());
+    }
+}

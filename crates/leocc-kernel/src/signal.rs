@@ -1,0 +1,221 @@
+//! The detector signal: one `struct leocc_signal` (bpf/leocc_signal.h) in a pinned BPF ARRAY
+//! map, written by the reconfiguration detector daemon and read by every LeoCC flow on its ACK
+//! path. This module is the Rust mirror of that header and the daemon's writing end.
+
+use std::path::Path;
+
+use libbpf_rs::{MapCore, MapFlags, MapHandle};
+
+use crate::KernelError;
+
+/// bpffs directory holding everything the loader pins (LEOCC_PIN_DIR).
+pub const PIN_DIR: &str = "/sys/fs/bpf/leocc";
+/// The pinned struct_ops link; "leocc" stays registered while it exists (LEOCC_LINK_PIN).
+pub const LINK_PIN: &str = "/sys/fs/bpf/leocc/link";
+/// The pinned signal ARRAY map (LEOCC_SIGNAL_PIN).
+pub const SIGNAL_PIN: &str = "/sys/fs/bpf/leocc/signal";
+/// The pinned per-flow statistics HASH map (LEOCC_STATS_PIN).
+pub const STATS_PIN: &str = "/sys/fs/bpf/leocc/stats";
+/// A probe reply older than this makes the signal stale (LEOCC_SIGNAL_STALE_NS).
+pub const SIGNAL_STALE_NS: u64 = 1_000_000_000;
+/// Mixed into [`Signal::check`] so an all-zero entry is not valid (LEOCC_SIGNAL_MAGIC).
+pub const SIGNAL_MAGIC: u64 = 0x4c45_4f43_4353_4947;
+
+/// `struct leocc_signal`, byte for byte. Times are CLOCK_MONOTONIC nanoseconds (see
+/// [`monotonic_ns`]), the clock of the kernel's TCP stack.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Signal {
+    /// When the last reconfiguration was detected.
+    pub reconfig_time_ns: u64,
+    /// Reconfigurations detected so far; flows react when it changes. 0 = none yet.
+    pub seq: u64,
+    /// When the last probe reply arrived; older than [`SIGNAL_STALE_NS`] = stale.
+    pub probe_time_ns: u64,
+    /// Latest terminal-to-PoP RTT in microseconds, 0 if unknown.
+    pub term_pop_rtt_us: u32,
+    /// Reserved, 0.
+    pub flags: u32,
+    /// [`Signal::expected_check`]; lets readers detect a torn (half-updated) entry.
+    pub check: u64,
+}
+
+impl Signal {
+    /// A signal with its check filled in.
+    pub fn new(reconfig_time_ns: u64, seq: u64, probe_time_ns: u64, term_pop_rtt_us: u32) -> Self {
+        let mut s = Signal {
+            reconfig_time_ns,
+            seq,
+            probe_time_ns,
+            term_pop_rtt_us,
+            flags: 0,
+            check: 0,
+        };
+        s.check = s.expected_check();
+        s
+    }
+
+    /// leocc_signal_check() of the header: the value `check` must hold.
+    pub fn expected_check(&self) -> u64 {
+        self.reconfig_time_ns
+            ^ (self.seq << 1)
+            ^ (self.probe_time_ns << 2)
+            ^ (u64::from(self.term_pop_rtt_us) << 3)
+            ^ (u64::from(self.flags) << 35)
+            ^ SIGNAL_MAGIC
+    }
+
+    /// Whether the BPF program would believe this entry (written, whole).
+    pub fn is_valid(&self) -> bool {
+        self.probe_time_ns != 0 && self.check == self.expected_check()
+    }
+
+    /// Whether a valid entry is fresh at CLOCK_MONOTONIC time `now_ns`.
+    pub fn is_fresh(&self, now_ns: u64) -> bool {
+        self.is_valid() && now_ns.saturating_sub(self.probe_time_ns) <= SIGNAL_STALE_NS
+    }
+
+    /// The map value's bytes (native endianness, as the kernel stores it).
+    pub fn to_bytes(&self) -> [u8; std::mem::size_of::<Signal>()] {
+        let mut b = [0u8; std::mem::size_of::<Signal>()];
+        b[0..8].copy_from_slice(&self.reconfig_time_ns.to_ne_bytes());
+        b[8..16].copy_from_slice(&self.seq.to_ne_bytes());
+        b[16..24].copy_from_slice(&self.probe_time_ns.to_ne_bytes());
+        b[24..28].copy_from_slice(&self.term_pop_rtt_us.to_ne_bytes());
+        b[28..32].copy_from_slice(&self.flags.to_ne_bytes());
+        b[32..40].copy_from_slice(&self.check.to_ne_bytes());
+        b
+    }
+
+    /// Parses a map value; `None` if it has the wrong size.
+    pub fn from_bytes(b: &[u8]) -> Option<Signal> {
+        if b.len() != std::mem::size_of::<Signal>() {
+            return None;
+        }
+        let u64_at = |i: usize| u64::from_ne_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+        let u32_at = |i: usize| u32::from_ne_bytes(b[i..i + 4].try_into().expect("4 bytes"));
+        Some(Signal {
+            reconfig_time_ns: u64_at(0),
+            seq: u64_at(8),
+            probe_time_ns: u64_at(16),
+            term_pop_rtt_us: u32_at(24),
+            flags: u32_at(28),
+            check: u64_at(32),
+        })
+    }
+}
+
+/// CLOCK_MONOTONIC in nanoseconds: the clock of bpf_ktime_get_ns() and TCP's timestamps.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec we own; CLOCK_MONOTONIC always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn open_signal_map(path: &Path) -> Result<MapHandle, KernelError> {
+    MapHandle::from_pinned_path(path).map_err(|e| KernelError::SignalMap {
+        path: path.to_path_buf(),
+        reason: format!("{e} (is leocc loaded? `leocc kernel load` creates it)"),
+    })
+}
+
+/// Writes the detector signal into the pinned map at [`SIGNAL_PIN`]; the check is
+/// recomputed, so callers only fill the four data fields. Every LeoCC flow sees it on its
+/// next ACK. The map is opened on each call, so a reload of leocc never leaves the daemon
+/// writing into an orphaned map.
+pub fn write_signal(signal: &Signal) -> Result<(), KernelError> {
+    write_signal_at(Path::new(SIGNAL_PIN), signal)
+}
+
+/// [`write_signal`] to a map pinned elsewhere.
+pub fn write_signal_at(path: &Path, signal: &Signal) -> Result<(), KernelError> {
+    let map = open_signal_map(path)?;
+    let mut s = *signal;
+    s.check = s.expected_check();
+    map.update(&0u32.to_ne_bytes(), &s.to_bytes(), MapFlags::ANY)
+        .map_err(|e| KernelError::SignalMap {
+            path: path.to_path_buf(),
+            reason: format!("update failed: {e}"),
+        })?;
+    Ok(())
+}
+
+/// Reads the signal currently in the pinned map at [`SIGNAL_PIN`].
+pub fn read_signal() -> Result<Signal, KernelError> {
+    let path = Path::new(SIGNAL_PIN);
+    let map = open_signal_map(path)?;
+    let bytes = map
+        .lookup(&0u32.to_ne_bytes(), MapFlags::ANY)
+        .map_err(|e| KernelError::SignalMap {
+            path: path.to_path_buf(),
+            reason: format!("lookup failed: {e}"),
+        })?
+        .unwrap_or_default();
+    Signal::from_bytes(&bytes).ok_or_else(|| KernelError::SignalMap {
+        path: path.to_path_buf(),
+        reason: format!(
+            "value is {} bytes, expected {} (a different leocc version pinned it)",
+            bytes.len(),
+            std::mem::size_of::<Signal>()
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEADER: &str = include_str!("../../../bpf/leocc_signal.h");
+
+    #[test]
+    fn layout_is_the_headers() {
+        assert_eq!(std::mem::size_of::<Signal>(), 40);
+        assert_eq!(std::mem::offset_of!(Signal, seq), 8);
+        assert_eq!(std::mem::offset_of!(Signal, probe_time_ns), 16);
+        assert_eq!(std::mem::offset_of!(Signal, term_pop_rtt_us), 24);
+        assert_eq!(std::mem::offset_of!(Signal, check), 32);
+    }
+
+    #[test]
+    fn constants_match_the_header() {
+        assert!(HEADER.contains(&format!("#define LEOCC_PIN_DIR \"{PIN_DIR}\"")));
+        for (name, path) in [
+            ("LEOCC_LINK_PIN", LINK_PIN),
+            ("LEOCC_SIGNAL_PIN", SIGNAL_PIN),
+            ("LEOCC_STATS_PIN", STATS_PIN),
+        ] {
+            let leaf = path.strip_prefix(PIN_DIR).unwrap();
+            assert!(
+                HEADER.contains(&format!("#define {name} LEOCC_PIN_DIR \"{leaf}\"")),
+                "{name}"
+            );
+        }
+        assert!(HEADER.contains(&format!("#define LEOCC_SIGNAL_STALE_NS {SIGNAL_STALE_NS}ULL")));
+        assert!(HEADER.contains(&format!("#define LEOCC_SIGNAL_MAGIC {SIGNAL_MAGIC:#x}ULL")));
+    }
+
+    #[test]
+    fn check_detects_torn_and_unwritten_entries() {
+        let s = Signal::new(5_000, 3, 6_000, 25_000);
+        assert!(s.is_valid());
+        assert!(!Signal::default().is_valid(), "all-zero entry must not be valid");
+        let mut torn = s;
+        torn.seq = 4; // new seq, old time and check
+        assert!(!torn.is_valid());
+        let back = Signal::from_bytes(&s.to_bytes()).unwrap();
+        assert_eq!(back, s);
+        assert!(Signal::from_bytes(&[0u8; 39]).is_none());
+    }
+
+    #[test]
+    fn freshness_follows_the_probe_time() {
+        let s = Signal::new(1, 1, 10_000_000_000, 20_000);
+        assert!(s.is_fresh(10_500_000_000));
+        assert!(!s.is_fresh(11_000_000_001));
+        assert!(s.is_fresh(9_000_000_000), "a probe stamped after now is fresh");
+    }
+}
