@@ -1,0 +1,280 @@
+//! `leocc probe ...`: the reconfiguration detector daemon, its status, and offline replay.
+use std::path::PathBuf;
+
+use anyhow::{bail, Context};
+use clap::{Args, Subcommand};
+
+use leocc_probe::daemon::{self, Options, PopSource};
+use leocc_probe::detect::{DetectorConfig, Kind};
+use leocc_probe::discover::{Prefix, DEFAULT_PREFIX};
+use leocc_probe::instance;
+use leocc_probe::net::parse_target;
+use leocc_probe::replay;
+use leocc_probe::schedule::{Schedule, DEFAULT_TOLERANCE_NS};
+
+const NS_PER_MS: f64 = 1e6;
+
+/// `leocc probe`: run the detector daemon (default), or one of its helper commands.
+#[derive(Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct ProbeArgs {
+    #[command(subcommand)]
+    action: Option<ProbeAction>,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[derive(Subcommand)]
+enum ProbeAction {
+    /// Show the running daemon's PoP, RTT statistics, counters and latest events.
+    Status {
+        /// Print the raw state file (JSON).
+        #[arg(long)]
+        json: bool,
+        /// Run directory of the daemon [default: $LEOCC_RUN_DIR or /run/leocc].
+        #[arg(long)]
+        run_dir: Option<PathBuf>,
+    },
+    /// Run the detection logic offline over `ping -D` output and score it against Starlink's
+    /// reconfiguration slots (seconds 12/27/42/57 of each minute).
+    Replay {
+        /// A file of `ping -D` output.
+        file: PathBuf,
+        /// Δoutage: response interval above which a reconfiguration is declared, ms.
+        #[arg(long, default_value_t = 45.0)]
+        threshold_ms: f64,
+        /// Half-width of the window around each slot, ms.
+        #[arg(long, default_value_t = DEFAULT_TOLERANCE_NS as f64 / NS_PER_MS)]
+        slot_tolerance_ms: f64,
+        /// Merge detections closer than this to the previous one, ms (0 = off, as the paper).
+        #[arg(long, default_value_t = 0.0)]
+        holdoff_ms: f64,
+        /// Print the full report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Options of the daemon.
+#[derive(Args)]
+struct RunArgs {
+    /// Address of the PoP to probe (e.g. 100.64.0.1, or fe80::1%eth0).
+    #[arg(long, value_name = "ADDR", conflicts_with = "auto")]
+    pop: Option<String>,
+    /// Discover the PoP by TTL-limited probes toward DEST (first hop in --pop-prefix).
+    #[arg(long, value_name = "DEST")]
+    auto: Option<String>,
+    /// Prefix the PoP lies in, for --auto (repeatable).
+    #[arg(long = "pop-prefix", value_name = "CIDR", default_value = DEFAULT_PREFIX)]
+    pop_prefix: Vec<String>,
+    /// Δoutage: response interval above which a reconfiguration is declared, ms.
+    #[arg(long, default_value_t = 45.0)]
+    threshold_ms: f64,
+    /// Probe interval, ms.
+    #[arg(long, default_value_t = 10.0)]
+    interval_ms: f64,
+    /// Append events as JSON lines to FILE.
+    #[arg(long, value_name = "FILE")]
+    log: Option<PathBuf>,
+    /// Stop after S seconds (default: run until SIGTERM/SIGINT).
+    #[arg(long, value_name = "S")]
+    duration: Option<f64>,
+    /// Label events with a wall-clock schedule prior and flag missed slots (starlink).
+    #[arg(long, value_name = "NAME")]
+    schedule: Option<String>,
+    /// Half-width of the window around each scheduled slot, ms.
+    #[arg(long, default_value_t = DEFAULT_TOLERANCE_NS as f64 / NS_PER_MS)]
+    slot_tolerance_ms: f64,
+    /// Merge detections closer than this to the previous one, ms (0 = off).
+    #[arg(long, default_value_t = 0.0)]
+    holdoff_ms: f64,
+    /// Do not publish to the kernel's signal map; only log.
+    #[arg(long)]
+    no_kernel: bool,
+    /// Seconds without a reply before the PoP is declared unreachable.
+    #[arg(long, default_value_t = 1.0)]
+    unreachable_after: f64,
+    /// Seconds without a reply before --auto discovers the PoP again.
+    #[arg(long, default_value_t = 10.0)]
+    rediscover_after: f64,
+    /// Run directory for the lock, pid and state files [default: $LEOCC_RUN_DIR or /run/leocc].
+    #[arg(long)]
+    run_dir: Option<PathBuf>,
+    /// Do not print each event on stdout.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+/// Entry point of `leocc probe`.
+pub fn run(a: ProbeArgs) -> anyhow::Result<()> {
+    match a.action {
+        Some(ProbeAction::Status { json, run_dir }) => status(run_dir, json),
+        Some(ProbeAction::Replay { file, threshold_ms, slot_tolerance_ms, holdoff_ms, json }) => {
+            replay_cmd(&file, threshold_ms, slot_tolerance_ms, holdoff_ms, json)
+        }
+        None => run_daemon(a.run),
+    }
+}
+
+/// Milliseconds from the command line to ns, refusing nonsense.
+fn ms_to_ns(name: &str, v: f64, min_ms: f64) -> anyhow::Result<u64> {
+    if !v.is_finite() || v < min_ms {
+        bail!("--{name} must be a number >= {min_ms} (got {v})");
+    }
+    Ok((v * NS_PER_MS) as u64)
+}
+
+fn schedule_of(name: Option<&str>, tol_ms: f64) -> anyhow::Result<Option<Schedule>> {
+    let tol = ms_to_ns("slot-tolerance-ms", tol_ms, 0.0)?;
+    name.map(|n| Schedule::by_name(n, tol).map_err(anyhow::Error::msg)).transpose()
+}
+
+fn run_daemon(a: RunArgs) -> anyhow::Result<()> {
+    let pop = match (&a.pop, &a.auto) {
+        (Some(p), None) => PopSource::Fixed(parse_target(p).map_err(anyhow::Error::msg).context("--pop")?),
+        (None, Some(d)) => {
+            let dest = parse_target(d).map_err(anyhow::Error::msg).context("--auto")?;
+            let prefixes = a
+                .pop_prefix
+                .iter()
+                .map(|p| p.parse::<Prefix>())
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(anyhow::Error::msg)
+                .context("--pop-prefix")?;
+            PopSource::Auto { dest, prefixes }
+        }
+        _ => bail!("give the PoP with --pop ADDR or discover it with --auto DEST (see `leocc probe --help`)"),
+    };
+    let duration_ns = match a.duration {
+        Some(s) if !(s.is_finite() && s > 0.0) => bail!("--duration must be a positive number of seconds (got {s})"),
+        Some(s) => Some((s * 1e9) as u64),
+        None => None,
+    };
+    let detector = DetectorConfig {
+        threshold_ns: ms_to_ns("threshold-ms", a.threshold_ms, 1.0)?,
+        holdoff_ns: ms_to_ns("holdoff-ms", a.holdoff_ms, 0.0)?,
+        schedule: schedule_of(a.schedule.as_deref(), a.slot_tolerance_ms)?,
+        ..DetectorConfig::default()
+    };
+    let interval_ns = ms_to_ns("interval-ms", a.interval_ms, 1.0)?;
+    if interval_ns * 2 > detector.threshold_ns {
+        bail!(
+            "--interval-ms {} is too coarse for --threshold-ms {}: a single lost reply would look like an outage; keep the interval below half the threshold",
+            a.interval_ms,
+            a.threshold_ms
+        );
+    }
+    let secs = |name: &str, v: f64| -> anyhow::Result<u64> {
+        if !(v.is_finite() && v > 0.0) {
+            bail!("--{name} must be a positive number of seconds (got {v})");
+        }
+        Ok((v * 1e9) as u64)
+    };
+    let opts = Options {
+        pop,
+        interval_ns,
+        detector,
+        log: a.log,
+        duration_ns,
+        run_dir: a.run_dir.unwrap_or_else(instance::run_dir),
+        unreachable_after_ns: secs("unreachable-after", a.unreachable_after)?,
+        rediscover_after_ns: secs("rediscover-after", a.rediscover_after)?,
+        verbose: !a.quiet,
+    };
+    let publisher: Option<Box<dyn daemon::Publisher>> = if a.no_kernel { None } else { kernel_publisher() };
+    daemon::run(opts, publisher).map_err(anyhow::Error::msg)?;
+    Ok(())
+}
+
+/// The kernel signal-map publisher (none until the kernel crate provides the map writer).
+fn kernel_publisher() -> Option<Box<dyn daemon::Publisher>> {
+    None
+}
+
+fn status(run_dir: Option<PathBuf>, json: bool) -> anyhow::Result<()> {
+    let dir = run_dir.unwrap_or_else(instance::run_dir);
+    let st = instance::read_status(&dir)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&st.state.unwrap_or(serde_json::Value::Null))?);
+        return Ok(());
+    }
+    match st.running {
+        Some(pid) => println!("leocc probe: running, pid {pid}"),
+        None => println!("leocc probe: not running (run directory {})", dir.display()),
+    }
+    let Some(s) = st.state else {
+        println!("no state file yet");
+        return Ok(());
+    };
+    if st.running.is_none() {
+        println!("last state written by pid {}:", s["pid"]);
+    }
+    let f = |v: &serde_json::Value| v.as_f64().map_or("-".to_string(), |x| format!("{x:.1}"));
+    println!("  PoP            {} ({}), {}", s["pop"].as_str().unwrap_or("?"), s["pop_mode"].as_str().unwrap_or("?"), if s["reachable"] == true { "reachable" } else { "UNREACHABLE" });
+    println!("  uptime         {} s", f(&s["uptime_s"]));
+    println!("  probes         {} sent, {} replies, {} send errors, last reply {} ms ago", s["probes_sent"], s["replies"], s["send_errors"], f(&s["last_reply_age_ms"]));
+    println!("  RTT to PoP     latest {} ms, srtt {} ms, min {} ms", f(&s["rtt"]["latest_ms"]), f(&s["rtt"]["srtt_ms"]), f(&s["rtt"]["min_ms"]));
+    let c = &s["counters"];
+    println!("  events         {} reconfigurations, {} missed slots, {} suppressed, {} wall-clock jumps", c["events"], c["missed_slots"], c["suppressed"], c["wall_jumps"]);
+    println!("  kernel         {}", s["kernel"].as_str().unwrap_or("?"));
+    if let Some(evs) = s["recent_events"].as_array() {
+        if !evs.is_empty() {
+            println!("  latest events:");
+        }
+        for e in evs.iter().rev() {
+            println!("    #{:<5} wall {:.3}  ri {:>7} ms  {:<10} rtt {} ms", e["seq"], e["wall"].as_f64().unwrap_or(0.0), f(&e["ri_ms"]), e["kind"].as_str().unwrap_or("?"), f(&e["rtt_ms"]));
+        }
+    }
+    Ok(())
+}
+
+fn replay_cmd(file: &std::path::Path, threshold_ms: f64, tol_ms: f64, holdoff_ms: f64, json: bool) -> anyhow::Result<()> {
+    let lines = replay::load_ping_d(file)?;
+    let sched = schedule_of(Some("starlink"), tol_ms)?.expect("named schedule");
+    let cfg = DetectorConfig {
+        threshold_ns: ms_to_ns("threshold-ms", threshold_ms, 1.0)?,
+        holdoff_ns: ms_to_ns("holdoff-ms", holdoff_ms, 0.0)?,
+        ..DetectorConfig::default()
+    };
+    let r = replay::replay_report(&lines, cfg, &sched);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+        return Ok(());
+    }
+    let ms = |ns: i64| ns as f64 / NS_PER_MS;
+    println!(
+        "{}: {} replies over {:.1} s, median spacing {:.1} ms, {} echoes lost",
+        file.display(),
+        r.replies,
+        (r.span_ns.1 - r.span_ns.0) as f64 / 1e9,
+        r.median_spacing_ns as f64 / NS_PER_MS,
+        r.lost
+    );
+    println!("threshold {threshold_ms} ms, hold-off {holdoff_ms} ms, Starlink slots 12/27/42/57 s ± {tol_ms} ms");
+    println!("{:>4}  {:>18}  {:>6}  {:>9}  {:>10}  {:>8}", "#", "outage start (wall)", "second", "RI ms", "kind", "slot ms");
+    for e in &r.events {
+        let sec = (e.start_wall_ns.rem_euclid(60_000_000_000)) as f64 / 1e9;
+        let off = e.slot_offset_ns.map_or("-".into(), |o| format!("{:+.0}", ms(o)));
+        println!("{:>4}  {:>18.3}  {:>6.2}  {:>9.1}  {:>10}  {:>8}", e.seq, e.start_wall_ns as f64 / 1e9, sec, e.ri_ns as f64 / NS_PER_MS, e.kind.as_str(), off);
+    }
+    let s = &r.score;
+    let periodic = r.events.iter().filter(|e| e.kind == Kind::Periodic).count();
+    println!(
+        "events {} ({} periodic, {} aperiodic); slots observed {}, detected {}, missed {}",
+        r.events.len(),
+        periodic,
+        r.events.len() - periodic,
+        s.truth,
+        s.matched,
+        s.missed.len()
+    );
+    println!("precision {:.1} % ({} of {} detections on a slot), recall {:.1} %", s.precision * 100.0, s.matched, s.detections, s.recall * 100.0);
+    if let (Some(p50), Some(lo), Some(hi)) = (
+        replay::percentile(&s.start_offsets_ns, 50.0),
+        s.start_offsets_ns.iter().min(),
+        s.start_offsets_ns.iter().max(),
+    ) {
+        println!("outage start − slot: median {:+.0} ms, range [{:+.0}, {:+.0}] ms", ms(p50), ms(*lo), ms(*hi));
+    }
+    Ok(())
+}
