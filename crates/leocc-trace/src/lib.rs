@@ -6,9 +6,11 @@
 
 pub mod error;
 pub mod format;
+pub mod gen;
 pub mod link;
 pub mod mahimahi;
 pub mod model;
+pub mod stats;
 pub mod text;
 
 pub use error::TraceError;

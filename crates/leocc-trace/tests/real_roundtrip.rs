@@ -48,3 +48,19 @@ fn example_link_model_matches_the_readme_numbers() {
     assert!(!l.in_outage(8_000_000));
     assert_eq!(l.next_opportunity(8_688_000), Some(8_746_000));
 }
+
+#[test]
+fn stat_finds_the_eight_reconfigurations_and_the_15s_period() {
+    let Some(dir) = common::real("leocc-example-uplink") else { return };
+    let t = Trace::load(&dir).unwrap();
+    let s = leocc_trace::stats::stats(&t, Dir::Up);
+    let want = [8688.0, 23692.0, 38696.0, 53692.0, 68693.0, 83693.0, 98699.0, 113700.0];
+    println!("detected: {:?}, period {:?}", s.reconfigurations_ms, s.period_ms);
+    for w in want {
+        assert!(s.reconfigurations_ms.iter().any(|r| (r - w).abs() <= 20.0), "missed {w}: {:?}", s.reconfigurations_ms);
+    }
+    assert_eq!(s.reconfigurations_ms.len(), want.len(), "false detections: {:?}", s.reconfigurations_ms);
+    let p = s.period_ms.expect("periodic");
+    assert!((p - 15000.0).abs() <= 50.0, "{p}");
+    assert!((s.capacity_mbps.mean - 48.7).abs() < 0.2, "{:?}", s.capacity_mbps);
+}

@@ -1,0 +1,371 @@
+//! Trace statistics and reconfiguration detection, shared by `leocc trace stat` and the
+//! evaluation report.
+//!
+//! Capacity is summarised over 100 ms bins, one-way delay over its own intervals. Outages are
+//! runs of at least 20 ms without a delivery opportunity. Reconfigurations are detected from
+//! three signals, in order of trust:
+//!  1. an outage of at least 45 ms (the paper's Δoutage: a reconfiguration interrupts the link
+//!     for 45-130 ms), timed at the outage start;
+//!  2. a level step in the one-way delay (each reconfiguration moves to a new base delay);
+//!  3. a level step in capacity (each reconfiguration moves to a new capacity level).
+//!
+//! A step compares the medians of the windows before and after a point; medians ignore the
+//! short spikes around an outage and the RTT-band jitter. A later signal only adds an event
+//! when no event is already within [`MERGE_WINDOW_US`]. The period is the grid spacing that
+//! explains most events (see [`detect_period_ms`]).
+
+use serde::Serialize;
+
+use crate::link::{empty_runs, LinkModel};
+use crate::model::{Dir, Trace};
+
+/// Capacity statistics use bins of 100 ms (issue 2).
+pub const CAPACITY_BIN_US: u64 = 100_000;
+/// An outage at least this long is a reconfiguration: Δoutage = 45 ms (LeoCC §4.1.1).
+pub const RECONFIG_OUTAGE_MIN_US: u64 = 45_000;
+/// Events closer than this are one reconfiguration (outage, delay spike, level change).
+pub const MERGE_WINDOW_US: u64 = 1_000_000;
+/// Window on each side of a candidate step: 1 s (reconfigurations are >= several s apart).
+pub const STEP_WINDOW_US: u64 = 1_000_000;
+/// A delay step must move the median base delay by at least this much: 4 ms, above the
+/// 1-3 ms band jitter of the real uplink example.
+pub const DELAY_STEP_MIN_US: f64 = 4_000.0;
+/// ... and by at least this fraction of the lower level.
+pub const DELAY_STEP_MIN_FRAC: f64 = 0.25;
+/// A capacity step must change the median 100 ms capacity by at least this fraction of the
+/// higher level (real 100 ms capacity varies by ±30 % within an interval).
+pub const CAPACITY_STEP_MIN_FRAC: f64 = 0.5;
+/// Period search range, ms: OneWeb (~11 s) and Starlink (15 s) fall well inside.
+pub const PERIOD_MIN_MS: f64 = 2_000.0;
+/// Upper end of the period search, ms.
+pub const PERIOD_MAX_MS: f64 = 60_000.0;
+/// Step of the period search, ms.
+pub const PERIOD_STEP_MS: f64 = 2.0;
+/// An event fits the grid when within this distance of a grid point, ms.
+pub const PERIOD_TOLERANCE_MS: f64 = 50.0;
+
+/// Mean and percentiles of a distribution.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct Summary {
+    /// Arithmetic mean.
+    pub mean: f64,
+    /// 5th percentile.
+    pub p5: f64,
+    /// Median.
+    pub p50: f64,
+    /// 95th percentile.
+    pub p95: f64,
+}
+
+impl Summary {
+    /// Summarises `values` (linear interpolation between order statistics); zeros if empty.
+    pub fn of(values: &[f64]) -> Summary {
+        if values.is_empty() {
+            return Summary { mean: 0.0, p5: 0.0, p50: 0.0, p95: 0.0 };
+        }
+        let mut v = values.to_vec();
+        v.sort_by(f64::total_cmp);
+        let mean = v.iter().sum::<f64>() / v.len() as f64;
+        Summary { mean: round3(mean), p5: round3(percentile(&v, 5.0)), p50: round3(percentile(&v, 50.0)), p95: round3(percentile(&v, 95.0)) }
+    }
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+/// The `q`-th percentile of sorted `v`.
+pub fn percentile(v: &[f64], q: f64) -> f64 {
+    let pos = q / 100.0 * (v.len() - 1) as f64;
+    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
+    v[lo] + (v[hi] - v[lo]) * (pos - lo as f64)
+}
+
+/// An outage in ms, as `stat --json` prints it.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct OutageMs {
+    /// First ms without an opportunity.
+    pub start_ms: f64,
+    /// Length in ms.
+    pub len_ms: f64,
+}
+
+/// What `leocc trace stat` reports. Field names are the JSON contract of issue 2.
+#[derive(Debug, Clone, Serialize)]
+pub struct Stats {
+    /// Trace name.
+    pub name: String,
+    /// The direction described.
+    pub direction: &'static str,
+    /// Length of one loop of the trace, s.
+    pub duration_s: f64,
+    /// Capacity over 100 ms bins, Mbit/s.
+    pub capacity_mbps: Summary,
+    /// One-way base delay, ms.
+    pub owd_ms: Summary,
+    /// Mean random-loss probability.
+    pub loss: f64,
+    /// Runs of at least 20 ms without an opportunity.
+    pub outages: Vec<OutageMs>,
+    /// Detected reconfigurations, ms.
+    pub reconfigurations_ms: Vec<f64>,
+    /// Period of the reconfigurations, ms; `None` (null) when aperiodic.
+    pub period_ms: Option<f64>,
+    /// Ground-truth reconfigurations recorded in the trace, ms (empty when unknown).
+    pub truth_reconfigurations_ms: Vec<f64>,
+}
+
+/// Computes the statistics of one direction of `trace`.
+pub fn stats(trace: &Trace, dir: Dir) -> Stats {
+    let link = trace.link(dir);
+    let cap = trace.capacity(dir).expect("validated trace");
+    let res = trace.meta.resolution_us;
+    let outages: Vec<OutageMs> = empty_runs(cap.times_us(), cap.period_us(), res)
+        .into_iter()
+        .filter(|o| o.start_us < cap.period_us())
+        .map(|o| OutageMs { start_ms: us_to_ms(o.start_us), len_ms: us_to_ms(o.len_us) })
+        .collect();
+    let bins = capacity_bins_mbps(&link);
+    let delay = delay_samples_us(trace, dir);
+    let owd: Vec<f64> = delay.iter().map(|&(_, d)| d as f64 / 1000.0).collect();
+    let events = detect_reconfigurations(trace, dir);
+    Stats {
+        name: trace.meta.name.clone(),
+        direction: dir.as_str(),
+        duration_s: trace.duration_us() as f64 / 1e6,
+        capacity_mbps: Summary::of(&bins),
+        owd_ms: Summary::of(&owd),
+        loss: round3(trace.dir(dir).loss.mean() * 1000.0) / 1000.0,
+        outages,
+        reconfigurations_ms: events.iter().map(|&t| us_to_ms(t)).collect(),
+        period_ms: detect_period_ms(&events),
+        truth_reconfigurations_ms: trace.reconfigurations.iter().map(|&t| us_to_ms(t)).collect(),
+    }
+}
+
+fn us_to_ms(us: u64) -> f64 {
+    us as f64 / 1000.0
+}
+
+/// Capacity per full 100 ms bin of one period, Mbit/s.
+pub fn capacity_bins_mbps(link: &LinkModel) -> Vec<f64> {
+    let n = link.period_us() / CAPACITY_BIN_US;
+    (0..n).map(|b| link.mean_capacity_bps(b * CAPACITY_BIN_US, (b + 1) * CAPACITY_BIN_US) / 1e6).collect()
+}
+
+/// The delay of `dir` sampled at each interval start within one period: (time, delay) µs.
+pub fn delay_samples_us(trace: &Trace, dir: Dir) -> Vec<(u64, u64)> {
+    let d = trace.delay(dir);
+    let period = trace.capacity(dir).expect("validated trace").period_us();
+    let n = period.div_ceil(d.interval_us).max(1);
+    (0..n).map(|i| (i * d.interval_us, d.at(i * d.interval_us))).collect()
+}
+
+/// Detected reconfiguration times (µs) of one direction, sorted. See the module docs.
+pub fn detect_reconfigurations(trace: &Trace, dir: Dir) -> Vec<u64> {
+    let cap = trace.capacity(dir).expect("validated trace");
+    let link = trace.link(dir);
+    let mut events: Vec<u64> = empty_runs(cap.times_us(), cap.period_us(), trace.meta.resolution_us)
+        .into_iter()
+        .filter(|o| o.len_us >= RECONFIG_OUTAGE_MIN_US && o.start_us < cap.period_us())
+        .map(|o| o.start_us)
+        .collect();
+    let delay = delay_samples_us(trace, dir);
+    let times: Vec<u64> = delay.iter().map(|s| s.0).collect();
+    let values: Vec<f64> = delay.iter().map(|s| s.1 as f64).collect();
+    add_unless_near(&mut events, level_steps(&times, &values, step_samples(trace.delay(dir).interval_us), is_delay_step));
+    let bins = capacity_bins_mbps(&link);
+    let bin_times: Vec<u64> = (0..bins.len() as u64).map(|b| b * CAPACITY_BIN_US).collect();
+    add_unless_near(&mut events, level_steps(&bin_times, &bins, step_samples(CAPACITY_BIN_US), is_capacity_step));
+    events
+}
+
+fn step_samples(interval_us: u64) -> usize {
+    (STEP_WINDOW_US / interval_us.max(1)).max(1) as usize
+}
+
+fn is_delay_step(before: f64, after: f64) -> bool {
+    let diff = (after - before).abs();
+    diff >= DELAY_STEP_MIN_US && diff >= DELAY_STEP_MIN_FRAC * before.min(after)
+}
+
+fn is_capacity_step(before: f64, after: f64) -> bool {
+    (after - before).abs() >= CAPACITY_STEP_MIN_FRAC * before.max(after) && before.max(after) > 0.0
+}
+
+/// Adds `new` events to the sorted `events` unless one is within [`MERGE_WINDOW_US`].
+fn add_unless_near(events: &mut Vec<u64>, new: Vec<u64>) {
+    for t in new {
+        let i = events.partition_point(|&e| e < t);
+        let near = |j: usize| events.get(j).is_some_and(|&e| e.abs_diff(t) < MERGE_WINDOW_US);
+        if !(near(i) || (i > 0 && near(i - 1))) {
+            events.insert(i, t);
+        }
+    }
+}
+
+/// Points where the median of the `w` samples after differs from the median of the `w`
+/// samples before by a step that `is_step` accepts; of neighbouring candidates the one
+/// with the largest change of the means wins (non-maximum suppression over ±w samples).
+fn level_steps(times: &[u64], values: &[f64], w: usize, is_step: fn(f64, f64) -> bool) -> Vec<u64> {
+    if values.len() < 2 * w + 1 {
+        return Vec::new();
+    }
+    let mut change = vec![0.0f64; values.len()];
+    let mut buf = Vec::with_capacity(w);
+    for i in w..=values.len() - w {
+        let before = median(&values[i - w..i], &mut buf);
+        let after = median(&values[i..i + w], &mut buf);
+        if is_step(before, after) {
+            // Medians decide whether there is a step, means locate it: the median change is
+            // flat over a whole window, the mean change peaks at the step itself.
+            let mean = |s: &[f64]| s.iter().sum::<f64>() / s.len() as f64;
+            change[i] = (mean(&values[i..i + w]) - mean(&values[i - w..i])).abs() + f64::MIN_POSITIVE;
+        }
+    }
+    (0..values.len())
+        .filter(|&i| change[i] > 0.0)
+        .filter(|&i| {
+            let (lo, hi) = (i.saturating_sub(w), (i + w).min(values.len() - 1));
+            // Strictly larger than earlier neighbours, at least as large as later ones.
+            (lo..i).all(|j| change[j] < change[i]) && (i + 1..=hi).all(|j| change[j] <= change[i])
+        })
+        .map(|i| times[i])
+        .collect()
+}
+
+fn median(v: &[f64], buf: &mut Vec<f64>) -> f64 {
+    buf.clear();
+    buf.extend_from_slice(v);
+    buf.sort_by(f64::total_cmp);
+    let n = buf.len();
+    if n % 2 == 1 {
+        buf[n / 2]
+    } else {
+        (buf[n / 2 - 1] + buf[n / 2]) / 2.0
+    }
+}
+
+/// The period (ms) of the reconfiguration times `events_us`, or `None` when aperiodic.
+///
+/// For each candidate period P the events' phases (t mod P) are clustered; the best cluster
+/// counts the events within ±[`PERIOD_TOLERANCE_MS`] of one grid. A candidate qualifies when
+/// at least 3 events and half of all events fit, and the grid points between the first and
+/// the last fitting event are at least 60 % occupied (this rules out P/2, P/3, ...). The best
+/// candidate is refined by a least-squares fit of the fitting events against their index.
+pub fn detect_period_ms(events_us: &[u64]) -> Option<f64> {
+    if events_us.len() < 3 {
+        return None;
+    }
+    let ev: Vec<f64> = events_us.iter().map(|&t| t as f64 / 1000.0).collect();
+    let mut best: Option<(usize, f64, f64)> = None; // (fit count, -spread, P)
+    let mut p = PERIOD_MIN_MS;
+    while p <= PERIOD_MAX_MS {
+        if let Some((count, spread)) = grid_fit(&ev, p) {
+            let better = match best {
+                None => true,
+                Some((c, s, _)) => count > c || (count == c && -spread > s),
+            };
+            if better {
+                best = Some((count, -spread, p));
+            }
+        }
+        p += PERIOD_STEP_MS;
+    }
+    let (_, _, p) = best?;
+    refine_period(&ev, p).map(|x| (x * 10.0).round() / 10.0)
+}
+
+/// Events fitting the best phase of grid `p`: (count, phase spread) if the grid qualifies.
+fn grid_fit(ev: &[f64], p: f64) -> Option<(usize, f64)> {
+    let fit = fitting_events(ev, p);
+    if fit.len() < 3 || fit.len() * 2 < ev.len() {
+        return None;
+    }
+    let (first, last) = (fit[0], fit[fit.len() - 1]);
+    let slots = ((last - first) / p).round() as usize + 1;
+    if (fit.len() as f64) < 0.6 * slots as f64 {
+        return None;
+    }
+    let phases: Vec<f64> = fit.iter().map(|t| (t - first) - p * ((t - first) / p).round()).collect();
+    let spread = phases.iter().cloned().fold(f64::MIN, f64::max) - phases.iter().cloned().fold(f64::MAX, f64::min);
+    Some((fit.len(), spread))
+}
+
+/// The events within ±tolerance of the most populated phase of grid `p`.
+fn fitting_events(ev: &[f64], p: f64) -> Vec<f64> {
+    let mut ph: Vec<(f64, f64)> = ev.iter().map(|&t| (t.rem_euclid(p), t)).collect();
+    ph.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let n = ph.len();
+    let width = 2.0 * PERIOD_TOLERANCE_MS;
+    let (mut best_i, mut best_n) = (0, 0);
+    let mut j = 0;
+    // Circular sliding window over the sorted phases.
+    for i in 0..n {
+        if j < i {
+            j = i;
+        }
+        while j + 1 < i + n && {
+            let (a, b) = (ph[i].0, ph[(j + 1) % n].0 + if j + 1 >= n { p } else { 0.0 });
+            b - a <= width
+        } {
+            j += 1;
+        }
+        if j - i + 1 > best_n {
+            best_n = j - i + 1;
+            best_i = i;
+        }
+    }
+    let mut out: Vec<f64> = (best_i..best_i + best_n).map(|k| ph[k % n].1).collect();
+    out.sort_by(f64::total_cmp);
+    out
+}
+
+/// Least-squares slope of the fitting events of grid `p` against their grid index.
+fn refine_period(ev: &[f64], p: f64) -> Option<f64> {
+    let fit = fitting_events(ev, p);
+    let first = *fit.first()?;
+    let pts: Vec<(f64, f64)> = fit.iter().map(|&t| (((t - first) / p).round(), t)).collect();
+    let n = pts.len() as f64;
+    let (mx, my) = (pts.iter().map(|q| q.0).sum::<f64>() / n, pts.iter().map(|q| q.1).sum::<f64>() / n);
+    let sxx: f64 = pts.iter().map(|q| (q.0 - mx).powi(2)).sum();
+    let sxy: f64 = pts.iter().map(|q| (q.0 - mx) * (q.1 - my)).sum();
+    (sxx > 0.0).then(|| sxy / sxx)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn period_of_a_clean_grid_with_noise_events() {
+        let mut ev: Vec<u64> = (0..8).map(|k| 8_688_000 + k * 15_001_000 + (k % 3) * 3000).collect();
+        ev.push(31_000_000); // an aperiodic one
+        ev.sort();
+        let p = detect_period_ms(&ev).unwrap();
+        assert!((p - 15_001.0).abs() < 5.0, "{p}");
+    }
+
+    #[test]
+    fn random_events_are_aperiodic() {
+        let ev = [1_000_000, 4_300_000, 11_000_000, 12_500_000, 30_100_000, 31_000_000, 47_700_000];
+        assert_eq!(detect_period_ms(&ev), None);
+        assert_eq!(detect_period_ms(&[1, 2]), None);
+    }
+
+    #[test]
+    fn summary_percentiles() {
+        let v: Vec<f64> = (0..=100).map(f64::from).collect();
+        let s = Summary::of(&v);
+        assert_eq!((s.mean, s.p5, s.p50, s.p95), (50.0, 5.0, 50.0, 95.0));
+    }
+
+    #[test]
+    fn level_steps_find_one_step_and_ignore_noise() {
+        let times: Vec<u64> = (0..600).map(|i| i * 10_000).collect();
+        let values: Vec<f64> = (0..600).map(|i| if i < 300 { 20_000.0 } else { 40_000.0 } + (i % 3) as f64 * 1000.0).collect();
+        assert_eq!(level_steps(&times, &values, 100, is_delay_step), vec![3_000_000]);
+        let flat: Vec<f64> = (0..600).map(|i| 20_000.0 + (i % 7) as f64 * 500.0).collect();
+        assert!(level_steps(&times, &flat, 100, is_delay_step).is_empty());
+    }
+}
