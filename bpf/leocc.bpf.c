@@ -22,7 +22,8 @@
  *
  * State split: struct leocc_ca lives in inet_csk_ca() (ICSK_CA_PRIV_SIZE = 104 bytes, free
  * to touch on every ACK) and holds only the glue's bookkeeping; the core's struct leocc_state
- * is larger than 104 bytes and lives in sk_storage, created in init and deleted in release.
+ * (608 bytes) lives in sk_storage (struct leocc_flow, with the flow's `stats` key), created in
+ * init and deleted in release.
  * If sk_storage cannot be allocated (memory pressure) the flow keeps the cwnd and pacing it
  * has: a fixed window, never an unbounded one.
  *
@@ -99,11 +100,20 @@ struct leocc_flow_stats {
 	__u32 signal_state;
 };
 
+/* A flow's sk_storage: the core's state, and the `stats` key it is listed under. The key is
+ * kept because by release() the kernel has already cleared the socket's local port. */
+struct leocc_flow {
+	struct leocc_state core;
+	struct leocc_flow_key key;
+	__u32 listed; /* key is valid and an entry may exist in `stats` */
+	__u32 pad;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
-	__type(value, struct leocc_state);
+	__type(value, struct leocc_flow);
 } flow_state SEC(".maps");
 
 struct {
@@ -269,26 +279,28 @@ static __always_inline void flow_key(struct leocc_flow_key *key, const struct so
 }
 
 /* Copy the model's view into the flow's `stats` entry when it is due. */
-static __always_inline void publish_stats(struct sock *sk, const struct leocc_state *st,
+static __always_inline void publish_stats(struct sock *sk, struct leocc_flow *fl,
 					  struct leocc_ca *ca, __u64 now_us)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct leocc_flow_stats *e;
-	struct leocc_flow_key key;
 
 	if (now_us < ca->stats_due_us)
 		return;
 	ca->stats_due_us = now_us + LEOCC_STATS_PERIOD_US;
 
-	flow_key(&key, sk);
-	e = bpf_map_lookup_elem(&stats, &key);
+	if (!fl->listed) {
+		flow_key(&fl->key, sk);
+		fl->listed = 1;
+	}
+	e = bpf_map_lookup_elem(&stats, &fl->key);
 	if (!e) {
-		bpf_map_update_elem(&stats, &key, &zero_stats, BPF_NOEXIST);
-		e = bpf_map_lookup_elem(&stats, &key);
+		bpf_map_update_elem(&stats, &fl->key, &zero_stats, BPF_NOEXIST);
+		e = bpf_map_lookup_elem(&stats, &fl->key);
 		if (!e) /* table full: the flow runs on, unlisted */
 			return;
 	}
-	leocc_view(st, &e->view);
+	leocc_view(&fl->core, &e->view);
 	e->updated_us = now_us;
 	e->start_us = ca->start_us;
 	e->acks = ca->acks;
@@ -309,7 +321,7 @@ void BPF_PROG(leocc_cc_init, struct sock *sk)
 	struct leocc_ca *ca = leocc_ca(sk);
 	const struct leocc_signal *s;
 	struct leocc_params params;
-	struct leocc_state *st;
+	struct leocc_flow *fl;
 	__u64 now_us = tp->tcp_mstamp;
 
 	__builtin_memset(ca, 0, sizeof(*ca));
@@ -321,11 +333,15 @@ void BPF_PROG(leocc_cc_init, struct sock *sk)
 
 	sk->sk_pacing_status = SK_PACING_NEEDED;
 
-	st = bpf_sk_storage_get(&flow_state, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
-	if (!st)
+	fl = bpf_sk_storage_get(&flow_state, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (!fl)
 		return;
+	/* init runs again when a socket re-selects leocc: drop the old listing first. */
+	if (fl->listed)
+		bpf_map_delete_elem(&stats, &fl->key);
+	fl->listed = 0;
 	leocc_default_params(&params);
-	leocc_init(st, &params, now_us);
+	leocc_init(&fl->core, &params, now_us);
 }
 
 SEC("struct_ops")
@@ -336,21 +352,21 @@ void BPF_PROG(leocc_cong_control, struct sock *sk, __u32 ack, int flag,
 	struct leocc_ca *ca = leocc_ca(sk);
 	struct leocc_ack_sample smp;
 	struct leocc_output out;
-	struct leocc_state *st;
+	struct leocc_flow *fl;
 	__u64 now_us = tp->tcp_mstamp;
 
-	st = bpf_sk_storage_get(&flow_state, sk, 0, 0);
-	if (!st)
+	fl = bpf_sk_storage_get(&flow_state, sk, 0, 0);
+	if (!fl)
 		return;
 	ca->acks++;
-	feed_signal(st, ca, now_us);
+	feed_signal(&fl->core, ca, now_us);
 
 	__builtin_memset(&smp, 0, sizeof(smp));
 	__builtin_memset(&out, 0, sizeof(out));
 	fill_sample(&smp, sk, rs, now_us);
-	leocc_on_ack(st, &smp, &out);
+	leocc_on_ack(&fl->core, &smp, &out);
 	apply_output(sk, &out);
-	publish_stats(sk, st, ca, now_us);
+	publish_stats(sk, fl, ca, now_us);
 }
 
 /* Loss does not set the window: the next ACK's leocc_on_ack() does (it sees ca_state and
@@ -372,10 +388,12 @@ __u32 BPF_PROG(leocc_undo_cwnd, struct sock *sk)
 SEC("struct_ops")
 void BPF_PROG(leocc_cc_release, struct sock *sk)
 {
-	struct leocc_flow_key key;
+	struct leocc_flow *fl = bpf_sk_storage_get(&flow_state, sk, 0, 0);
 
-	flow_key(&key, sk);
-	bpf_map_delete_elem(&stats, &key);
+	if (!fl)
+		return;
+	if (fl->listed)
+		bpf_map_delete_elem(&stats, &fl->key);
 	bpf_sk_storage_delete(&flow_state, sk);
 }
 

@@ -180,6 +180,21 @@ mod tests {
         assert_eq!(std::mem::offset_of!(Signal, check), 32);
     }
 
+    /// The mirror against the compiled object's own BTF (the skeleton's generated type).
+    #[cfg(not(leocc_no_bpf))]
+    #[test]
+    fn layout_is_the_compiled_objects() {
+        use crate::skel::types::leocc_signal as C;
+        use std::mem::{offset_of, size_of};
+        assert_eq!(size_of::<C>(), size_of::<Signal>());
+        assert_eq!(offset_of!(C, reconfig_time_ns), offset_of!(Signal, reconfig_time_ns));
+        assert_eq!(offset_of!(C, seq), offset_of!(Signal, seq));
+        assert_eq!(offset_of!(C, probe_time_ns), offset_of!(Signal, probe_time_ns));
+        assert_eq!(offset_of!(C, term_pop_rtt_us), offset_of!(Signal, term_pop_rtt_us));
+        assert_eq!(offset_of!(C, flags), offset_of!(Signal, flags));
+        assert_eq!(offset_of!(C, check), offset_of!(Signal, check));
+    }
+
     #[test]
     fn constants_match_the_header() {
         assert!(HEADER.contains(&format!("#define LEOCC_PIN_DIR \"{PIN_DIR}\"")));
