@@ -25,6 +25,14 @@ enum Command {
     Eval(cmd::eval::EvalArgs),
     /// The main job: LeoCC against eight controls on bundled traces, with a report.
     Demo(cmd::eval::DemoArgs),
+    /// Run a command behind an emulated LEO path (namespaces, TUN, trace replay).
+    Emu(cmd::emu::EmuArgs),
+    /// Measure the emulator's accuracy and speed.
+    BenchEmu(cmd::emu::BenchEmuArgs),
+    /// Record a real link into a trace (saturating UDP flow + 10 ms ping).
+    Record(cmd::record::RecordArgs),
+    /// The far end of `leocc record`.
+    RecordServer(cmd::record::RecordServerArgs),
 }
 
 fn main() {
@@ -35,6 +43,10 @@ fn main() {
         Command::Eval(a) => cmd::eval::eval(a),
         Command::Demo(a) => cmd::eval::demo(a),
         Command::Probe(a) => cmd::probe::run(a),
+        Command::Emu(a) => cmd::emu::run(a),
+        Command::BenchEmu(a) => cmd::emu::bench(a),
+        Command::Record(a) => cmd::record::run(a),
+        Command::RecordServer(a) => cmd::record::serve(a),
     };
     if let Err(e) = result {
         eprintln!("leocc: error: {e:#}");

@@ -3,3 +3,5 @@ pub mod trace;
 pub mod kernel;
 pub mod probe;
 pub mod eval;
+pub mod emu;
+pub mod record;

@@ -1,0 +1,214 @@
+//! `leocc emu ... -- CMD`: run a command in the client namespace behind the emulated link,
+//! like a mahimahi shell, and clean up whatever happens.
+//!
+//! Order of events: everything that can be checked without root state is checked first (the
+//! traces were loaded by the caller, the programs must exist), then the namespaces and
+//! devices are created, the optional server command starts in the server namespace (we wait
+//! until it listens on a socket, up to `SERVER_READY_TIMEOUT_MS`), then CMD runs in the client
+//! namespace. When CMD exits (normally, by a crash, or because we were told to stop) the
+//! server command's process group is terminated, the emulator stops and prints its summary,
+//! and the namespaces are removed. The exit code is CMD's (128 + signal if it was killed).
+//!
+//! Signals: SIGTERM and SIGHUP terminate CMD (SIGTERM, then SIGKILL after
+//! `KILL_GRACE_MS`). SIGINT is forwarded to CMD and otherwise left to it, as a shell does:
+//! an interactive shell inside survives Ctrl-C, `iperf3 -c` ends on it.
+
+use crate::emulator::{EmuConfig, Emulator, Side, Summary};
+use crate::error::{EmuError, Result};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::Child;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::{Duration, Instant};
+
+/// How long to wait for --server-cmd to open a socket before starting CMD anyway.
+pub const SERVER_READY_TIMEOUT_MS: u64 = 3000;
+/// How long a terminated process gets before SIGKILL.
+pub const KILL_GRACE_MS: u64 = 2000;
+/// Polling period while waiting for children, ms.
+const WAIT_POLL_MS: u64 = 10;
+
+static PENDING_SIGNAL: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn on_signal(sig: libc::c_int) {
+    PENDING_SIGNAL.store(sig, Ordering::SeqCst);
+}
+
+fn install_signal_handlers() {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: the handler only stores into an atomic, which is async-signal-safe.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
+            sa.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+}
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct ShellSpec {
+    /// CMD and its arguments, run in the client namespace.
+    pub cmd: Vec<String>,
+    /// A shell command line run with `sh -c` in the server namespace.
+    pub server_cmd: Option<String>,
+}
+
+/// Finds `program` like execvp would; an error names the program.
+pub fn resolve_program(program: &str) -> Result<PathBuf> {
+    let is_exec = |p: &Path| {
+        use std::os::unix::fs::PermissionsExt;
+        p.is_file() && p.metadata().map(|m| m.permissions().mode() & 0o111 != 0).unwrap_or(false)
+    };
+    if program.contains('/') {
+        let p = PathBuf::from(program);
+        return if is_exec(&p) { Ok(p) } else { Err(EmuError::msg(format!("{program}: no such executable"))) };
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| is_exec(p))
+        .ok_or_else(|| EmuError::msg(format!("{program}: command not found in PATH")))
+}
+
+/// Checks everything about `spec` that can be checked before creating namespaces.
+pub fn check(spec: &ShellSpec) -> Result<()> {
+    let Some(first) = spec.cmd.first() else { return Err(EmuError::msg("no command given after --")) };
+    resolve_program(first)?;
+    if let Some(sc) = &spec.server_cmd {
+        resolve_program("sh")?;
+        let word = sc.split_whitespace().next().ok_or_else(|| EmuError::msg("--server-cmd is empty"))?;
+        if !is_shell_syntax(word) {
+            resolve_program(word).map_err(|e| EmuError::msg(format!("--server-cmd: {e}")))?;
+        }
+    }
+    check_privileges()
+}
+
+/// Words a shell handles itself, which need no executable.
+fn is_shell_syntax(word: &str) -> bool {
+    const BUILTINS: &[&str] = &["exec", "cd", "export", "set", "for", "while", "if", "{", "(", "true", "false", ":", "."];
+    BUILTINS.contains(&word) || word.contains('=') || word.starts_with('(')
+}
+
+/// Root (CAP_NET_ADMIN) and /dev/net/tun are needed for namespaces and TUN devices.
+pub fn check_privileges() -> Result<()> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err(EmuError::msg("the emulator needs root (network namespaces and TUN devices)"));
+    }
+    if !Path::new("/dev/net/tun").exists() {
+        return Err(EmuError::msg("/dev/net/tun is missing (no TUN support)"));
+    }
+    resolve_program("ip").map_err(|_| EmuError::msg("`ip` (iproute2) is not installed"))?;
+    Ok(())
+}
+
+/// Runs the shell; returns CMD's exit code and the emulator's summary.
+pub fn run(cfg: &EmuConfig, spec: &ShellSpec) -> Result<(i32, Summary)> {
+    check(spec)?;
+    install_signal_handlers();
+    let emu = Emulator::start(cfg)?;
+    let mut server = match &spec.server_cmd {
+        Some(sc) => {
+            let mut c = emu.command(Side::Server, "sh");
+            c.arg("-c").arg(sc).process_group(0);
+            let child = c.spawn().map_err(|e| EmuError::io(format!("start --server-cmd {sc:?}"), e))?;
+            wait_until_listening(child.id());
+            Some(child)
+        }
+        None => None,
+    };
+    let code = match emu.command(Side::Client, &spec.cmd[0]).args(&spec.cmd[1..]).spawn() {
+        Ok(child) => Ok(supervise(child)),
+        Err(e) => Err(EmuError::io(format!("start {}", spec.cmd[0]), e)),
+    };
+    if let Some(s) = server.as_mut() {
+        terminate_group(s);
+    }
+    let summary = emu.stop();
+    Ok((code?, summary))
+}
+
+/// Waits for CMD, reacting to signals; returns its exit code.
+fn supervise(mut child: Child) -> i32 {
+    let mut term_sent: Option<Instant> = None;
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
+        }
+        match PENDING_SIGNAL.swap(0, Ordering::SeqCst) {
+            0 => {}
+            libc::SIGINT => send(child.id(), libc::SIGINT),
+            _ => {
+                send(child.id(), libc::SIGTERM);
+                term_sent.get_or_insert_with(Instant::now);
+            }
+        }
+        if term_sent.is_some_and(|t| t.elapsed() > Duration::from_millis(KILL_GRACE_MS)) {
+            let _ = child.kill();
+        }
+        std::thread::sleep(Duration::from_millis(WAIT_POLL_MS));
+    }
+}
+
+fn send(pid: u32, sig: libc::c_int) {
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(pid as libc::pid_t, sig) };
+}
+
+/// SIGTERM to the whole process group of `child`, SIGKILL after the grace period.
+fn terminate_group(child: &mut Child) {
+    let pgid = child.id() as libc::pid_t;
+    // SAFETY: the child leads its own process group (process_group(0)).
+    unsafe { libc::kill(-pgid, libc::SIGTERM) };
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_millis(KILL_GRACE_MS) {
+        if let Ok(Some(_)) = child.try_wait() {
+            // Stragglers in the group (the shell's children) get SIGKILL too.
+            unsafe { libc::kill(-pgid, libc::SIGKILL) };
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(WAIT_POLL_MS));
+    }
+    // SAFETY: as above.
+    unsafe { libc::kill(-pgid, libc::SIGKILL) };
+    let _ = child.wait();
+}
+
+/// Waits until the namespace of `pid` has a listening TCP or a bound UDP socket.
+fn wait_until_listening(pid: u32) {
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_millis(SERVER_READY_TIMEOUT_MS) {
+        if has_socket(pid) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(WAIT_POLL_MS));
+    }
+}
+
+/// /proc/PID/net shows the network namespace of PID.
+fn has_socket(pid: u32) -> bool {
+    const TCP_LISTEN: &str = "0A";
+    let tcp = std::fs::read_to_string(format!("/proc/{pid}/net/tcp")).unwrap_or_default();
+    let udp = std::fs::read_to_string(format!("/proc/{pid}/net/udp")).unwrap_or_default();
+    tcp.lines().skip(1).any(|l| l.split_whitespace().nth(3) == Some(TCP_LISTEN)) || udp.lines().count() > 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_programs_are_reported_by_name() {
+        let spec = ShellSpec { cmd: vec!["leocc-no-such-program".into()], server_cmd: None };
+        let e = check(&spec).unwrap_err().to_string();
+        assert!(e.contains("leocc-no-such-program"), "{e}");
+        let spec = ShellSpec { cmd: vec!["sh".into()], server_cmd: Some("leocc-no-such-server -s".into()) };
+        let e = check(&spec).unwrap_err().to_string();
+        assert!(e.contains("leocc-no-such-server"), "{e}");
+        assert!(check(&ShellSpec { cmd: vec![], server_cmd: None }).is_err());
+    }
+}

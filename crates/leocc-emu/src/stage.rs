@@ -1,0 +1,337 @@
+//! One link stage in emulation time: droptail queue -> delivery opportunities -> one-way delay.
+//!
+//! The model is mahimahi's link plus a delay line, run in *virtual* time: every packet carries
+//! the microsecond it arrived, and `advance(now)` replays every delivery opportunity in
+//! (last processed, now] in order. An opportunity at time o carries `OPPORTUNITY_BYTES`; it can
+//! only serve packets that arrived at or before o; a packet larger than what is left needs
+//! further opportunities, and bytes left over after a packet completes serve the next one in
+//! the same opportunity (as mahimahi's `rationalize`). So the schedule decisions are exact
+//! however late the emulator thread wakes: wall-clock lateness only affects when a packet is
+//! finally written, which the engine measures as release error.
+//!
+//! A packet that completes at opportunity o leaves the stage at o + delay(o), but never before
+//! the packet ahead of it (FIFO: a falling delay does not let packets overtake). Random loss
+//! and, for the ICMP lanes, outage drops are decided on arrival, so a lost packet never uses
+//! capacity and the log stays consistent (every `+` is followed by exactly one `-` or `d`).
+//! A stage without a capacity schedule is a pure delay line (terrestrial delay, ICMP lanes).
+
+use crate::eventlog::EventLog;
+use leocc_trace::{LinkModel, OPPORTUNITY_BYTES};
+use std::collections::VecDeque;
+
+/// Queue limit of a droptail queue. `None` fields mean unlimited.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueueLimit {
+    /// Maximum packets waiting (including the one in transmission).
+    pub packets: Option<usize>,
+    /// Maximum bytes waiting (including the one in transmission).
+    pub bytes: Option<usize>,
+}
+
+/// Where a stage's one-way delay comes from.
+#[derive(Clone)]
+pub enum DelaySource {
+    /// The trace's time-varying delay of this link.
+    Model(LinkModel),
+    /// A constant delay in µs.
+    Constant(u64),
+}
+
+/// How a stage is built.
+#[derive(Clone)]
+pub struct StageConfig {
+    /// Capacity schedule; `None` = unlimited (a pure delay line).
+    pub capacity: Option<LinkModel>,
+    /// One-way delay.
+    pub delay: DelaySource,
+    /// Trace whose `loss_prob` and `in_outage` apply to arrivals, if any.
+    pub loss_model: Option<LinkModel>,
+    /// Extra random loss probability on top of the trace's (the `--loss` option).
+    pub extra_loss: f64,
+    /// Drop arrivals while the trace is in an outage (the ICMP lanes: Starlink loses pings
+    /// during a reconfiguration; data instead waits in the queue for capacity to return).
+    pub drop_in_outage: bool,
+    /// Droptail limit.
+    pub queue: QueueLimit,
+    /// Seed of the loss generator.
+    pub seed: u64,
+}
+
+/// What happened to a packet offered to a stage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Accepted into the queue (or the delay line).
+    Accepted,
+    /// Dropped: the droptail queue was full.
+    QueueFull,
+    /// Dropped: random loss.
+    Lost,
+    /// Dropped: the link was in an outage.
+    Outage,
+}
+
+/// Counters and samples of one stage, for the exit summary.
+#[derive(Debug, Clone, Default)]
+pub struct StageStats {
+    /// Packets and bytes offered to the stage.
+    pub arrived_pkts: u64,
+    /// Bytes offered to the stage.
+    pub arrived_bytes: u64,
+    /// Packets that left the queue (capacity used).
+    pub departed_pkts: u64,
+    /// Bytes that left the queue.
+    pub departed_bytes: u64,
+    /// Opportunities that passed while the stage ran (offered capacity = this x 1500 B).
+    pub opportunities: u64,
+    /// Opportunities that passed while a packet was waiting (capacity the traffic could use).
+    pub backlogged_opportunities: u64,
+    /// Drops by the full queue.
+    pub dropped_queue: u64,
+    /// Drops by random loss.
+    pub dropped_loss: u64,
+    /// Drops because of an outage.
+    pub dropped_outage: u64,
+    /// Queueing delay (departure - arrival) of every departed packet, µs.
+    pub queue_delay_us: Vec<u32>,
+}
+
+struct Queued<P> {
+    arrival_us: u64,
+    pkt: P,
+}
+
+/// A deterministic generator for loss decisions (SplitMix64, Steele et al. 2014).
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator seeded with `seed`.
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    /// Uniform in [0, 1).
+    pub fn unit(&mut self) -> f64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        (z >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// One link stage; `P` is the packet (anything with a length).
+pub struct Stage<P> {
+    cfg: StageConfig,
+    queue: VecDeque<Queued<P>>,
+    queued_bytes: usize,
+    /// Bytes of the head packet still to transmit (0 = head not started).
+    head_left: usize,
+    /// Opportunities before this time have been processed.
+    processed_until: u64,
+    delay_line: VecDeque<(u64, P)>,
+    last_release: u64,
+    rng: Rng,
+    scratch: Vec<u64>,
+    log: Option<EventLog>,
+    /// Counters, read at the end.
+    pub stats: StageStats,
+}
+
+impl<P: AsRef<[u8]>> Stage<P> {
+    /// A stage starting at emulation time 0.
+    pub fn new(cfg: StageConfig) -> Stage<P> {
+        let rng = Rng::new(cfg.seed);
+        Stage {
+            cfg,
+            queue: VecDeque::new(),
+            queued_bytes: 0,
+            head_left: 0,
+            processed_until: 0,
+            delay_line: VecDeque::new(),
+            last_release: 0,
+            rng,
+            scratch: Vec::new(),
+            log: None,
+            stats: StageStats::default(),
+        }
+    }
+
+    /// Attaches a mahimahi event log.
+    pub fn set_log(&mut self, log: EventLog) {
+        self.log = Some(log);
+    }
+
+    /// Takes the log back (to flush it).
+    pub fn take_log(&mut self) -> Option<EventLog> {
+        self.log.take()
+    }
+
+    fn delay_at(&self, t_us: u64) -> u64 {
+        match &self.cfg.delay {
+            DelaySource::Model(m) => m.delay_us(t_us),
+            DelaySource::Constant(d) => *d,
+        }
+    }
+
+    fn lost_at_random(&mut self, t_us: u64) -> bool {
+        let trace_p = self.cfg.loss_model.as_ref().map_or(0.0, |m| m.loss_prob(t_us));
+        let p = 1.0 - (1.0 - trace_p) * (1.0 - self.cfg.extra_loss);
+        p > 0.0 && self.rng.unit() < p
+    }
+
+    fn over_limit(&self, extra_bytes: usize) -> bool {
+        let q = self.cfg.queue;
+        q.packets.is_some_and(|n| self.queue.len() + 1 > n) || q.bytes.is_some_and(|b| self.queued_bytes + extra_bytes > b)
+    }
+
+    /// Offers a packet that arrived at `t_us`. Arrival times must not go backwards; a time
+    /// before what was already processed is treated as "now".
+    pub fn push(&mut self, t_us: u64, pkt: P) -> Verdict {
+        let len = pkt.as_ref().len();
+        let t = t_us.max(self.processed_until.saturating_sub(1));
+        self.advance(t);
+        self.stats.arrived_pkts += 1;
+        self.stats.arrived_bytes += len as u64;
+        if let Some(l) = self.log.as_mut() {
+            l.arrival(t, len);
+        }
+        let verdict = if self.cfg.drop_in_outage && self.cfg.loss_model.as_ref().is_some_and(|m| m.in_outage(t)) {
+            self.stats.dropped_outage += 1;
+            Verdict::Outage
+        } else if self.lost_at_random(t) {
+            self.stats.dropped_loss += 1;
+            Verdict::Lost
+        } else if self.cfg.capacity.is_none() {
+            let release = (t + self.delay_at(t)).max(self.last_release);
+            self.emit(release, pkt);
+            return Verdict::Accepted;
+        } else if self.over_limit(len) {
+            self.stats.dropped_queue += 1;
+            Verdict::QueueFull
+        } else {
+            self.queued_bytes += len;
+            self.queue.push_back(Queued { arrival_us: t, pkt });
+            return Verdict::Accepted;
+        };
+        if let Some(l) = self.log.as_mut() {
+            l.drop_packet(t, len);
+        }
+        verdict
+    }
+
+    fn emit(&mut self, release: u64, pkt: P) {
+        self.last_release = release;
+        self.delay_line.push_back((release, pkt));
+    }
+
+    /// Replays every delivery opportunity up to and including `now_us`.
+    pub fn advance(&mut self, now_us: u64) {
+        let Some(cap) = self.cfg.capacity.clone() else {
+            self.processed_until = self.processed_until.max(now_us + 1);
+            return;
+        };
+        if now_us < self.processed_until {
+            return;
+        }
+        let mut opps = std::mem::take(&mut self.scratch);
+        opps.clear();
+        opps.extend(cap.opportunities(self.processed_until, now_us + 1 - self.processed_until));
+        self.processed_until = now_us + 1;
+        for &o in &opps {
+            self.use_opportunity(o);
+        }
+        self.scratch = opps;
+    }
+
+    fn use_opportunity(&mut self, o: u64) {
+        self.stats.opportunities += 1;
+        if let Some(l) = self.log.as_mut() {
+            l.opportunity(o);
+        }
+        let mut budget = OPPORTUNITY_BYTES as usize;
+        if self.queue.front().is_some_and(|q| q.arrival_us <= o) {
+            self.stats.backlogged_opportunities += 1;
+        }
+        while budget > 0 {
+            let Some(head) = self.queue.front() else { break };
+            if head.arrival_us > o {
+                break;
+            }
+            let len = head.pkt.as_ref().len();
+            if self.head_left == 0 {
+                self.head_left = len.max(1);
+            }
+            let used = budget.min(self.head_left);
+            budget -= used;
+            self.head_left -= used;
+            if self.head_left > 0 {
+                break;
+            }
+            let q = self.queue.pop_front().expect("head exists");
+            self.queued_bytes -= len;
+            self.depart(o, q);
+        }
+    }
+
+    fn depart(&mut self, o: u64, q: Queued<P>) {
+        let len = q.pkt.as_ref().len();
+        self.stats.departed_pkts += 1;
+        self.stats.departed_bytes += len as u64;
+        self.stats.queue_delay_us.push((o - q.arrival_us).min(u64::from(u32::MAX)) as u32);
+        if let Some(l) = self.log.as_mut() {
+            l.departure(o, len, q.arrival_us);
+        }
+        let release = (o + self.delay_at(o)).max(self.last_release);
+        self.emit(release, q.pkt);
+    }
+
+    /// When this stage next needs attention: the head of the delay line, or the next
+    /// opportunity while packets wait.
+    pub fn next_event(&self) -> Option<u64> {
+        let release = self.delay_line.front().map(|d| d.0);
+        let opp = match (&self.cfg.capacity, self.queue.is_empty()) {
+            (Some(cap), false) => cap.next_opportunity(self.processed_until),
+            _ => None,
+        };
+        match (release, opp) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Release time of the next packet to leave, if any.
+    pub fn peek_release(&self) -> Option<u64> {
+        self.delay_line.front().map(|d| d.0)
+    }
+
+    /// Removes the next packet if it is due by `now_us`; returns its release time.
+    pub fn pop_due(&mut self, now_us: u64) -> Option<(u64, P)> {
+        if self.delay_line.front().is_some_and(|d| d.0 <= now_us) {
+            self.delay_line.pop_front()
+        } else {
+            None
+        }
+    }
+
+    /// Packets waiting in the queue.
+    pub fn queued_packets(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Packets in flight in the delay line.
+    pub fn in_flight(&self) -> usize {
+        self.delay_line.len()
+    }
+}
+
+/// p-th percentile (0..=100) of `v` (sorted in place); `None` if empty.
+pub fn percentile(v: &mut [u32], p: f64) -> Option<u32> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_unstable();
+    let i = ((p / 100.0) * (v.len() - 1) as f64).round() as usize;
+    Some(v[i.min(v.len() - 1)])
+}

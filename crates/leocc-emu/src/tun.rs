@@ -1,0 +1,96 @@
+//! TUN devices: a layer-3 virtual interface whose packets the emulator reads and writes.
+//! The device lives in the network namespace of the thread that issues TUNSETIFF, so the
+//! descriptor is opened on a short-lived helper thread that first joins the namespace; the
+//! descriptor itself works from any thread afterwards. A non-persistent TUN disappears when
+//! its last descriptor closes, so dropping `Tun` removes the device.
+
+use crate::error::{EmuError, Result};
+use crate::netns::NetNs;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+/// Device queue length (packets) the kernel may hold before the emulator reads them.
+/// Generous, so that a scheduling hiccup of the emulator does not cause unmodelled loss.
+pub const TUN_TXQUEUELEN: u32 = 4000;
+/// Largest IP packet the emulator handles (the TUN MTU is 1500).
+pub const MAX_PACKET: usize = 2048;
+
+const TUN_PATH: &[u8] = b"/dev/net/tun\0";
+
+/// An open TUN device (IFF_TUN | IFF_NO_PI: each read/write is one bare IP packet).
+#[derive(Debug)]
+pub struct Tun {
+    fd: OwnedFd,
+    name: String,
+}
+
+impl Tun {
+    /// Creates TUN device `name` inside `ns`, gives it `addr_cidr`, a default route and
+    /// brings it up.
+    pub fn create_in(ns: &NetNs, name: &str, addr_cidr: &str) -> Result<Tun> {
+        let fd = std::thread::scope(|s| {
+            s.spawn(|| -> Result<OwnedFd> {
+                ns.enter_current_thread()?;
+                open_tun(name)
+            })
+            .join()
+            .map_err(|_| EmuError::msg("TUN creation thread panicked"))?
+        })?;
+        let tun = Tun { fd, name: name.to_string() };
+        ns.ip(&["addr", "add", addr_cidr, "dev", name])?;
+        ns.ip(&["link", "set", "dev", name, "txqueuelen", &TUN_TXQUEUELEN.to_string(), "up"])?;
+        ns.ip(&["route", "add", "default", "dev", name])?;
+        Ok(tun)
+    }
+
+    /// The device name inside its namespace.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The raw descriptor (non-blocking).
+    pub fn raw_fd(&self) -> i32 {
+        self.fd.as_raw_fd()
+    }
+}
+
+fn open_tun(name: &str) -> Result<OwnedFd> {
+    if name.len() >= libc::IFNAMSIZ {
+        return Err(EmuError::msg(format!("TUN name {name:?} is too long")));
+    }
+    // SAFETY: plain open(2) of a constant NUL-terminated path.
+    let raw = unsafe { libc::open(TUN_PATH.as_ptr().cast(), libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC) };
+    if raw < 0 {
+        return Err(EmuError::os("open /dev/net/tun"));
+    }
+    // SAFETY: raw is a descriptor we just opened and now own.
+    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    // SAFETY: ifreq is plain data; zeroed is a valid value.
+    let mut ifr: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (dst, src) in ifr.ifr_name.iter_mut().zip(name.bytes()) {
+        *dst = src as libc::c_char;
+    }
+    ifr.ifr_ifru.ifru_flags = (libc::IFF_TUN | libc::IFF_NO_PI) as libc::c_short;
+    // SAFETY: TUNSETIFF reads and writes the ifreq we pass.
+    if unsafe { libc::ioctl(fd.as_raw_fd(), libc::TUNSETIFF, &mut ifr as *mut libc::ifreq) } < 0 {
+        return Err(EmuError::os(format!("ioctl TUNSETIFF {name}")));
+    }
+    Ok(fd)
+}
+
+/// Reads one packet into `buf`; `None` when nothing is waiting.
+pub fn read_packet(fd: i32, buf: &mut [u8]) -> Option<usize> {
+    // SAFETY: buf is valid for buf.len() bytes.
+    let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+    if n <= 0 {
+        None
+    } else {
+        Some(n as usize)
+    }
+}
+
+/// Writes one packet; false if the kernel refused it.
+pub fn write_packet(fd: i32, pkt: &[u8]) -> bool {
+    // SAFETY: pkt is valid for pkt.len() bytes.
+    let n = unsafe { libc::write(fd, pkt.as_ptr().cast(), pkt.len()) };
+    n == pkt.len() as isize
+}

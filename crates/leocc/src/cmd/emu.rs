@@ -1,0 +1,162 @@
+//! `leocc emu ... -- CMD` (the emulator shell) and `leocc bench-emu` (its accuracy and speed).
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use clap::Args;
+
+use leocc_emu::clock::DEFAULT_SPIN_US;
+use leocc_emu::emulator::DEFAULT_QUEUE_PACKETS;
+use leocc_emu::shell::{self, ShellSpec};
+use leocc_emu::{EmuConfig, QueueLimit};
+use leocc_trace::{Dir, Trace};
+
+const US_PER_MS: f64 = 1000.0;
+
+/// `leocc emu`: run CMD in a client namespace behind an emulated LEO path.
+#[derive(Args)]
+#[command(after_help = "CMD sees LEOCC_SERVER (the server's address), LEOCC_POP (the PoP's) and LEOCC_CLIENT.\n\
+Example: leocc emu --trace t.trace --server-cmd 'iperf3 -s' -- sh -c 'iperf3 -c $LEOCC_SERVER -t 10'")]
+pub struct EmuArgs {
+    /// Trace of the satellite segment (our format, a mahimahi file, or a LeoReplayer directory).
+    #[arg(long, value_name = "T", required_unless_present = "cleanup")]
+    trace: Option<PathBuf>,
+    /// A different trace for the uplink (its uplink direction is used).
+    #[arg(long, value_name = "T2")]
+    uplink_trace: Option<PathBuf>,
+    /// Droptail queue limit in packets (0 = unlimited).
+    #[arg(long, value_name = "P")]
+    queue: Option<usize>,
+    /// Droptail queue limit in bytes (alone, replaces the packet limit).
+    #[arg(long, value_name = "B")]
+    queue_bytes: Option<usize>,
+    /// Extra random loss probability on the satellite segment, both directions (0..1).
+    #[arg(long, value_name = "R", default_value_t = 0.0)]
+    loss: f64,
+    /// One-way delay of the terrestrial segment (PoP <-> server), ms.
+    #[arg(long, value_name = "MS")]
+    terrestrial_delay: Option<f64>,
+    /// Capacity (and delay, unless --terrestrial-delay) of the terrestrial segment.
+    #[arg(long, value_name = "T3")]
+    terrestrial_trace: Option<PathBuf>,
+    /// mahimahi-format event logs of the satellite segment: FILE.up and FILE.down.
+    #[arg(long, value_name = "FILE")]
+    log: Option<PathBuf>,
+    /// Directory for client.pcap and server.pcap (both sides of the emulated path).
+    #[arg(long, value_name = "DIR")]
+    pcap: Option<PathBuf>,
+    /// Command line run with `sh -c` in the server namespace (e.g. 'iperf3 -s').
+    #[arg(long, value_name = "CMD")]
+    server_cmd: Option<String>,
+    /// Seed of the random loss decisions.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Busy-wait margin before each release time, µs (CPU for precision).
+    #[arg(long, default_value_t = DEFAULT_SPIN_US)]
+    spin_us: u64,
+    /// Keep the engine threads at normal priority (default: SCHED_FIFO when permitted).
+    #[arg(long)]
+    no_realtime: bool,
+    /// Remove namespaces left by leocc processes that no longer exist, then exit.
+    #[arg(long)]
+    cleanup: bool,
+    /// The command to run in the client namespace.
+    #[arg(last = true, value_name = "CMD", required_unless_present = "cleanup")]
+    cmd: Vec<String>,
+}
+
+fn load(path: &Path) -> anyhow::Result<Trace> {
+    Ok(Trace::load(path)?)
+}
+
+/// Turns the options into an emulator configuration; fails on any bad input.
+fn config(a: &EmuArgs) -> anyhow::Result<EmuConfig> {
+    let path = a.trace.as_ref().context("--trace is required")?;
+    let trace = load(path)?;
+    let up = match &a.uplink_trace {
+        Some(p) => load(p)?.link(Dir::Up),
+        None => trace.link(Dir::Up),
+    };
+    let mut cfg = EmuConfig::new(up, trace.link(Dir::Down));
+    cfg.label = path.display().to_string();
+    cfg.terrestrial = match &a.terrestrial_trace {
+        Some(p) => {
+            let t = load(p)?;
+            Some(t.terrestrial().unwrap_or_else(|| t.link(Dir::Down)))
+        }
+        None => trace.terrestrial(),
+    };
+    if let Some(ms) = a.terrestrial_delay {
+        if !(ms.is_finite() && ms >= 0.0) {
+            bail!("--terrestrial-delay must be a non-negative number of ms, got {ms}");
+        }
+        cfg.terrestrial_delay_us = Some((ms * US_PER_MS).round() as u64);
+    }
+    if !(a.loss.is_finite() && (0.0..1.0).contains(&a.loss)) {
+        bail!("--loss must be a probability in [0, 1), got {}", a.loss);
+    }
+    cfg.loss = a.loss;
+    cfg.queue = match (a.queue, a.queue_bytes) {
+        (None, None) => QueueLimit { packets: Some(DEFAULT_QUEUE_PACKETS), bytes: None },
+        (p, b) => QueueLimit { packets: p.filter(|&n| n > 0), bytes: b.filter(|&n| n > 0) },
+    };
+    cfg.seed = a.seed;
+    cfg.spin_us = a.spin_us;
+    cfg.realtime = !a.no_realtime;
+    if let Some(base) = &a.log {
+        cfg.uplink_log = Some(with_suffix(base, "up"));
+        cfg.downlink_log = Some(with_suffix(base, "down"));
+    }
+    cfg.pcap_dir = a.pcap.clone();
+    Ok(cfg)
+}
+
+fn with_suffix(base: &Path, s: &str) -> PathBuf {
+    let mut p = base.as_os_str().to_owned();
+    p.push(".");
+    p.push(s);
+    PathBuf::from(p)
+}
+
+/// Runs `leocc emu`; exits the process with CMD's exit code.
+pub fn run(a: EmuArgs) -> anyhow::Result<()> {
+    if a.cleanup {
+        for ns in leocc_emu::netns::leftover_namespaces() {
+            leocc_emu::netns::run_ip(&["netns", "del", &ns])?;
+            eprintln!("removed {ns}");
+        }
+        return Ok(());
+    }
+    let cfg = config(&a)?;
+    let spec = ShellSpec { cmd: a.cmd.clone(), server_cmd: a.server_cmd.clone() };
+    let (code, summary) = shell::run(&cfg, &spec)?;
+    eprint!("leocc emu summary:\n{summary}");
+    if let Some(base) = &a.log {
+        eprintln!("event logs: {} {}", with_suffix(base, "up").display(), with_suffix(base, "down").display());
+    }
+    std::process::exit(code);
+}
+
+/// `leocc bench-emu`: measures the emulator's accuracy and speed and prints the numbers.
+#[derive(Args)]
+pub struct BenchEmuArgs {
+    /// Seconds per measurement.
+    #[arg(long, default_value_t = 5.0)]
+    seconds: f64,
+    /// Constant rates to try for the highest loss-free rate, Mbit/s.
+    #[arg(long, value_delimiter = ',', default_values_t = vec![250.0, 500.0, 1000.0, 1500.0, 2000.0])]
+    rates: Vec<f64>,
+    /// Busy-wait margin before each release time, µs.
+    #[arg(long, default_value_t = DEFAULT_SPIN_US)]
+    spin_us: u64,
+}
+
+/// Runs the benchmark.
+pub fn bench(a: BenchEmuArgs) -> anyhow::Result<()> {
+    if !(a.seconds.is_finite() && a.seconds > 0.0) {
+        bail!("--seconds must be positive");
+    }
+    let opts = leocc_emu::bench::BenchOptions { seconds: a.seconds, rates_mbps: a.rates, spin_us: a.spin_us };
+    leocc_emu::bench::run(&opts)?;
+    Ok(())
+}
+
