@@ -267,6 +267,8 @@ struct Daemon {
     reachable: bool,
     unreachable_backoff: Option<Backoff>,
     last_heard: u64,
+    /// Set when the PoP answers again: the next probe goes out at once, at the fast rate.
+    resume_fast: bool,
     recent: VecDeque<serde_json::Value>,
     last_signal: SignalUpdate,
 }
@@ -314,6 +316,7 @@ pub fn run(opts: Options, publisher: Option<Box<dyn Publisher>>) -> Result<Summa
         reachable: true,
         unreachable_backoff: None,
         last_heard: now,
+        resume_fast: false,
         recent: VecDeque::new(),
         last_signal: SignalUpdate::default(),
         opts,
@@ -378,6 +381,9 @@ impl Daemon {
                 Ok(false) => {}
                 Err(e) => eprintln!("leocc probe: poll: {e}"),
             }
+            if std::mem::take(&mut self.resume_fast) {
+                next_send = net::mono_ns();
+            }
         }
     }
 
@@ -434,6 +440,7 @@ impl Daemon {
         self.last_heard = r.recv_mono_ns;
         if !self.reachable {
             self.reachable = true;
+            self.resume_fast = true;
             self.unreachable_backoff = None;
             println!("leocc probe: PoP {} answers again; probing every {} ms", self.pop, ms(self.opts.interval_ns));
             self.log_line(json!({"type": "pop_reachable", "pop": self.pop.to_string(), "t_mono_ms": ms(r.recv_mono_ns)}));

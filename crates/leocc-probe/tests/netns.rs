@@ -1,0 +1,268 @@
+//! The daemon against a live PoP in a network namespace (root only; skips otherwise).
+//!
+//! Two namespaces joined by a veth pair: the client runs the real daemon (raw socket, poll
+//! loop, validator, detector, log and state files); the "PoP" is the peer namespace's kernel
+//! answering echoes. Outages are made by switching the PoP's `icmp_echo_ignore_all` on for a
+//! known time. During every outage a spoofer in the PoP namespace watches the daemon's echo
+//! requests and answers each one itself, with the right identifier and sequence but without
+//! the cookie, plus a reply under a foreign identifier: a daemon that believed any of them
+//! would see no gap and miss the outage.
+
+use std::fs;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::thread;
+use std::time::Duration;
+
+use leocc_probe::daemon::{self, Options, PopSource};
+use leocc_probe::detect::DetectorConfig;
+use leocc_probe::icmp;
+use leocc_probe::net::{mono_ns, parse_target};
+
+const CLIENT_ADDR: &str = "100.64.77.2/24";
+const POP_ADDR: &str = "100.64.77.1";
+/// Outages made, ms: the paper's 45-120 ms range and a bit beyond.
+const OUTAGES_MS: [u64; 4] = [60, 80, 100, 150];
+const MS: u64 = 1_000_000;
+
+fn skip_reason() -> Option<String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("needs root (network namespaces, raw sockets)".into());
+    }
+    match Command::new("ip").arg("-V").output() {
+        Ok(o) if o.status.success() => None,
+        _ => Some("needs the `ip` tool (iproute2)".into()),
+    }
+}
+
+fn ip(args: &[&str]) {
+    let out = Command::new("ip").args(args).output().expect("run ip");
+    assert!(out.status.success(), "ip {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// Two namespaces and a veth pair, removed on drop.
+struct Lab {
+    client: String,
+    pop: String,
+}
+
+impl Lab {
+    fn new() -> Lab {
+        let tag = format!("lpt{}", std::process::id());
+        let lab = Lab { client: format!("{tag}c"), pop: format!("{tag}p") };
+        ip(&["netns", "add", &lab.client]);
+        ip(&["netns", "add", &lab.pop]);
+        let (a, b) = (format!("{tag}a"), format!("{tag}b"));
+        ip(&["link", "add", &a, "netns", &lab.client, "type", "veth", "peer", "name", &b, "netns", &lab.pop]);
+        ip(&["-n", &lab.client, "addr", "add", CLIENT_ADDR, "dev", &a]);
+        ip(&["-n", &lab.pop, "addr", "add", &format!("{POP_ADDR}/24"), "dev", &b]);
+        for (ns, dev) in [(&lab.client, &a), (&lab.pop, &b)] {
+            ip(&["-n", ns, "link", "set", dev, "up"]);
+            ip(&["-n", ns, "link", "set", "lo", "up"]);
+        }
+        lab
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        for ns in [&self.client, &self.pop] {
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+    }
+}
+
+/// Moves the calling thread into network namespace `ns`.
+fn enter(ns: &str) {
+    let f = fs::File::open(format!("/run/netns/{ns}")).expect("open netns");
+    // SAFETY: setns on a namespace fd we own; affects only this thread.
+    let r = unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) };
+    assert_eq!(r, 0, "setns {ns}: {}", std::io::Error::last_os_error());
+}
+
+fn tempdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("leocc-probe-netns-{tag}-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&d);
+    fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn options(run_dir: &Path, log: &Path, duration_ns: Option<u64>) -> Options {
+    Options {
+        pop: PopSource::Fixed(parse_target(POP_ADDR).unwrap()),
+        interval_ns: daemon::DEFAULT_INTERVAL_NS,
+        detector: DetectorConfig::default(),
+        log: Some(log.to_path_buf()),
+        duration_ns,
+        run_dir: run_dir.to_path_buf(),
+        unreachable_after_ns: daemon::DEFAULT_UNREACHABLE_AFTER_NS,
+        rediscover_after_ns: daemon::DEFAULT_REDISCOVER_AFTER_NS,
+        verbose: false,
+    }
+}
+
+/// A raw socket in the PoP namespace that sees the daemon's echo requests and forges replies.
+struct Spoofer {
+    fd: std::os::fd::OwnedFd,
+}
+
+impl Spoofer {
+    fn new() -> Spoofer {
+        // SAFETY: plain socket(2), owned at once.
+        let raw = unsafe { libc::socket(libc::AF_INET, libc::SOCK_RAW | libc::SOCK_NONBLOCK, libc::IPPROTO_ICMP) };
+        assert!(raw >= 0);
+        // SAFETY: fresh descriptor.
+        Spoofer { fd: unsafe { std::os::fd::FromRawFd::from_raw_fd(raw) } }
+    }
+
+    /// Answers every queued echo request with two forgeries; returns how many it sent.
+    fn forge_pending(&self) -> u64 {
+        let mut buf = [0u8; 1500];
+        let mut sent = 0;
+        loop {
+            // SAFETY: buf is valid for its length.
+            let n = unsafe { libc::recv(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+            if n <= 0 {
+                return sent;
+            }
+            let pkt = &buf[..n as usize];
+            let Some(&first) = pkt.first() else { continue };
+            let ihl = usize::from(first & 0x0f) * 4;
+            if pkt.len() < ihl + 8 || pkt[ihl] != icmp::V4_ECHO_REQUEST {
+                continue;
+            }
+            let id = u16::from_be_bytes([pkt[ihl + 4], pkt[ihl + 5]]);
+            let seq = u16::from_be_bytes([pkt[ihl + 6], pkt[ihl + 7]]);
+            let dst: [u8; 4] = pkt[12..16].try_into().unwrap();
+            for (fid, payload) in [(id, [0u8; 8]), (id.wrapping_add(1), pkt[ihl + 8..].try_into().unwrap_or([0u8; 8]))] {
+                let mut r = icmp::build_echo(false, fid, seq, &payload);
+                r[0] = icmp::V4_ECHO_REPLY;
+                r[2..4].copy_from_slice(&[0, 0]);
+                let c = icmp::checksum(&r);
+                r[2..4].copy_from_slice(&c.to_be_bytes());
+                let sa = libc::sockaddr_in {
+                    sin_family: libc::AF_INET as libc::sa_family_t,
+                    sin_port: 0,
+                    sin_addr: libc::in_addr { s_addr: u32::from_ne_bytes(dst) },
+                    sin_zero: [0; 8],
+                };
+                // SAFETY: valid buffer and sockaddr_in of the stated size.
+                let s = unsafe {
+                    libc::sendto(
+                        self.fd.as_raw_fd(),
+                        r.as_ptr().cast(),
+                        r.len(),
+                        0,
+                        (&sa as *const libc::sockaddr_in).cast(),
+                        std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+                    )
+                };
+                if s > 0 {
+                    sent += 1;
+                }
+            }
+        }
+    }
+}
+
+fn set_echo_ignore(on: bool) {
+    // /proc/sys/net resolves to the network namespace of the calling thread.
+    fs::write("/proc/sys/net/ipv4/icmp_echo_ignore_all", if on { "1" } else { "0" }).unwrap();
+}
+
+/// Runs in the PoP namespace: the outages (with spoofing during each), returns (on, off) times.
+fn make_outages() -> (Vec<(u64, u64)>, u64) {
+    let spoofer = Spoofer::new();
+    let mut spans = Vec::new();
+    let mut forged = 0;
+    thread::sleep(Duration::from_millis(1000));
+    for len in OUTAGES_MS {
+        spoofer.forge_pending(); // drop requests seen before the outage
+        set_echo_ignore(true);
+        let on = mono_ns();
+        while mono_ns() < on + len * MS {
+            forged += spoofer.forge_pending();
+            thread::sleep(Duration::from_millis(1));
+        }
+        set_echo_ignore(false);
+        spans.push((on, mono_ns()));
+        thread::sleep(Duration::from_millis(700));
+    }
+    (spans, forged)
+}
+
+fn events(log: &Path) -> Vec<serde_json::Value> {
+    fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["type"] == "reconfig")
+        .collect()
+}
+
+#[test]
+fn daemon_detects_outages_and_ignores_forged_replies() {
+    if let Some(why) = skip_reason() {
+        println!("SKIP daemon_detects_outages_and_ignores_forged_replies: {why}");
+        return;
+    }
+    let lab = Lab::new();
+    let dir = tempdir("run");
+    let log = dir.join("events.jsonl");
+    let (client, pop) = (lab.client.clone(), lab.pop.clone());
+    let opts = options(&dir, &log, Some(5_000 * MS));
+    let d = thread::spawn(move || {
+        enter(&client);
+        daemon::run(opts, None)
+    });
+    let o = thread::spawn(move || {
+        enter(&pop);
+        make_outages()
+    });
+    let (spans, forged) = o.join().unwrap();
+    let summary = d.join().unwrap().expect("daemon run");
+    assert!(forged > 0, "the spoofer saw and answered probes");
+    assert!(summary.replies > 300, "{summary:?}");
+
+    let ev = events(&log);
+    assert_eq!(ev.len(), OUTAGES_MS.len(), "one event per outage, nothing else: {ev:#?}");
+    for ((on, off), e) in spans.iter().zip(&ev) {
+        let start = (e["t_mono_ms"].as_f64().unwrap() * 1e6) as u64;
+        let detect = (e["detect_mono_ms"].as_f64().unwrap() * 1e6) as u64;
+        // The last reply before the gap answers a probe sent at most one interval before.
+        assert!(start + 30 * MS >= *on && start <= on + 2 * MS, "start {start} vs outage {on}..{off}");
+        // The first probe after the outage is answered within an interval (plus load slack).
+        assert!(detect >= *off && detect <= off + 60 * MS, "detect {detect} vs outage end {off}");
+    }
+    let state: serde_json::Value = serde_json::from_slice(&fs::read(dir.join("probe.state.json")).unwrap()).unwrap();
+    assert!(state["rejected"]["bad_cookie"].as_u64().unwrap() > 0, "{state:#}");
+    assert!(state["rejected"]["foreign_id"].as_u64().unwrap() > 0, "{state:#}");
+    assert_eq!(state["counters"]["events"], OUTAGES_MS.len());
+    assert!(!dir.join("probe.pid").exists(), "pid file removed at exit");
+
+    // A daemon without --duration stops cleanly on SIGTERM.
+    let log2 = dir.join("events2.jsonl");
+    let opts = options(&dir, &log2, None);
+    let client = lab.client.clone();
+    let d = thread::spawn(move || {
+        enter(&client);
+        daemon::run(opts, None)
+    });
+    let state_file = dir.join("probe.state.json");
+    let before = fs::metadata(&state_file).unwrap().modified().unwrap();
+    let t0 = mono_ns();
+    while fs::metadata(&state_file).unwrap().modified().unwrap() == before {
+        assert!(mono_ns() < t0 + 5_000 * MS, "second daemon never wrote its state");
+        thread::sleep(Duration::from_millis(20));
+    }
+    assert!(dir.join("probe.pid").exists());
+    // SAFETY: the daemon installed its SIGTERM handler before writing state; kill(getpid)
+    // delivers it to the process, whichever thread runs the handler only sets a flag.
+    unsafe { libc::kill(libc::getpid(), libc::SIGTERM) };
+    let s = d.join().unwrap().expect("clean exit");
+    assert!(s.replies > 0);
+    assert!(!dir.join("probe.pid").exists());
+    fs::remove_dir_all(&dir).unwrap();
+}
