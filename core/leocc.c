@@ -70,6 +70,18 @@
  * the capped inflight could deliver at the fresh bRTT_l (measured here; leaves room for ACK
  * compression and the partial round that follows the outage). */
 #define RA_SATURATED_PCT 80u
+/* Times a Reconfiguration Adaptation may lower its cap because the new link could not carry
+ * it (ours: twice covers a drop to a quarter of the old capacity and more). */
+#define RA_MAX_RECAPS 2u
+/* Give up waiting for inflight to come down to the RA cap after this long (measured here: a
+ * 4 x BDP backlog at a tenth of the old capacity drains in well under a second). */
+#define RA_MAX_UNCAPPED_US 1000000ull
+/* RA step 0 sub-steps (leocc_state.ra_capped). */
+#define RA_CAP_NOT_YET 0u   /* inflight still above the cap */
+#define RA_CAP_REACHED 1u   /* at the cap; waiting for the round of packets sent under it */
+#define RA_CAP_MEASURING 2u /* measuring that round */
+/* RA step 0 may last this many old bRTT_l when that exceeds ra_max_drain_us (long paths). */
+#define RA_DRAIN_BOUND_RTTS 3u
 /* Rounds a seeded bBW_a (rate*_target) survives unless confirmed by samples. */
 #define BW_SEED_ROUNDS 2u
 /* Bytes per packet until the first ACK tells (Ethernet MTU with TCP timestamps). */
@@ -78,6 +90,10 @@
 #define PHASE_BURST 0u
 #define PHASE_DRAIN 1u
 #define PHASE_FIRST_STEADY 2u
+/* First phase whose ACKs no longer carry the burst's queue: RTT samples lag the sending by one
+ * RTT, so the packets of the burst phase are acked during the drain phase and those of the
+ * drain phase during the first steady phase. Eq. 4's verdict is taken from here on. */
+#define PHASE_FIRST_VERDICT 3u
 
 LEOCC_INTERNAL leocc_u64 min_u64(leocc_u64 a, leocc_u64 b) { return a < b ? a : b; }
 LEOCC_INTERNAL leocc_u64 max_u64(leocc_u64 a, leocc_u64 b) { return a > b ? a : b; }
@@ -388,8 +404,8 @@ LEOCC_API void leocc_default_params(struct leocc_params *p)
 /* Repair parameters that would divide by zero or break the cycle. */
 LEOCC_INTERNAL void sanitize_params(struct leocc_params *p)
 {
-	if (p->cycle_len < PHASE_FIRST_STEADY + 1)
-		p->cycle_len = PHASE_FIRST_STEADY + 1;
+	if (p->cycle_len < PHASE_FIRST_VERDICT + 1)
+		p->cycle_len = PHASE_FIRST_VERDICT + 1;
 	if (p->bw_win_rounds == 0)
 		p->bw_win_rounds = 1;
 	if (p->rtt_win_us < 2)
@@ -525,8 +541,9 @@ LEOCC_INTERNAL void update_rtt(struct leocc_state *s, const struct leocc_ack_sam
 	if (s->mode == LEOCC_MODE_RECONF)
 		s->ra_fresh_rtts++;
 	/* While congested, samples above the range are queue, not a band: keep them out so a
-	 * standing queue cannot widen the range it is judged against. */
-	if (!(s->congested && a->rtt_us >= s->brtt_h + s->p.delta_rtt_us))
+	 * standing queue cannot widen the range it is judged against (until a drain phase has
+	 * shown that the elevation is not a queue, see check_band_shift). */
+	if (!(s->congested && !s->band_learning && a->rtt_us >= s->brtt_h + s->p.delta_rtt_us))
 		mpf_add(&s->mpf, a->rtt_us, s->p.mpf_bin_us);
 	if (s->brtt_h == 0)
 		refresh_rtt_range(s);
@@ -559,12 +576,13 @@ LEOCC_INTERNAL leocc_u32 rtt_h(const struct leocc_state *s)
 	return s->brtt_h ? s->brtt_h : rtt_l(s);
 }
 
+LEOCC_INTERNAL void set_phase(struct leocc_state *s, leocc_u32 phase, leocc_u64 now_us);
+
 LEOCC_INTERNAL void enter_cruise(struct leocc_state *s, leocc_u64 now_us, leocc_u32 phase)
 {
 	s->mode = LEOCC_MODE_CRUISE;
 	s->mode_start_us = now_us;
-	s->cycle_phase = phase;
-	s->phase_start_us = now_us;
+	set_phase(s, phase, now_us);
 }
 
 LEOCC_INTERNAL void check_full_bw(struct leocc_state *s, const struct leocc_ack_sample *a)
@@ -611,14 +629,41 @@ LEOCC_INTERNAL leocc_u32 cruise_gain(const struct leocc_state *s)
 	return LEOCC_UNIT;
 }
 
-LEOCC_INTERNAL void next_phase(struct leocc_state *s, leocc_u64 now_us)
+LEOCC_INTERNAL leocc_u32 rtt_latest(const struct leocc_state *s)
 {
-	s->cycle_phase = s->cycle_phase + 1 >= s->p.cycle_len ? 0 : s->cycle_phase + 1;
-	s->phase_start_us = now_us;
+	return s->rtt_kal.valid ? (leocc_u32)s->rtt_kal.x : 0;
 }
 
-/* Each phase lasts about bRTT_l; the drain phase lasts until the queue above the band range is
- * gone (inflight <= target x bRTT_h), at most drain_phase_max_rounds x bRTT_l. */
+LEOCC_INTERNAL void set_phase(struct leocc_state *s, leocc_u32 phase, leocc_u64 now_us)
+{
+	s->cycle_phase = phase;
+	s->phase_start_us = now_us;
+	if (phase == PHASE_DRAIN)
+		s->drain_start_rtt = rtt_latest(s);
+}
+
+/* Congested, and a drain phase did not bring the RTT down by half of Delta_RTT (checked at the
+ * end of the first steady phase, whose ACKs are those of the packets sent while draining):
+ * what lifted the RTT is not a queue this flow can drain but a new RTT band or a longer path.
+ * Let the middle-pass filter learn it. */
+LEOCC_INTERNAL void check_band_shift(struct leocc_state *s)
+{
+	if (s->congested && rtt_latest(s) + s->p.delta_rtt_us / 2 >= s->drain_start_rtt)
+		s->band_learning = 1;
+}
+
+LEOCC_INTERNAL void next_phase(struct leocc_state *s, leocc_u64 now_us)
+{
+	if (s->cycle_phase == PHASE_FIRST_STEADY)
+		check_band_shift(s);
+	set_phase(s, s->cycle_phase + 1 >= s->p.cycle_len ? 0 : s->cycle_phase + 1, now_us);
+}
+
+/* Each phase lasts about bRTT_l; the drain phase lasts until inflight is down to target x
+ * bRTT_l (as BBR's), at most drain_phase_max_rounds x bRTT_l. Draining to the lower end of the
+ * range, not the upper, matters: an overestimate of bBW_a (ACK compression when the RTT falls
+ * into a lower band) builds a queue smaller than bRTT_h - bRTT_l, which only this removes. In
+ * the upper band the phase runs longer, which costs a few % of throughput there. */
 LEOCC_INTERNAL void run_cruise(struct leocc_state *s, const struct leocc_ack_sample *a)
 {
 	leocc_u64 elapsed = a->now_us - s->phase_start_us;
@@ -626,12 +671,11 @@ LEOCC_INTERNAL void run_cruise(struct leocc_state *s, const struct leocc_ack_sam
 
 	if (a->losses && s->congested && s->cycle_phase != PHASE_DRAIN) {
 		/* Loss with the RTT above the band range: the queue overflowed; drain now. */
-		s->cycle_phase = PHASE_DRAIN;
-		s->phase_start_us = a->now_us;
+		set_phase(s, PHASE_DRAIN, a->now_us);
 		return;
 	}
 	if (s->cycle_phase == PHASE_DRAIN) {
-		queue_free = bytes_to_pkts(bdp_bytes(s->target_rate, rtt_h(s)), s->mss);
+		queue_free = bytes_to_pkts(bdp_bytes(s->target_rate, l), s->mss);
 		if ((elapsed >= l && a->in_flight <= queue_free) ||
 		    elapsed >= (leocc_u64)l * s->p.drain_phase_max_rounds)
 			next_phase(s, a->now_us);
@@ -643,16 +687,9 @@ LEOCC_INTERNAL void run_cruise(struct leocc_state *s, const struct leocc_ack_sam
 
 LEOCC_INTERNAL void ra_begin_probe(struct leocc_state *s, const struct leocc_ack_sample *a)
 {
-	leocc_u64 rate = s->rate_saved, capped;
+	leocc_u64 rate = s->rate_saved;
 
 	refresh_rtt_range(s);
-	/* Could the new link carry even the capped inflight? If not, it is slower than the
-	 * capped rate and its fresh delivery rate is the better rate*_target. */
-	if (s->ra_bw > 0 && s->brtt_l > 0) {
-		capped = s->ra_cap_bytes * USEC_PER_SEC_U64 / s->brtt_l;
-		if (s->ra_bw * 100 < capped * RA_SATURATED_PCT)
-			rate = min_u64(rate, s->ra_bw);
-	}
 	if (rate == 0)
 		rate = max_u64(s->ra_bw, initial_rate(s));
 	s->rate_saved = rate;
@@ -666,26 +703,98 @@ LEOCC_INTERNAL void ra_begin_probe(struct leocc_state *s, const struct leocc_ack
 	s->ra_step = 1;
 	s->ra_probe_rounds = 0;
 	s->mode_start_us = a->now_us;
+	/* Leave the cap at once: growing cwnd from the cap by what is acked would make the probe
+	 * window-limited at the old rate and end it after one round. */
+	s->cwnd = max_u32(s->cwnd, bytes_to_pkts(apply_gain(bdp_bytes(rate, rtt_h(s)),
+							      s->p.cwnd_gain), s->mss));
 	/* The probe's first round ends when its own packets are acked. */
 	s->next_round_delivered = a->delivered_total;
 }
 
+/* Inflight has come down to the cap: the next round trip carries only packets sent under the
+ * cap. Only what is measured in that round describes the new path. */
+LEOCC_INTERNAL void ra_cap_reached(struct leocc_state *s, const struct leocc_ack_sample *a)
+{
+	s->ra_capped = RA_CAP_REACHED;
+	s->mode_start_us = a->now_us;
+	s->next_round_delivered = a->delivered_total;
+}
+
+LEOCC_INTERNAL void ra_start_measuring(struct leocc_state *s, const struct leocc_ack_sample *a)
+{
+	s->ra_capped = RA_CAP_MEASURING;
+	mpf_reset(&s->mpf, a->now_us);
+	kal_reset(&s->rtt_kal);
+	s->ra_fresh_rtts = 0;
+	s->ra_bw = 0;
+}
+
+/* After a capped round: was the new link the limit? If its delivery rate is well below what
+ * the capped inflight yields at the base RTT, the capped inflight itself queues, so the RTT
+ * samples are inflated and rate*_target is too high: lower both to the measured rate and take
+ * another capped round. */
+LEOCC_INTERNAL int ra_link_limited(struct leocc_state *s, const struct leocc_ack_sample *a)
+{
+	leocc_u32 lo = 0, hi = 0, base = s->ra_old_rtt_l;
+	leocc_u64 capped;
+
+	if (s->ra_bw == 0 || s->ra_recaps >= RA_MAX_RECAPS)
+		return 0;
+	if (mpf_range(&s->mpf, &s->p, &lo, &hi) && lo > 0 && lo < base)
+		base = lo;
+	capped = s->ra_cap_bytes * USEC_PER_SEC_U64 / max_u32(base, 1);
+	if (s->ra_bw * 100 >= capped * RA_SATURATED_PCT)
+		return 0;
+	s->ra_recaps++;
+	s->rate_saved = min_u64(s->rate_saved, s->ra_bw);
+	s->ra_cap_bytes = max_u64(apply_gain(bdp_bytes(s->ra_bw, base), s->p.ra_inflight_gain),
+				  (leocc_u64)s->p.min_cwnd * s->mss);
+	s->ra_capped = RA_CAP_NOT_YET;
+	s->mode_start_us = a->now_us;
+	return 1;
+}
+
+/* Reconfiguration Adaptation. Step 0: inflight capped; once it is down to the cap, one round
+ * trip of packets sent under the cap is measured, and the band range is rebuilt from it (or the
+ * cap is lowered, see ra_link_limited). The wait is bounded by ra_max_drain_us (the authors'
+ * 200 ms ProbeRTT) or three old bRTT_l, whichever is longer. Step 1: probe. */
 LEOCC_INTERNAL void run_reconf(struct leocc_state *s, const struct leocc_ack_sample *a)
 {
 	leocc_u64 elapsed = a->now_us - s->mode_start_us;
+	leocc_u64 bound = max_u64(s->p.ra_max_drain_us, (leocc_u64)RA_DRAIN_BOUND_RTTS *
+						       s->ra_old_rtt_l);
 	leocc_u32 cap = bytes_to_pkts(s->ra_cap_bytes, s->mss);
 
 	if (s->ra_step == 0) {
-		if ((s->ra_fresh_rtts >= s->p.ra_min_rtt_samples && elapsed >= s->ra_old_rtt_l &&
-		     a->in_flight <= cap) ||
-		    elapsed >= s->p.ra_max_drain_us)
+		if (s->ra_capped == RA_CAP_NOT_YET) {
+			if (a->in_flight <= cap)
+				ra_cap_reached(s, a);
+			else if (elapsed >= RA_MAX_UNCAPPED_US)
+				ra_begin_probe(s, a);
+			return;
+		}
+		if (s->ra_capped == RA_CAP_REACHED) {
+			if (s->round_started)
+				ra_start_measuring(s, a);
+			else if (elapsed >= bound)
+				ra_begin_probe(s, a);
+			return;
+		}
+		if (!(s->round_started && s->ra_fresh_rtts >= s->p.ra_min_rtt_samples) &&
+		    elapsed < bound)
+			return;
+		if (!ra_link_limited(s, a))
 			ra_begin_probe(s, a);
 		return;
 	}
-	/* Probe: continue while the bandwidth grows by full_bw_growth_pct per round. */
+	/* Probe: continue while the bandwidth grows by full_bw_growth_pct per round. The first
+	 * round only fills the pipe at the probe rate: its rate samples still span packets sent
+	 * before the probe, so growth is judged from the second round on. */
 	if (!s->round_started)
 		return;
 	s->ra_probe_rounds++;
+	if (s->ra_probe_rounds == 1)
+		return;
 	if (bw_estimate(s) * 100 >= s->full_bw * (100 + s->p.full_bw_growth_pct) &&
 	    !is_congested(s) && s->ra_probe_rounds < s->p.ra_probe_max_rounds) {
 		s->full_bw = bw_estimate(s);
@@ -694,11 +803,19 @@ LEOCC_INTERNAL void run_reconf(struct leocc_state *s, const struct leocc_ack_sam
 	enter_cruise(s, a->now_us, PHASE_DRAIN);
 }
 
+/* Eq. 4. The verdict is taken in the steady phases only: the burst phase queues
+ * (bco - 1) x BDP on purpose, which is not congestion, and the drain phase removes it. In
+ * the other phases the last verdict holds. */
 LEOCC_INTERNAL void compute_target(struct leocc_state *s)
 {
 	leocc_u64 a = bw_estimate(s), m = s->bw_kal.valid ? s->bw_kal.x : a;
 
-	s->congested = s->mode == LEOCC_MODE_CRUISE && is_congested(s);
+	if (s->mode != LEOCC_MODE_CRUISE)
+		s->congested = 0;
+	else if (s->cycle_phase >= PHASE_FIRST_VERDICT)
+		s->congested = is_congested(s);
+	if (!s->congested)
+		s->band_learning = 0;
 	s->target_rate = s->congested && m > 0 ? m : a;
 }
 
@@ -837,6 +954,8 @@ LEOCC_API leocc_u32 leocc_on_reconfig(struct leocc_state *s, const struct leocc_
 	s->ra_step = 0;
 	s->ra_fresh_rtts = 0;
 	s->ra_bw = 0;
+	s->ra_capped = RA_CAP_NOT_YET;
+	s->ra_recaps = 0;
 	s->congested = 0;
 	return LEOCC_RCF_ADAPT;
 }
@@ -860,7 +979,7 @@ LEOCC_API void leocc_view(const struct leocc_state *s, struct leocc_view *v)
 	v->cwnd = s->cwnd;
 	v->brtt_l = s->brtt_l;
 	v->brtt_h = s->brtt_h;
-	v->brtt_latest = s->rtt_kal.valid ? (leocc_u32)s->rtt_kal.x : 0;
+	v->brtt_latest = rtt_latest(s);
 	v->rtt_nonsat = s->rtt_nonsat;
 	v->terrestrial_bottleneck = s->terrestrial;
 	v->cycle_phase = s->cycle_phase;

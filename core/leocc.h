@@ -161,7 +161,7 @@ struct leocc_mpf {                /* RTT-band histogram over the last W_RT/2..W_
 };
 
 /*
- * Per-flow state. Fits in BPF sk_storage; sizeof(struct leocc_state) is 640 bytes on x86-64
+ * Per-flow state. Fits in BPF sk_storage; sizeof(struct leocc_state) is 656 bytes on x86-64
  * and BPF (checked by core/tests). Treat every field as private.
  */
 struct leocc_state {
@@ -204,7 +204,10 @@ struct leocc_state {
 	leocc_u32 brtt_h;
 	leocc_u32 cwnd;
 	leocc_u32 mss;
-	leocc_u32 _pad;
+	leocc_u32 ra_capped;          /* RA step 0 sub-step: above cap, at cap, measuring */
+	leocc_u32 ra_recaps;          /* RA: times the cap was lowered (link-limited) */
+	leocc_u32 drain_start_rtt;    /* bRTT_latest when the current drain phase began */
+	leocc_u32 band_learning;      /* elevated RTT survived a drain: a band, let the MPF learn it */
 };
 
 LEOCC_API void leocc_default_params(struct leocc_params *params);

@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests of the core's filters and event handling. This file includes leocc.c itself so
+ * that it can reach the internal filters; the public functions it defines are the ones the
+ * scenario tests link against.
+ */
+#include "../leocc.c"
+#include "check.h"
+
+void test_kalman(void)
+{
+	struct leocc_params p;
+	struct leocc_kalman k = {0};
+	int i;
+
+	leocc_default_params(&p);
+	kal_update(&k, 1000, &p);
+	CHECK(k.valid && k.x == 1000, "first measurement adopted, got %llu", (unsigned long long)k.x);
+	/* A step to 2000 is followed within 5 measurements to 2 % (steady gain 0.62). */
+	for (i = 0; i < 5; i++)
+		kal_update(&k, 2000, &p);
+	CHECK(k.x >= 1960 && k.x <= 2000, "step tracked, got %llu", (unsigned long long)k.x);
+	/* Steady-state gain: with Q = R = 4 the posterior covariance converges to
+	 * (-4 + sqrt(80)) / 2 = 2.47, gain 0.618. */
+	for (i = 0; i < 50; i++)
+		kal_update(&k, 2000, &p);
+	CHECK(k.p >= 2 * KAL_P_SCALE && k.p <= 3 * KAL_P_SCALE, "covariance %u/256", k.p);
+	kal_update(&k, 3000, &p);
+	CHECK(k.x >= 2590 && k.x <= 2650, "one update moves ~62 %%, got %llu",
+	      (unsigned long long)k.x);
+	/* Symmetric noise around a mean stays around the mean and inside the noise. */
+	kal_seed(&k, 1000, p.kal_p0);
+	for (i = 0; i < 100; i++)
+		kal_update(&k, i % 2 ? 900 : 1100, &p);
+	CHECK(k.x >= 900 && k.x <= 1100, "noise filtered, got %llu", (unsigned long long)k.x);
+	/* Downward steps never underflow. */
+	kal_seed(&k, 5, p.kal_p0);
+	kal_update(&k, 0, &p);
+	CHECK(k.x <= 5, "no underflow, got %llu", (unsigned long long)k.x);
+}
+
+void test_maxfilt_expiry(void)
+{
+	struct leocc_maxfilt f;
+	const leocc_u32 win = 10;
+	leocc_u32 r;
+
+	maxfilt_reset(&f, 0, 0);
+	maxfilt_update(&f, win, 0, 100);
+	for (r = 1; r <= win; r++) {
+		maxfilt_update(&f, win, r, 50 + r);
+		CHECK(maxfilt_get(&f) == 100, "round %u: max held, got %llu", r,
+		      (unsigned long long)maxfilt_get(&f));
+	}
+	/* One round past the window the old max is gone and the best later sample rules. */
+	maxfilt_update(&f, win, win + 1, 40);
+	CHECK(maxfilt_get(&f) < 100 && maxfilt_get(&f) >= 50,
+	      "expired after %u rounds, got %llu", win, (unsigned long long)maxfilt_get(&f));
+	/* After a long gap a lone sample is the max. */
+	maxfilt_update(&f, win, 100, 7);
+	CHECK(maxfilt_get(&f) == 7, "gap resets, got %llu", (unsigned long long)maxfilt_get(&f));
+	/* A larger sample takes over at once. */
+	maxfilt_update(&f, win, 101, 70);
+	CHECK(maxfilt_get(&f) == 70, "new max, got %llu", (unsigned long long)maxfilt_get(&f));
+}
+
+/* Deterministic pseudo-random jitter in [0, span). */
+static leocc_u32 jitter(leocc_u32 *seed, leocc_u32 span)
+{
+	*seed = *seed * 1103515245u + 12345u;
+	return (*seed >> 8) % span;
+}
+
+void test_mpf_bands(void)
+{
+	struct leocc_params p;
+	struct leocc_mpf m;
+	leocc_u32 lo = 0, hi = 0, seed = 7, i, rtt;
+
+	leocc_default_params(&p);
+	mpf_reset(&m, 0);
+	/* Two bands (40 ms: 65 %, 52 ms: 30 %) with 0.8 ms of jitter, 2 % low outliers at 31 ms
+	 * and 3 % spikes spread over 60..100 ms. The middle-pass filter must return the outer
+	 * edges of the two bands and ignore the rest. */
+	for (i = 0; i < 2000; i++) {
+		leocc_u32 k = i % 100;
+
+		if (k < 65)
+			rtt = 40000 + jitter(&seed, 800);
+		else if (k < 95)
+			rtt = 52000 + jitter(&seed, 800);
+		else if (k < 97)
+			rtt = 31000 + jitter(&seed, 200);
+		else
+			rtt = 60000 + jitter(&seed, 40000);
+		mpf_add(&m, rtt, p.mpf_bin_us);
+	}
+	CHECK(mpf_range(&m, &p, &lo, &hi), "range available");
+	CHECK(lo >= 39000 && lo <= 40100, "bRTT_l at the low band, got %u", lo);
+	CHECK(hi >= 52800 && hi <= 54000, "bRTT_h at the high band's top, got %u", hi);
+	/* A sample far below the first one shifts the histogram without losing the bands. */
+	mpf_add(&m, 10000, p.mpf_bin_us);
+	CHECK(mpf_range(&m, &p, &lo, &hi), "range after shift");
+	CHECK(lo >= 39000 && lo <= 40100 && hi >= 52800 && hi <= 54000,
+	      "bands kept after a low outlier: %u..%u", lo, hi);
+}
+
+void test_mpf_expiry(void)
+{
+	struct leocc_params p;
+	struct leocc_mpf m;
+	leocc_u32 lo = 0, hi = 0, i;
+	leocc_u64 t = 0;
+
+	leocc_default_params(&p);
+	mpf_reset(&m, 0);
+	for (i = 0; i < 200; i++)
+		mpf_add(&m, 40000, p.mpf_bin_us);
+	/* W_RT later the 40 ms band is forgotten and a 60 ms path is the whole range. */
+	for (t = 0; t <= p.rtt_win_us + p.rtt_win_us / 2; t += 100000) {
+		mpf_expire(&m, t, p.rtt_win_us);
+		for (i = 0; i < 20; i++)
+			mpf_add(&m, 60000, p.mpf_bin_us);
+	}
+	CHECK(mpf_range(&m, &p, &lo, &hi), "range available");
+	CHECK(lo >= 59000 && lo <= 60000 && hi <= 61000, "old band expired: %u..%u", lo, hi);
+	/* A gap longer than W_RT empties the filter. */
+	mpf_expire(&m, t + p.rtt_win_us, p.rtt_win_us);
+	CHECK(!mpf_range(&m, &p, &lo, &hi), "empty after a long gap");
+}
+
+/* Feed `n` ACKs of a steady flow at `rate` bytes/s and `rtt` us, starting at *t. */
+static void feed(struct leocc_state *s, leocc_u64 *t, leocc_u64 *delivered, leocc_u64 rate,
+		 leocc_u32 rtt, int n)
+{
+	struct leocc_ack_sample a = {0};
+	struct leocc_output out;
+	const leocc_u32 mss = 1500;
+	leocc_u64 gap = (leocc_u64)mss * 1000000 / rate;
+	leocc_u32 per_rtt = (leocc_u32)(rtt / gap);
+	int i;
+
+	for (i = 0; i < n; i++) {
+		*t += gap;
+		++*delivered;
+		a.now_us = *t;
+		a.delivered_total = *delivered;
+		a.delivered = per_rtt;
+		a.interval_us = (leocc_u64)per_rtt * gap;
+		a.rtt_us = rtt;
+		a.acked_sacked = 1;
+		a.prior_in_flight = per_rtt + 1;
+		a.in_flight = per_rtt;
+		a.mss = mss;
+		leocc_on_ack(s, &a, &out);
+	}
+}
+
+void test_window_cut(void)
+{
+	struct leocc_params p;
+	struct leocc_state s;
+	struct leocc_view v;
+	struct leocc_reconfig_event e;
+	leocc_u64 t = 0, d = 0;
+
+	leocc_default_params(&p);
+	leocc_init(&s, &p, 0);
+	feed(&s, &t, &d, 5000000, 40000, 3000); /* 0.9 s at 40 Mbit/s */
+	leocc_view(&s, &v);
+	CHECK(v.bbw_a >= 4500000 && v.bbw_a <= 5500000, "bBW_a learned, got %llu",
+	      (unsigned long long)v.bbw_a);
+	CHECK(v.brtt_l >= 39000 && v.brtt_l <= 40000, "bRTT_l learned, got %u", v.brtt_l);
+	CHECK(v.mode != LEOCC_MODE_STARTUP, "left Startup, mode %u", v.mode);
+	e.time_us = t;
+	e.seq = 1;
+	CHECK(leocc_on_reconfig(&s, &e) == LEOCC_RCF_ADAPT, "event accepted");
+	leocc_view(&s, &v);
+	CHECK(v.mode == LEOCC_MODE_RECONF, "Reconfiguration Adaptation, mode %u", v.mode);
+	CHECK(v.bbw_a == 0 && v.bbw_m == 0 && v.brtt_latest == 0, "windows cut: %llu %llu %u",
+	      (unsigned long long)v.bbw_a, (unsigned long long)v.bbw_m, v.brtt_latest);
+	CHECK(v.last_reconfig_us == t, "event time kept");
+	/* ACKs of packets sent before the event (RTT spans it) are dropped from every window. */
+	feed(&s, &t, &d, 5000000, 40000, 50); /* 15 ms < RTT */
+	leocc_view(&s, &v);
+	CHECK(v.bbw_a == 0 && v.brtt_latest == 0, "stale samples dropped: bw %llu rtt %u",
+	      (unsigned long long)v.bbw_a, v.brtt_latest);
+	CHECK(s.mpf.half[0].total + s.mpf.half[1].total == 0, "MPF got no stale sample");
+	/* Fresh samples enter. */
+	feed(&s, &t, &d, 5000000, 40000, 200);
+	leocc_view(&s, &v);
+	CHECK(v.brtt_latest >= 39000 && v.brtt_latest <= 41000, "fresh RTT in, got %u",
+	      v.brtt_latest);
+}
+
+void test_event_dedup(void)
+{
+	struct leocc_params p;
+	struct leocc_state s;
+	struct leocc_reconfig_event e;
+	leocc_u64 t = 0, d = 0;
+
+	leocc_default_params(&p);
+	leocc_init(&s, &p, 0);
+	feed(&s, &t, &d, 5000000, 40000, 3000);
+	e.time_us = t - 1000;
+	e.seq = 5;
+	CHECK(leocc_on_reconfig(&s, &e) == LEOCC_RCF_ADAPT, "first event accepted");
+	CHECK(leocc_on_reconfig(&s, &e) == LEOCC_RCF_IGNORED, "same seq ignored");
+	e.seq = 4;
+	CHECK(leocc_on_reconfig(&s, &e) == LEOCC_RCF_IGNORED, "older seq ignored");
+	e.seq = 0;
+	CHECK(leocc_on_reconfig(&s, &e) == LEOCC_RCF_IGNORED, "seq 0 ignored");
+	feed(&s, &t, &d, 5000000, 40000, 10000); /* 3 s later */
+	e.seq = 6;
+	e.time_us = t - p.rcf_max_age_us - 1;
+	CHECK(leocc_on_reconfig(&s, &e) == LEOCC_RCF_IGNORED, "stale event ignored");
+	CHECK(s.reconfigs == 1, "one reconfiguration counted, got %llu",
+	      (unsigned long long)s.reconfigs);
+	/* A detector clock slightly ahead is clamped, not a cut in the future. */
+	e.seq = 7;
+	e.time_us = t + 5000;
+	CHECK(leocc_on_reconfig(&s, &e) == LEOCC_RCF_ADAPT, "future event accepted");
+	CHECK(s.window_start_us == t, "cut clamped to now");
+}
+
+void test_params_sanitized(void)
+{
+	struct leocc_params p;
+	struct leocc_state s;
+	leocc_u64 t = 0, d = 0;
+
+	leocc_default_params(&p);
+	p.cycle_len = 0;
+	p.mpf_bin_us = 0;
+	p.bw_win_rounds = 0;
+	p.kal_q = p.kal_r = 0;
+	p.min_cwnd = 0;
+	p.default_rtt_us = 0;
+	leocc_init(&s, &p, 0);
+	feed(&s, &t, &d, 5000000, 40000, 3000); /* must not divide by zero or trap */
+	CHECK(s.p.cycle_len >= 4 && s.p.mpf_bin_us >= 1 && s.cwnd >= 1, "repaired");
+}
+
+void test_state_size(void)
+{
+	CHECK(leocc_state_size() == sizeof(struct leocc_state), "size function");
+	/* BPF sk_storage holds it comfortably; keep it under 1 KiB. */
+	CHECK(sizeof(struct leocc_state) <= 1024, "state is %zu bytes", sizeof(struct leocc_state));
+	CHECK(sizeof(struct leocc_state) % 8 == 0, "8-byte multiple");
+}

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/* Runs every core test and prints one line per test; exit status 1 if any check failed. */
+#include <stdio.h>
+#include <string.h>
+#include "check.h"
+
+int check_failures;
+
+struct test {
+	const char *name;
+	void (*fn)(void);
+};
+
+static const struct test tests[] = {
+	{"kalman", test_kalman},
+	{"maxfilt_expiry", test_maxfilt_expiry},
+	{"mpf_bands", test_mpf_bands},
+	{"mpf_expiry", test_mpf_expiry},
+	{"window_cut", test_window_cut},
+	{"event_dedup", test_event_dedup},
+	{"params_sanitized", test_params_sanitized},
+	{"state_size", test_state_size},
+	{"startup", test_startup},
+	{"step_up_at_reconfig", test_step_up_at_reconfig},
+	{"reconfig_unchanged", test_reconfig_unchanged},
+	{"drop_at_reconfig", test_drop_at_reconfig},
+	{"drop_without_reconfig", test_drop_without_reconfig},
+	{"random_loss", test_random_loss},
+	{"band_switch", test_band_switch},
+	{"no_detector", test_no_detector},
+	{"bottleneck_discrimination", test_bottleneck_discrimination},
+};
+
+int main(int argc, char **argv)
+{
+	int failed = 0;
+	size_t i;
+
+	for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
+		int before = check_failures;
+
+		if (argc > 1 && !strstr(tests[i].name, argv[1]))
+			continue;
+		tests[i].fn();
+		if (check_failures != before) {
+			failed++;
+			printf("FAIL %s\n", tests[i].name);
+		} else {
+			printf("ok   %s\n", tests[i].name);
+		}
+	}
+	printf("core tests: %d failed\n", failed);
+	return failed ? 1 : 0;
+}

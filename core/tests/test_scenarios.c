@@ -1,0 +1,361 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Scenario tests: the core drives the link model of link_model.c. Thresholds are stated with
+ * each check; they leave a margin over what the current code measures (printed with
+ * LEOCC_TEST_VERBOSE=1) so that they catch regressions, not noise.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include "check.h"
+#include "link_model.h"
+
+#define MS 1000ull
+#define SEC 1000000ull
+/* Mbit/s to bytes/s. */
+#define MBPS(x) ((uint64_t)(x) * 1000000ull / 8)
+
+static int verbose(void) { return getenv("LEOCC_TEST_VERBOSE") != NULL; }
+/* LEOCC_TEST_TRACE=1 prints the controller every 10 ms (run one test: leocc_tests NAME). */
+static int trace(void) { return getenv("LEOCC_TEST_TRACE") != NULL; }
+
+static struct sim *new_sim(uint64_t cap, uint32_t rtt, uint64_t seed)
+{
+	struct sim *s = malloc(sizeof(*s));
+
+	if (!s) {
+		fprintf(stderr, "out of memory\n");
+		exit(2);
+	}
+	sim_init(s, cap, rtt, seed);
+	return s;
+}
+
+struct window_stats {
+	uint64_t max_qdelay_us;
+	uint64_t sum_qdelay_us;
+	uint64_t samples;
+	uint64_t bytes;
+	uint64_t congested;
+};
+
+/* Run [from, to) in 1 ms steps, recording queueing delay, delivered bytes and eq. 4's mode. */
+static struct window_stats run_window(struct sim *s, uint64_t from, uint64_t to)
+{
+	struct window_stats w = {0};
+	uint64_t t, start_bytes;
+	struct leocc_view v;
+
+	sim_run_until(s, from);
+	start_bytes = s->delivered_bytes;
+	for (t = from; t < to; t += MS) {
+		uint64_t q;
+
+		sim_run_until(s, t + MS);
+		q = sim_queue_delay_us(s);
+		w.max_qdelay_us = q > w.max_qdelay_us ? q : w.max_qdelay_us;
+		w.sum_qdelay_us += q;
+		w.samples++;
+		leocc_view(&s->cc, &v);
+		w.congested += v.congested;
+		if (trace() && (t % (10 * MS) == 0 || v.congested))
+			printf("    t %7.3f mode %u ph %u cong %u pace %6.1f cwnd %5u infl %5llu q %6.1f "
+			       "a %6.1f m %6.1f rtt %u..%u latest %u\n", (double)t / 1e6, v.mode,
+			       v.cycle_phase, v.congested, (double)v.pacing_rate * 8e-6, v.cwnd,
+			       (unsigned long long)(s->sent - s->una), (double)q / 1000.0,
+			       (double)v.bbw_a * 8e-6, (double)v.bbw_m * 8e-6, v.brtt_l, v.brtt_h,
+			       v.brtt_latest);
+	}
+	w.bytes = s->delivered_bytes - start_bytes;
+	return w;
+}
+
+static double mean_q_ms(const struct window_stats *w)
+{
+	return w->samples ? (double)w->sum_qdelay_us / (double)w->samples / 1000.0 : 0;
+}
+
+/* Delivered rate over the window as a fraction of `cap`. */
+static double util(const struct window_stats *w, uint64_t from, uint64_t to, uint64_t cap)
+{
+	return (double)w->bytes * 1e6 / (double)(to - from) / (double)cap;
+}
+
+static void show(const char *what, const struct sim *s, const struct window_stats *w,
+		 double u)
+{
+	struct leocc_view v;
+
+	if (!verbose())
+		return;
+	leocc_view(&s->cc, &v);
+	printf("  %-34s util %.3f  q mean %.1f ms max %.1f ms  congested %llu ms  mode %u "
+	       "bBW_a %.1f bBW_m %.1f Mbit/s  bRTT %u..%u latest %u\n",
+	       what, u, mean_q_ms(w), (double)w->max_qdelay_us / 1000.0,
+	       (unsigned long long)w->congested, v.mode, (double)v.bbw_a * 8e-6,
+	       (double)v.bbw_m * 8e-6, v.brtt_l, v.brtt_h, v.brtt_latest);
+}
+
+void test_startup(void)
+{
+	struct sim *s = new_sim(MBPS(50), 40000, 1);
+	struct window_stats w;
+	struct leocc_view v;
+	double u;
+
+	w = run_window(s, 0, 1 * SEC);
+	leocc_view(&s->cc, &v);
+	CHECK(v.mode == LEOCC_MODE_CRUISE, "in cruise after 1 s, mode %u", v.mode);
+	/* Startup finds the capacity: bBW_a within 10 %. */
+	CHECK(v.bbw_a >= MBPS(45) && v.bbw_a <= MBPS(55), "bBW_a %.1f Mbit/s",
+	      (double)v.bbw_a * 8e-6);
+	CHECK(v.brtt_l >= 40000 && v.brtt_l <= 41500, "bRTT_l %u", v.brtt_l);
+	w = run_window(s, 2 * SEC, 6 * SEC);
+	u = util(&w, 2 * SEC, 6 * SEC, MBPS(50));
+	show("startup, steady 2-6 s", s, &w, u);
+	/* Steady state: >= 95 % utilisation, mean queue under a quarter of the base RTT (the
+	 * 1.25 burst of each cycle queues 0.25 BDP for about one RTT in eight). */
+	CHECK(u >= 0.95, "utilisation %.3f", u);
+	CHECK(mean_q_ms(&w) <= 10.0, "mean queueing delay %.1f ms", mean_q_ms(&w));
+	CHECK(w.congested == 0, "congested for %llu ms on a clean link",
+	      (unsigned long long)w.congested);
+	free(s);
+}
+
+/* Capacity doubles at a reconfiguration (80 ms outage, detector on). */
+void test_step_up_at_reconfig(void)
+{
+	struct sim *s = new_sim(MBPS(50), 40000, 2);
+	struct window_stats w;
+	struct leocc_view v;
+	double u;
+
+	sim_add_outage(s, 5 * SEC, 80 * MS);
+	sim_add_seg(s, 5 * SEC, MBPS(100), 40000);
+	run_window(s, 4 * SEC, 5 * SEC + 91 * MS);
+	leocc_view(&s->cc, &v);
+	CHECK(v.mode == LEOCC_MODE_RECONF, "adaptation entered, mode %u", v.mode);
+	CHECK(v.reconfigs == 1, "one event, got %llu", (unsigned long long)v.reconfigs);
+	/* Within 10 RTTs (400 ms) of the event bBW_a has found >= 85 % of the new capacity. */
+	run_window(s, 5 * SEC + 91 * MS, 5 * SEC + 491 * MS);
+	leocc_view(&s->cc, &v);
+	CHECK(v.bbw_a >= MBPS(85), "bBW_a %.1f Mbit/s 10 RTTs after the event",
+	      (double)v.bbw_a * 8e-6);
+	CHECK(v.mode == LEOCC_MODE_CRUISE, "back in cruise, mode %u", v.mode);
+	w = run_window(s, 6 * SEC, 8 * SEC);
+	u = util(&w, 6 * SEC, 8 * SEC, MBPS(100));
+	show("step 50->100 at reconfig, 6-8 s", s, &w, u);
+	CHECK(u >= 0.93, "utilisation of the new capacity %.3f", u);
+	CHECK(mean_q_ms(&w) <= 10.0, "mean queueing delay %.1f ms", mean_q_ms(&w));
+	free(s);
+}
+
+/* A reconfiguration that changes nothing (same capacity and RTT after the outage) must cost
+ * little: the adaptation's capped drain and probe are short. */
+void test_reconfig_unchanged(void)
+{
+	struct sim *s = new_sim(MBPS(50), 40000, 10);
+	struct window_stats w;
+	double u;
+
+	sim_add_outage(s, 5 * SEC, 80 * MS);
+	w = run_window(s, 5 * SEC + 80 * MS, 7 * SEC);
+	u = util(&w, 5 * SEC + 80 * MS, 7 * SEC, MBPS(50));
+	show("unchanged link, reconfig, 5.08-7 s", s, &w, u);
+	/* Over the 2 s after the outage: >= 85 % utilisation (the queue built during the outage
+	 * drains first) and a mean queueing delay under 15 ms. */
+	CHECK(u >= 0.85, "utilisation %.3f", u);
+	CHECK(mean_q_ms(&w) <= 15.0, "mean queueing delay %.1f ms", mean_q_ms(&w));
+	w = run_window(s, 7 * SEC, 9 * SEC);
+	u = util(&w, 7 * SEC, 9 * SEC, MBPS(50));
+	CHECK(u >= 0.95 && mean_q_ms(&w) <= 10.0, "settled: utilisation %.3f, queue %.1f ms", u,
+	      mean_q_ms(&w));
+	free(s);
+}
+
+/* Capacity falls to 30 % at a reconfiguration: adaptation must not leave a standing queue. */
+void test_drop_at_reconfig(void)
+{
+	struct sim *s = new_sim(MBPS(100), 40000, 3);
+	struct window_stats w;
+	double u;
+
+	sim_add_outage(s, 5 * SEC, 80 * MS);
+	sim_add_seg(s, 5 * SEC, MBPS(30), 40000);
+	w = run_window(s, 5 * SEC, 5 * SEC + 600 * MS);
+	show("drop 100->30 at reconfig, first 0.6 s", s, &w, 0);
+	/* 0.5 s (about 10 RTTs) after the event the backlog of the outage is gone; what remains
+	 * until 6 s is the adaptation's bandwidth probe (two rounds at 1.5 x, at most one BDP of
+	 * queue, drained in the following drain phase): mean under 25 ms. From 1 s after the event
+	 * on the mean is under 5 ms and no queue exceeds 25 ms (cruise bursts only). */
+	w = run_window(s, 5 * SEC + 600 * MS, 6 * SEC);
+	show("drop 100->30 at reconfig, 5.6-6 s", s, &w, 0);
+	CHECK(mean_q_ms(&w) <= 25.0, "mean queueing delay 5.6-6 s %.1f ms", mean_q_ms(&w));
+	w = run_window(s, 6 * SEC, 9 * SEC);
+	u = util(&w, 6 * SEC, 9 * SEC, MBPS(30));
+	show("drop 100->30 at reconfig, 6-9 s", s, &w, u);
+	CHECK(mean_q_ms(&w) <= 5.0, "mean queueing delay %.1f ms", mean_q_ms(&w));
+	CHECK(w.max_qdelay_us <= 25000, "max queueing delay %.1f ms",
+	      (double)w.max_qdelay_us / 1000.0);
+	CHECK(u >= 0.90, "utilisation %.3f", u);
+	free(s);
+}
+
+/* Capacity falls inside an interval (no outage, no event): eq. 4's congested mode and the
+ * drain phase must remove the queue. */
+void test_drop_without_reconfig(void)
+{
+	struct sim *s = new_sim(MBPS(100), 40000, 4);
+	struct window_stats w;
+	double u;
+
+	sim_add_seg(s, 5 * SEC, MBPS(30), 40000);
+	w = run_window(s, 5 * SEC, 7 * SEC);
+	show("drop 100->30 no event, 5-7 s", s, &w, 0);
+	w = run_window(s, 7 * SEC, 10 * SEC);
+	u = util(&w, 7 * SEC, 10 * SEC, MBPS(30));
+	show("drop 100->30 no event, 7-10 s", s, &w, u);
+	/* Two seconds (50 RTTs) later there is no standing queue. */
+	CHECK(mean_q_ms(&w) <= 8.0, "mean queueing delay %.1f ms", mean_q_ms(&w));
+	CHECK(u >= 0.90, "utilisation %.3f", u);
+	free(s);
+}
+
+/* 2 % random loss is noise: the rate must not be cut. */
+void test_random_loss(void)
+{
+	struct sim *s = new_sim(MBPS(50), 40000, 5);
+	struct window_stats w;
+	struct leocc_view v;
+	double u;
+
+	s->loss_ppm = 20000;
+	w = run_window(s, 2 * SEC, 8 * SEC);
+	u = util(&w, 2 * SEC, 8 * SEC, MBPS(50));
+	leocc_view(&s->cc, &v);
+	show("2 % random loss, 2-8 s", s, &w, u);
+	/* Delivered goodput >= 90 % of capacity (98 % is the most 2 % loss allows without
+	 * retransmissions being counted) and the estimate stays at the capacity. */
+	CHECK(u >= 0.90, "utilisation %.3f", u);
+	CHECK(v.bbw_a >= MBPS(45), "bBW_a %.1f Mbit/s", (double)v.bbw_a * 8e-6);
+	CHECK(s->cc.pacing_rate >= MBPS(45) * 3 / 4, "pacing %.1f Mbit/s",
+	      (double)s->cc.pacing_rate * 8e-6);
+	free(s);
+}
+
+/* The base RTT switches between two bands 15 ms apart (more than Delta_RTT) every 500 ms,
+ * with no reconfiguration. A rise into the upper band is not congestion: eq. 4 must not turn
+ * to the moderate estimate for it, and once both bands are in the window the range covers
+ * them. (A fall into the lower band compresses ACKs, which briefly inflates bBW_a, so a real
+ * queue of 15-30 ms can follow it; detecting that queue is right, hence the 10 % allowance.) */
+void test_band_switch(void)
+{
+	struct sim *s = new_sim(MBPS(50), 40000, 6);
+	struct window_stats w;
+	struct leocc_view v;
+	uint64_t t, total_congested = 0;
+	int i = 0;
+	double u;
+
+	for (t = 500 * MS; t < 12 * SEC && s->nsegs < SIM_MAX_SEGS; t += 500 * MS, i++)
+		sim_add_seg(s, t, MBPS(50), i % 2 ? 40000 : 55000);
+	w = run_window(s, 0, 4 * SEC);
+	show("bands 40/55 ms, learning 0-4 s", s, &w, util(&w, 0, 4 * SEC, MBPS(50)));
+	for (t = 4 * SEC; t < 12 * SEC; t += 500 * MS) {
+		int upward = sim_seg_at(s, t)->rtt_us == 55000;
+
+		w = run_window(s, t, t + 300 * MS);
+		CHECK(!upward || w.congested == 0,
+		      "rise into the upper band at %.1f s read as congestion for %llu ms",
+		      (double)t / 1e6, (unsigned long long)w.congested);
+		total_congested += w.congested;
+		w = run_window(s, t + 300 * MS, t + 500 * MS);
+		total_congested += w.congested;
+	}
+	leocc_view(&s->cc, &v);
+	CHECK(total_congested <= 800, "congested mode for %llu of 8000 ms",
+	      (unsigned long long)total_congested);
+	CHECK(v.brtt_l >= 39000 && v.brtt_l <= 42000, "bRTT_l %u", v.brtt_l);
+	CHECK(v.brtt_h >= 55000 && v.brtt_h <= 59000, "bRTT_h %u", v.brtt_h);
+	w = run_window(s, 12 * SEC, 14 * SEC);
+	u = util(&w, 12 * SEC, 14 * SEC, MBPS(50));
+	show("bands, one band from 12 s", s, &w, u);
+	if (verbose())
+		printf("  bands: congested %llu of 8000 ms\n", (unsigned long long)total_congested);
+	CHECK(u >= 0.90, "utilisation %.3f", u);
+	free(s);
+}
+
+/* No detector: outages and capacity changes happen, no event arrives. The windows expire on
+ * their own; LeoCC behaves as a BBR-like controller. */
+void test_no_detector(void)
+{
+	struct sim *s = new_sim(MBPS(50), 40000, 7);
+	struct window_stats w;
+	struct leocc_view v;
+	double u;
+
+	s->detector = 0;
+	sim_add_outage(s, 4 * SEC, 80 * MS);
+	sim_add_seg(s, 4 * SEC, MBPS(100), 40000);
+	sim_add_outage(s, 10 * SEC, 80 * MS);
+	sim_add_seg(s, 10 * SEC, MBPS(30), 40000);
+	w = run_window(s, 4 * SEC, 6 * SEC);
+	u = util(&w, 4 * SEC, 6 * SEC, MBPS(100));
+	show("no detector, 50->100, 4-6 s", s, &w, u);
+	w = run_window(s, 6 * SEC, 10 * SEC);
+	u = util(&w, 6 * SEC, 10 * SEC, MBPS(100));
+	show("no detector, 6-10 s", s, &w, u);
+	/* Slower than with the detector, but the step up is found within 2 s. */
+	CHECK(u >= 0.90, "utilisation after the step up %.3f", u);
+	w = run_window(s, 10 * SEC, 12 * SEC);
+	show("no detector, 100->30, 10-12 s", s, &w, 0);
+	w = run_window(s, 12 * SEC, 15 * SEC);
+	u = util(&w, 12 * SEC, 15 * SEC, MBPS(30));
+	show("no detector, 12-15 s", s, &w, u);
+	CHECK(mean_q_ms(&w) <= 8.0, "no standing queue after the drop: %.1f ms", mean_q_ms(&w));
+	CHECK(u >= 0.90, "utilisation after the drop %.3f", u);
+	leocc_view(&s->cc, &v);
+	CHECK(v.reconfigs == 0 && v.mode == LEOCC_MODE_CRUISE, "never adapted: %llu, mode %u",
+	      (unsigned long long)v.reconfigs, v.mode);
+	free(s);
+}
+
+/* Section 4.3: when the terrestrial segment is the bottleneck the queue delays the end-to-end
+ * RTT but not the terminal-PoP probe; a reconfiguration is then skipped. When the satellite
+ * link is the bottleneck both see the queue and the event is honoured. */
+void test_bottleneck_discrimination(void)
+{
+	struct sim *s = new_sim(MBPS(50), 40000, 8);
+	struct leocc_view v;
+	int i;
+
+	s->path_probe = 1;
+	s->queue_on_pop_path = 0; /* queue on the terrestrial side */
+	/* A competing terrestrial load adds 30 ms to the far segment from 3 s on. */
+	for (i = 0; i < 1; i++)
+		sim_add_seg(s, 3 * SEC, MBPS(50), 70000);
+	sim_add_outage(s, 4 * SEC, 60 * MS);
+	sim_run_until(s, 4 * SEC);
+	leocc_view(&s->cc, &v);
+	CHECK(v.terrestrial_bottleneck == 1, "RTT_non-sat spike seen (non-sat %u us)",
+	      v.rtt_nonsat);
+	sim_run_until(s, 4 * SEC + 100 * MS);
+	CHECK(s->last_rcf_result == LEOCC_RCF_SKIPPED, "event skipped, result %u",
+	      s->last_rcf_result);
+	leocc_view(&s->cc, &v);
+	CHECK(v.reconfigs_skipped == 1 && v.mode != LEOCC_MODE_RECONF,
+	      "adaptation skipped (%llu), mode %u", (unsigned long long)v.reconfigs_skipped, v.mode);
+	free(s);
+
+	s = new_sim(MBPS(50), 40000, 9);
+	s->path_probe = 1;
+	s->queue_on_pop_path = 1; /* satellite bottleneck: its queue delays both */
+	sim_add_seg(s, 2 * SEC, MBPS(20), 40000); /* a queue builds before the event */
+	sim_add_outage(s, 2 * SEC + 200 * MS, 60 * MS);
+	sim_run_until(s, 2 * SEC + 300 * MS);
+	leocc_view(&s->cc, &v);
+	CHECK(s->last_rcf_result == LEOCC_RCF_ADAPT, "satellite bottleneck: event honoured, %u",
+	      s->last_rcf_result);
+	CHECK(v.reconfigs == 1, "one adaptation, got %llu", (unsigned long long)v.reconfigs);
+	free(s);
+}
