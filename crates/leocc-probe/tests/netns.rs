@@ -12,6 +12,7 @@ use std::fs;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Mutex;
 use std::thread;
 use std::time::Duration;
 
@@ -25,6 +26,10 @@ const POP_ADDR: &str = "100.64.77.1";
 /// Outages made, ms: the paper's 45-120 ms range and a bit beyond.
 const OUTAGES_MS: [u64; 4] = [60, 80, 100, 150];
 const MS: u64 = 1_000_000;
+
+/// The daemon's stop flag is process-wide (a signal handler sets it), so the tests that run
+/// daemons take turns.
+static SERIAL: Mutex<()> = Mutex::new(());
 
 fn skip_reason() -> Option<String> {
     // SAFETY: geteuid has no preconditions.
@@ -42,35 +47,55 @@ fn ip(args: &[&str]) {
     assert!(out.status.success(), "ip {args:?}: {}", String::from_utf8_lossy(&out.stderr));
 }
 
-/// Two namespaces and a veth pair, removed on drop.
+/// Network namespaces, removed on drop.
+struct Namespaces(Vec<String>);
+
+impl Namespaces {
+    fn add(&mut self, tag: &str) -> String {
+        let name = format!("lp{}{tag}", std::process::id());
+        ip(&["netns", "add", &name]);
+        ip(&["-n", &name, "link", "set", "lo", "up"]);
+        self.0.push(name.clone());
+        name
+    }
+
+    /// Joins `a` and `b` with a veth pair, addresses given with their prefix length.
+    fn link(&self, a: &str, a_addr: &str, b: &str, b_addr: &str) {
+        let (da, db) = (format!("v{}", rand_tag()), format!("w{}", rand_tag()));
+        ip(&["link", "add", &da, "netns", a, "type", "veth", "peer", "name", &db, "netns", b]);
+        ip(&["-n", a, "addr", "add", a_addr, "dev", &da]);
+        ip(&["-n", b, "addr", "add", b_addr, "dev", &db]);
+        ip(&["-n", a, "link", "set", &da, "up"]);
+        ip(&["-n", b, "link", "set", &db, "up"]);
+    }
+}
+
+/// A short unique suffix for interface names (15 characters at most).
+fn rand_tag() -> String {
+    format!("{:x}", leocc_probe::discover::random_u64() & 0xffff_ffff)
+}
+
+impl Drop for Namespaces {
+    fn drop(&mut self) {
+        for ns in &self.0 {
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+    }
+}
+
+/// Two namespaces joined by a veth pair: the client and the PoP.
 struct Lab {
     client: String,
     pop: String,
+    _ns: Namespaces,
 }
 
 impl Lab {
     fn new() -> Lab {
-        let tag = format!("lpt{}", std::process::id());
-        let lab = Lab { client: format!("{tag}c"), pop: format!("{tag}p") };
-        ip(&["netns", "add", &lab.client]);
-        ip(&["netns", "add", &lab.pop]);
-        let (a, b) = (format!("{tag}a"), format!("{tag}b"));
-        ip(&["link", "add", &a, "netns", &lab.client, "type", "veth", "peer", "name", &b, "netns", &lab.pop]);
-        ip(&["-n", &lab.client, "addr", "add", CLIENT_ADDR, "dev", &a]);
-        ip(&["-n", &lab.pop, "addr", "add", &format!("{POP_ADDR}/24"), "dev", &b]);
-        for (ns, dev) in [(&lab.client, &a), (&lab.pop, &b)] {
-            ip(&["-n", ns, "link", "set", dev, "up"]);
-            ip(&["-n", ns, "link", "set", "lo", "up"]);
-        }
-        lab
-    }
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        for ns in [&self.client, &self.pop] {
-            let _ = Command::new("ip").args(["netns", "del", ns]).status();
-        }
+        let mut ns = Namespaces(Vec::new());
+        let (client, pop) = (ns.add("c"), ns.add("p"));
+        ns.link(&client, CLIENT_ADDR, &pop, &format!("{POP_ADDR}/24"));
+        Lab { client, pop, _ns: ns }
     }
 }
 
@@ -208,6 +233,7 @@ fn daemon_detects_outages_and_ignores_forged_replies() {
         println!("SKIP daemon_detects_outages_and_ignores_forged_replies: {why}");
         return;
     }
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let lab = Lab::new();
     let dir = tempdir("run");
     let log = dir.join("events.jsonl");
@@ -264,5 +290,58 @@ fn daemon_detects_outages_and_ignores_forged_replies() {
     let s = d.join().unwrap().expect("clean exit");
     assert!(s.replies > 0);
     assert!(!dir.join("probe.pid").exists());
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn auto_discovery_finds_the_cgnat_hop_behind_the_terminal() {
+    if let Some(why) = skip_reason() {
+        println!("SKIP auto_discovery_finds_the_cgnat_hop_behind_the_terminal: {why}");
+        return;
+    }
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // host --192.168.1.0/24-- terminal --100.64.0.0/24-- PoP --198.18.0.0/24-- destination
+    let mut ns = Namespaces(Vec::new());
+    let (host, term, pop, dest) = (ns.add("h"), ns.add("t"), ns.add("g"), ns.add("d"));
+    ns.link(&host, "192.168.1.2/24", &term, "192.168.1.1/24");
+    ns.link(&term, "100.64.0.2/24", &pop, "100.64.0.1/24");
+    ns.link(&pop, "198.18.0.1/24", &dest, "198.18.0.2/24");
+    ip(&["-n", &host, "route", "add", "default", "via", "192.168.1.1"]);
+    ip(&["-n", &term, "route", "add", "default", "via", "100.64.0.1"]);
+    ip(&["-n", &pop, "route", "add", "192.168.1.0/24", "via", "100.64.0.2"]);
+    ip(&["-n", &dest, "route", "add", "default", "via", "198.18.0.1"]);
+    for r in [&term, &pop] {
+        let out = Command::new("ip").args(["netns", "exec", r, "sysctl", "-qw", "net.ipv4.ip_forward=1"]).output().unwrap();
+        assert!(out.status.success());
+    }
+    let dir = tempdir("auto");
+    let log = dir.join("events.jsonl");
+    let mut opts = options(&dir, &log, Some(1_000 * MS));
+    opts.pop = PopSource::Auto {
+        dest: parse_target("198.18.0.2").unwrap(),
+        prefixes: vec![leocc_probe::discover::DEFAULT_PREFIX.parse().unwrap()],
+    };
+    let h = host.clone();
+    let (found, summary) = thread::spawn(move || {
+        enter(&h);
+        let (pop, hops) = leocc_probe::discover::discover(parse_target("198.18.0.2").unwrap(), &[leocc_probe::discover::DEFAULT_PREFIX.parse().unwrap()], 8).expect("discover");
+        (pop.addr.to_string() + &format!(" after {} hops", hops.len()), daemon::run(opts, None))
+    })
+    .join()
+    .unwrap();
+    assert_eq!(found, "100.64.0.1 after 2 hops");
+    let summary = summary.expect("daemon with --auto");
+    assert!(summary.replies > 50, "{summary:?}");
+    let state: serde_json::Value = serde_json::from_slice(&fs::read(dir.join("probe.state.json")).unwrap()).unwrap();
+    assert_eq!(state["pop"], "100.64.0.1");
+    // Without a hop in the prefixes, discovery fails with a message naming the hops seen.
+    let h = host.clone();
+    let err = thread::spawn(move || {
+        enter(&h);
+        leocc_probe::discover::discover(parse_target("198.18.0.2").unwrap(), &["10.0.0.0/8".parse().unwrap()], 8).unwrap_err().to_string()
+    })
+    .join()
+    .unwrap();
+    assert!(err.contains("1:192.168.1.1 2:100.64.0.1 3:198.18.0.2"), "{err}");
     fs::remove_dir_all(&dir).unwrap();
 }
