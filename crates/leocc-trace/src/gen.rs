@@ -144,6 +144,9 @@ struct SatParams {
     owd_noise_ms: f64,
     /// Random loss probability.
     loss: f64,
+    /// Gap between transmission grants, uniform in [lo, hi] ms: opportunities accumulate and
+    /// are delivered together at the next grant (1..=1 = every ms).
+    grant_gap_ms: (u64, u64),
 }
 
 /// Reconfiguration schedule of a constellation.
@@ -188,10 +191,12 @@ const STARLINK_DOWN: SatParams = SatParams {
     bands: 3,
     owd_noise_ms: 0.6,
     loss: 0.001,
+    grant_gap_ms: (1, 1),
 };
 /// Starlink uplink, calibrated on the real uplink example: interval levels 37-70 Mbit/s
 /// (mean 48.7), ±12 % inside an interval, one-way delay 8-13 ms in 1-2 ms bands, 0.2 % loss
-/// (what the LeoCC authors replay it with).
+/// (what the LeoCC authors replay it with), and bursty delivery: the example delivers in
+/// bursts 1-8 ms apart (mean 3.7 ms), as the terminal gets uplink grants.
 const STARLINK_UP: SatParams = SatParams {
     level_median_mbps: 48.0,
     level_log_sd: 0.2,
@@ -203,6 +208,7 @@ const STARLINK_UP: SatParams = SatParams {
     bands: 3,
     owd_noise_ms: 0.5,
     loss: 0.002,
+    grant_gap_ms: (1, 7),
 };
 /// OneWeb: higher orbit (1200 km), so a longer base delay; capacity levels 30-200 Mbit/s.
 const ONEWEB_DOWN: SatParams = SatParams {
@@ -216,6 +222,7 @@ const ONEWEB_DOWN: SatParams = SatParams {
     bands: 3,
     owd_noise_ms: 0.8,
     loss: 0.001,
+    grant_gap_ms: (1, 1),
 };
 
 /// GEO: 45 Mbit/s, 300 ms one-way (600 ms RTT), small variation, no reconfigurations.
@@ -385,7 +392,7 @@ fn satellite(rng: &mut Rng, p: &SatParams, duration_ms: u64, outages: &[Span]) -
         })
         .collect();
     DirTrace {
-        capacity: Some(opportunities(&rate, outages)),
+        capacity: Some(granted_opportunities(rng, &rate, outages, p.grant_gap_ms)),
         delay: Some(DelaySeries { interval_us: LEOREPLAYER_INTERVAL_US, values_us: values.into() }),
         loss: Loss::Constant(p.loss),
     }
@@ -406,9 +413,15 @@ fn terrestrial(rng: &mut Rng, duration_ms: u64) -> Segment {
     Segment { capacity: opportunities(&rate, &[]), delay: DelaySeries::constant(TERR_OWD_US), loss: Loss::Constant(0.0) }
 }
 
-/// Turns a per-ms rate (Mbit/s) into opportunities at ms 1..=n: a byte accumulator emits one
-/// opportunity per 1500 bytes; outages empty the link (and the accumulator).
+/// Opportunities for a smooth link that may send every ms.
 fn opportunities(rate_mbps: &[f64], outages: &[Span]) -> Capacity {
+    granted_opportunities(&mut Rng::new(0), rate_mbps, outages, (1, 1))
+}
+
+/// Turns a per-ms rate (Mbit/s) into opportunities at ms 1..=n: a byte accumulator emits one
+/// opportunity per 1500 bytes at each grant (grants `grant_gap_ms` apart); outages empty the
+/// link (and the accumulator).
+fn granted_opportunities(rng: &mut Rng, rate_mbps: &[f64], outages: &[Span], grant_gap_ms: (u64, u64)) -> Capacity {
     let n = rate_mbps.len();
     let mut out_ms = vec![false; n + 1];
     for o in outages {
@@ -418,12 +431,18 @@ fn opportunities(rate_mbps: &[f64], outages: &[Span]) -> Capacity {
     }
     let mut times = Vec::new();
     let mut acc = 0.0;
+    let mut next_grant = 1;
     for ms in 1..=n {
         if out_ms[ms] {
             acc = 0.0;
             continue;
         }
         acc += rate_mbps[ms - 1] * 1e6 / 8.0 / 1000.0;
+        if ms < next_grant {
+            continue;
+        }
+        let (lo, hi) = grant_gap_ms;
+        next_grant = ms + (lo + if hi > lo { rng.next_u64() % (hi - lo + 1) } else { 0 }) as usize;
         while acc >= OPPORTUNITY_BYTES as f64 {
             acc -= OPPORTUNITY_BYTES as f64;
             times.push(ms as u64 * 1000);

@@ -10,7 +10,9 @@ pub mod gen;
 pub mod link;
 pub mod mahimahi;
 pub mod model;
+pub mod plot;
 pub mod stats;
+pub mod svg;
 pub mod text;
 
 pub use error::TraceError;

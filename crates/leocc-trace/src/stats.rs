@@ -113,6 +113,9 @@ pub struct Stats {
     pub period_ms: Option<f64>,
     /// Ground-truth reconfigurations recorded in the trace, ms (empty when unknown).
     pub truth_reconfigurations_ms: Vec<f64>,
+    /// Capacity of the terrestrial segment over 100 ms bins, Mbit/s (absent without one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub terrestrial_capacity_mbps: Option<Summary>,
 }
 
 /// Computes the statistics of one direction of `trace`.
@@ -140,6 +143,7 @@ pub fn stats(trace: &Trace, dir: Dir) -> Stats {
         reconfigurations_ms: events.iter().map(|&t| us_to_ms(t)).collect(),
         period_ms: detect_period_ms(&events),
         truth_reconfigurations_ms: trace.reconfigurations.iter().map(|&t| us_to_ms(t)).collect(),
+        terrestrial_capacity_mbps: trace.terrestrial().map(|l| Summary::of(&capacity_bins_mbps(&l))),
     }
 }
 
@@ -251,45 +255,68 @@ fn median(v: &[f64], buf: &mut Vec<f64>) -> f64 {
 /// For each candidate period P the events' phases (t mod P) are clustered; the best cluster
 /// counts the events within ±[`PERIOD_TOLERANCE_MS`] of one grid. A candidate qualifies when
 /// at least 3 events and half of all events fit, and the grid points between the first and
-/// the last fitting event are at least 60 % occupied (this rules out P/2, P/3, ...). The best
-/// candidate is refined by a least-squares fit of the fitting events against their index.
+/// the last fitting event are at least 60 % occupied. Among qualifying candidates the most
+/// fitting events win, then the fullest grid (this rules out P/2, P/3, ...), then the tightest
+/// phase cluster. The winner is refined by a least-squares fit of the fitting events against
+/// their grid index.
 pub fn detect_period_ms(events_us: &[u64]) -> Option<f64> {
     if events_us.len() < 3 {
         return None;
     }
     let ev: Vec<f64> = events_us.iter().map(|&t| t as f64 / 1000.0).collect();
-    let mut best: Option<(usize, f64, f64)> = None; // (fit count, -spread, P)
+    // Best = most fitting events, then the fullest grid, then the tightest phase cluster.
+    let mut best: Option<(GridFit, f64)> = None;
     let mut p = PERIOD_MIN_MS;
     while p <= PERIOD_MAX_MS {
-        if let Some((count, spread)) = grid_fit(&ev, p) {
-            let better = match best {
-                None => true,
-                Some((c, s, _)) => count > c || (count == c && -spread > s),
-            };
-            if better {
-                best = Some((count, -spread, p));
+        if let Some(fit) = grid_fit(&ev, p) {
+            if best.as_ref().is_none_or(|(b, _)| fit.better_than(b)) {
+                best = Some((fit, p));
             }
         }
         p += PERIOD_STEP_MS;
     }
-    let (_, _, p) = best?;
+    let (_, p) = best?;
     refine_period(&ev, p).map(|x| (x * 10.0).round() / 10.0)
 }
 
-/// Events fitting the best phase of grid `p`: (count, phase spread) if the grid qualifies.
-fn grid_fit(ev: &[f64], p: f64) -> Option<(usize, f64)> {
+/// How well a grid explains the events.
+struct GridFit {
+    /// Events within tolerance of the grid.
+    count: usize,
+    /// Fraction of grid points between the first and last fitting event that hold one.
+    coverage: f64,
+    /// Spread of the fitting events' phases, ms.
+    spread: f64,
+}
+
+impl GridFit {
+    fn better_than(&self, o: &GridFit) -> bool {
+        const SAME: f64 = 1e-9;
+        if self.count != o.count {
+            return self.count > o.count;
+        }
+        if (self.coverage - o.coverage).abs() > SAME {
+            return self.coverage > o.coverage;
+        }
+        self.spread < o.spread
+    }
+}
+
+/// How the events fit the best phase of grid `p`, if the grid qualifies.
+fn grid_fit(ev: &[f64], p: f64) -> Option<GridFit> {
     let fit = fitting_events(ev, p);
     if fit.len() < 3 || fit.len() * 2 < ev.len() {
         return None;
     }
     let (first, last) = (fit[0], fit[fit.len() - 1]);
     let slots = ((last - first) / p).round() as usize + 1;
-    if (fit.len() as f64) < 0.6 * slots as f64 {
+    let coverage = fit.len() as f64 / slots as f64;
+    if coverage < 0.6 {
         return None;
     }
     let phases: Vec<f64> = fit.iter().map(|t| (t - first) - p * ((t - first) / p).round()).collect();
     let spread = phases.iter().cloned().fold(f64::MIN, f64::max) - phases.iter().cloned().fold(f64::MAX, f64::min);
-    Some((fit.len(), spread))
+    Some(GridFit { count: fit.len(), coverage, spread })
 }
 
 /// The events within ±tolerance of the most populated phase of grid `p`.
@@ -344,6 +371,12 @@ mod tests {
         ev.sort();
         let p = detect_period_ms(&ev).unwrap();
         assert!((p - 15_001.0).abs() < 5.0, "{p}");
+    }
+
+    #[test]
+    fn three_events_prefer_the_full_grid_over_its_half() {
+        let p = detect_period_ms(&[14_825_000, 29_825_000, 44_825_000]).unwrap();
+        assert!((p - 15_000.0).abs() < 1.0, "{p}");
     }
 
     #[test]

@@ -1,9 +1,180 @@
-//! `leocc trace ...`
-use clap::Subcommand;
+//! `leocc trace ...`: import, export, inspect, generate and plot LEO path traces. A thin layer
+//! over the leocc-trace library, which holds all the logic (the eval report reuses it).
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use clap::{Subcommand, ValueEnum};
+use leocc_trace::gen::{self, Profile};
+use leocc_trace::mahimahi::{self, ImportSpec};
+use leocc_trace::stats::{self, Stats};
+use leocc_trace::{plot, Dir, Trace};
+
+/// A direction on the command line.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum DirArg {
+    /// Client (satellite user) to server.
+    Up,
+    /// Server to client.
+    Down,
+}
+
+impl From<DirArg> for Dir {
+    fn from(d: DirArg) -> Dir {
+        match d {
+            DirArg::Up => Dir::Up,
+            DirArg::Down => Dir::Down,
+        }
+    }
+}
+
+/// Export formats.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Format {
+    /// mahimahi capacity file(s) plus LeoReplayer delay file(s).
+    Mahimahi,
+}
 
 #[derive(Subcommand)]
-pub enum TraceCmd {}
+pub enum TraceCmd {
+    /// Import mahimahi capacity and LeoReplayer delay files into one trace file.
+    Import {
+        /// mahimahi capacity file (the downlink when --uplink-bw is given).
+        #[arg(long)]
+        bw: PathBuf,
+        /// LeoReplayer delay file: one-way delay in ms per 10 ms, applied in both directions.
+        #[arg(long)]
+        delay: Option<PathBuf>,
+        /// mahimahi capacity file of the uplink.
+        #[arg(long)]
+        uplink_bw: Option<PathBuf>,
+        /// Which direction --bw describes when --uplink-bw is absent.
+        #[arg(long, value_enum, default_value = "down")]
+        direction: DirArg,
+        /// Trace name (default: the file name of --bw).
+        #[arg(long)]
+        name: Option<String>,
+        /// Licence of the data, recorded in the trace.
+        #[arg(long)]
+        licence: Option<String>,
+        /// Output trace file (our format).
+        #[arg(short, long)]
+        output: PathBuf,
+    },
+    /// Export a trace as mahimahi capacity file(s) and a LeoReplayer delay file.
+    Export {
+        /// Trace to export (our format, a mahimahi file or a directory).
+        input: PathBuf,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "mahimahi")]
+        format: Format,
+        /// Output directory (created if missing).
+        #[arg(short, long)]
+        output: PathBuf,
+    },
+    /// Print duration, capacity, delay, loss, outages, reconfigurations and their period.
+    Stat {
+        /// Trace (our format, a mahimahi file or a directory).
+        trace: PathBuf,
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Direction to describe (default: the measured one; downlink when both).
+        #[arg(long, value_enum)]
+        dir: Option<DirArg>,
+    },
+    /// Generate a synthetic trace with ground truth from a LEO model.
+    Gen {
+        /// starlink-down, starlink-up, oneweb, geo, fiber or bottleneck-shift.
+        #[arg(long)]
+        profile: String,
+        /// Length in seconds.
+        #[arg(long, default_value_t = 60)]
+        duration: u64,
+        /// Random seed; the same seed gives the same bytes.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Output trace file (our format).
+        #[arg(short, long)]
+        output: PathBuf,
+    },
+    /// Plot capacity and delay over time with reconfigurations marked (.svg, or .png).
+    Plot {
+        /// Trace to plot.
+        trace: PathBuf,
+        /// Output file: .svg, or .png (rendered with headless chromium).
+        #[arg(short, long)]
+        output: PathBuf,
+    },
+}
 
-pub fn run(cmd: TraceCmd) -> anyhow::Result<()> {
-    match cmd {}
+pub fn run(cmd: TraceCmd) -> Result<()> {
+    match cmd {
+        TraceCmd::Import { bw, delay, uplink_bw, direction, name, licence, output } => {
+            let spec = ImportSpec { bw, delay, uplink_bw, direction: direction.into(), name };
+            let mut t = mahimahi::import(&spec)?;
+            if let Some(l) = licence {
+                t.meta.licence = l;
+            }
+            t.save(&output)?;
+            eprintln!("wrote {} ({:.1} s)", output.display(), t.duration_us() as f64 / 1e6);
+        }
+        TraceCmd::Export { input, format: Format::Mahimahi, output } => {
+            let t = Trace::load(&input)?;
+            for p in mahimahi::export(&t, &output)? {
+                eprintln!("wrote {}", p.display());
+            }
+        }
+        TraceCmd::Stat { trace, json, dir } => {
+            let t = Trace::load(&trace)?;
+            let d = dir.map(Dir::from).unwrap_or(t.meta.direction.primary());
+            let s = stats::stats(&t, d);
+            if json {
+                println!("{}", serde_json::to_string(&s)?);
+            } else {
+                print!("{}", human(&s));
+            }
+        }
+        TraceCmd::Gen { profile, duration, seed, output } => {
+            let Some(p) = Profile::parse(&profile) else {
+                let names: Vec<&str> = Profile::ALL.iter().map(|p| p.name()).collect();
+                bail!("unknown profile {profile:?}; choose one of {}", names.join(", "));
+            };
+            let command = format!("leocc trace gen --profile {p} --duration {duration} --seed {seed}");
+            let ms = duration.checked_mul(1000).context("duration too large")?;
+            let t = gen::generate(p, ms, seed, &command).map_err(anyhow::Error::msg)?;
+            t.save(&output)?;
+            eprintln!("wrote {} ({} reconfigurations)", output.display(), t.reconfigurations.len());
+        }
+        TraceCmd::Plot { trace, output } => {
+            let t = Trace::load(&trace)?;
+            plot::plot(&t, &output)?;
+            eprintln!("wrote {}", output.display());
+        }
+    }
+    Ok(())
+}
+
+/// The text form of `stat`.
+fn human(s: &Stats) -> String {
+    let q = |x: &stats::Summary| format!("mean {:.1}  p5 {:.1}  p50 {:.1}  p95 {:.1}", x.mean, x.p5, x.p50, x.p95);
+    let ms = |v: &[f64]| v.iter().map(|x| format!("{x:.0}")).collect::<Vec<_>>().join(" ");
+    let mut out = format!("trace {} ({}), {:.3} s\n", s.name, s.direction, s.duration_s);
+    out += &format!("capacity (Mbit/s, 100 ms bins): {}\n", q(&s.capacity_mbps));
+    out += &format!("one-way delay (ms):             {}\n", q(&s.owd_ms));
+    if let Some(t) = &s.terrestrial_capacity_mbps {
+        out += &format!("terrestrial capacity (Mbit/s):  {}\n", q(t));
+    }
+    out += &format!("loss: {:.4}\n", s.loss);
+    let outages: Vec<String> = s.outages.iter().map(|o| format!("{:.0}+{:.0}", o.start_ms, o.len_ms)).collect();
+    out += &format!("outages >= 20 ms ({}): {}\n", outages.len(), outages.join(" "));
+    out += &format!("reconfigurations detected ({}): {}\n", s.reconfigurations_ms.len(), ms(&s.reconfigurations_ms));
+    if !s.truth_reconfigurations_ms.is_empty() {
+        out += &format!("reconfigurations ground truth ({}): {}\n", s.truth_reconfigurations_ms.len(), ms(&s.truth_reconfigurations_ms));
+    }
+    out += &match s.period_ms {
+        Some(p) => format!("period: {p:.1} ms\n"),
+        None => "period: none (aperiodic)\n".into(),
+    };
+    out
 }
