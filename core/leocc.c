@@ -446,10 +446,11 @@ LEOCC_API leocc_u32 leocc_state_size(void)
 /* ---------------------------------------------------------------------------------------- */
 /* Model updates on each ACK. */
 
-/* A sample is fresh when its measurement began after the last window cut. */
+/* A sample is fresh when its measurement began after the last window cut (always, before
+ * the first cut). */
 LEOCC_INTERNAL int measured_since(leocc_u64 now_us, leocc_u64 span_us, leocc_u64 cut_us)
 {
-	return now_us >= span_us && now_us - span_us >= cut_us;
+	return cut_us == 0 || now_us >= span_us + cut_us;
 }
 
 LEOCC_INTERNAL leocc_u64 delivery_rate(const struct leocc_ack_sample *a)

@@ -248,4 +248,11 @@ void test_state_size(void)
 	/* BPF sk_storage holds it comfortably; keep it under 1 KiB. */
 	CHECK(sizeof(struct leocc_state) <= 1024, "state is %zu bytes", sizeof(struct leocc_state));
 	CHECK(sizeof(struct leocc_state) % 8 == 0, "8-byte multiple");
+	/* The FFI layouts crates/leocc-core-sys mirrors (asserted there with the same numbers). */
+	CHECK(sizeof(struct leocc_params) == 120, "params %zu", sizeof(struct leocc_params));
+	CHECK(sizeof(struct leocc_ack_sample) == 72, "sample %zu", sizeof(struct leocc_ack_sample));
+	CHECK(sizeof(struct leocc_output) == 16, "output %zu", sizeof(struct leocc_output));
+	CHECK(sizeof(struct leocc_reconfig_event) == 16, "event %zu",
+	      sizeof(struct leocc_reconfig_event));
+	CHECK(sizeof(struct leocc_view) == 104, "view %zu", sizeof(struct leocc_view));
 }
