@@ -35,7 +35,7 @@ pub fn mono_ns() -> u64 {
 /// Wall clock (Unix time) in ns.
 pub fn wall_ns() -> i64 {
     let ts = clock(libc::CLOCK_REALTIME);
-    ts.tv_sec as i64 * 1_000_000_000 + ts.tv_nsec as i64
+    ts.tv_sec * 1_000_000_000 + ts.tv_nsec
 }
 
 /// A probe destination: an address, plus the interface index for IPv6 link-local addresses.
