@@ -4,7 +4,7 @@
  * (shared/seeds/000_..., section 4), in integer C shared by the kernel (BPF) and the host.
  *
  * The model (section 4.1.2). Between two satellite "reconfigurations" a LEO path behaves like
- * one link with a bottleneck bandwidth bBW^R and a base RTT bBW^R plus noise; a reconfiguration
+ * one link with a bottleneck bandwidth bBW^R and a base RTT bRTT^R plus noise; a reconfiguration
  * R switches it, in one step, to a new independent (bBW^R+1, bRTT^R+1). So every estimator runs
  * over the window [max(T - W, t_last_reconfiguration), T]: a sample measured (even partly)
  * before the last reconfiguration is dropped, and every filter restarts at the event.
@@ -20,22 +20,28 @@
  *                (bursts, queue ramps) fall out, the dense bands stay;
  *   bRTT_latest  scalar Kalman filter of every RTT sample.
  * Eq. 4: congested iff bRTT_latest >= bRTT_h + Delta_RTT; the target rate is then bBW_m,
- * otherwise bBW_a. RTT inside the band range is LEO noise, not congestion.
+ * otherwise bBW_a. RTT inside the band range is LEO noise, not congestion. The verdict is
+ * taken in the steady phases of the cycle only (the burst's own queue is not congestion), and
+ * while congested, samples above the range stay out of the MPF so that a standing queue cannot
+ * become a "band" - unless a drain phase failed to bring the RTT down, which shows that the
+ * rise is a new band, not a queue.
  *
  * The states (section 4.2, Fig. 9):
  *   Startup   pacing 2.885 x bBW_a until bBW_a stops growing by 25 % for 3 rounds (BBR);
  *   Drain     pacing bBW_a / 2.885 until inflight <= BDP;
  *   Cruise    eq. 4 target, cycle of cycle_len phases of about bRTT_l each: bco x target
  *             (1.25, or 1.05 when congested), dco x target (0.75), then target. The drain
- *             phase lasts until the queue above the band range is gone (bounded), so a
- *             capacity drop inside an interval leaves no standing queue;
- *   Reconf    Reconfiguration Adaptation (section 4.2.2). Step 0: inflight capped at
- *             0.5 x bBW_m x bRTT_l to drain the network while fresh RTT samples rebuild the
- *             band range, rate*_target saved. If the fresh delivery rate shows that the new
- *             link could not even carry that capped inflight, rate*_target is lowered to it.
- *             Step 1: bBW_a = bBW_m = rate*_target, then the new bandwidth is probed at
- *             ra_probe_gain until it stops growing 25 % per round; back to Cruise in the drain
- *             phase, which removes the probe's queue.
+ *             phase lasts until inflight <= target x bRTT_l (bounded), so a capacity drop
+ *             inside an interval leaves no standing queue;
+ *   Reconf    Reconfiguration Adaptation (section 4.2.2). Step 0: rate*_target saved,
+ *             inflight capped at 0.5 x bBW_m x bRTT_l; once inflight is down to the cap, one
+ *             round trip of packets sent under the cap is measured and the band range rebuilt
+ *             from it. If that round's delivery rate shows that the new link could not even
+ *             carry the capped inflight, rate*_target and the cap are lowered to the measured
+ *             rate and the round is repeated (twice at most). Step 1: bBW_a = bBW_m =
+ *             rate*_target, the new bandwidth is probed at ra_probe_gain until it stops
+ *             growing 25 % per round; back to Cruise in the drain phase, which removes the
+ *             probe's queue.
  *
  * Loss (section 4.2.1 relies on delay, not loss): a loss while the RTT is inside the band range
  * is random satellite loss and changes nothing; a loss while congested (RTT above the range)
@@ -290,6 +296,8 @@ LEOCC_INTERNAL void mpf_add(struct leocc_mpf *m, leocc_u32 rtt_us, leocc_u32 bin
 		mpf_half_shift(&m->half[0], shift);
 		mpf_half_shift(&m->half[1], shift);
 		m->base_us = m->base_us > shift * bin_us ? m->base_us - shift * bin_us : 0;
+		if (rtt_us < m->base_us) /* far below everything: every bin overflowed anyway */
+			m->base_us = rtt_us > margin ? rtt_us - margin : 0;
 	}
 	idx = (rtt_us - m->base_us) / bin_us;
 	if (idx < LEOCC_MPF_BINS) {

@@ -106,7 +106,9 @@ struct leocc_output {
 
 /* One reconfiguration reported by the detector. */
 struct leocc_reconfig_event {
-	leocc_u64 time_us; /* when it happened (same clock as leocc_ack_sample.now_us) */
+	leocc_u64 time_us; /* when the new path began: the end of the outage, i.e. the first probe
+			    * reply after the gap (same clock as leocc_ack_sample.now_us). Samples
+			    * measured before it are dropped from every window. */
 	leocc_u64 seq;     /* detector's counter, strictly increasing; 0 is never a valid event */
 };
 

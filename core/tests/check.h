@@ -27,6 +27,7 @@ void test_window_cut(void);
 void test_event_dedup(void);
 void test_params_sanitized(void);
 void test_state_size(void);
+void test_garbage_inputs(void);
 void test_startup(void);
 void test_step_up_at_reconfig(void);
 void test_reconfig_unchanged(void);

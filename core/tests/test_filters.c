@@ -256,3 +256,52 @@ void test_state_size(void)
 	      sizeof(struct leocc_reconfig_event));
 	CHECK(sizeof(struct leocc_view) == 104, "view %zu", sizeof(struct leocc_view));
 }
+
+/* Malformed or hostile inputs (random samples, clocks going backwards, zero MSS, absurd
+ * counters) must never trap, divide by zero or break the invariants (run under ASan/UBSan). */
+void test_garbage_inputs(void)
+{
+	struct leocc_params p;
+	struct leocc_state s;
+	struct leocc_ack_sample a;
+	struct leocc_output out;
+	struct leocc_reconfig_event e;
+	struct leocc_view v;
+	leocc_u32 seed = 12345, i;
+
+	leocc_default_params(&p);
+	leocc_init(&s, &p, 0);
+	for (i = 0; i < 200000; i++) {
+		leocc_u32 r = jitter(&seed, 1u << 30);
+
+		a.now_us = (leocc_u64)jitter(&seed, 1u << 30) * (r & 1 ? 1 : 4096);
+		a.delivered_total = r & 2 ? jitter(&seed, 1u << 30) : ~0ull - r;
+		a.lost_total = r;
+		a.interval_us = r & 4 ? 0 : jitter(&seed, 1u << 24);
+		a.delivered = r & 8 ? 0 : jitter(&seed, 1u << 20);
+		a.rtt_us = r & 16 ? 0 : jitter(&seed, 1u << 26);
+		a.acked_sacked = jitter(&seed, 1u << 16);
+		a.losses = r & 32 ? jitter(&seed, 1000) : 0;
+		a.prior_in_flight = jitter(&seed, 1u << 20);
+		a.in_flight = jitter(&seed, 1u << 20);
+		a.app_limited = r & 64 ? 1 : 0;
+		a.mss = r & 128 ? 0 : jitter(&seed, 9000);
+		a.ca_state = r % 5;
+		a._pad = 0;
+		leocc_on_ack(&s, &a, &out);
+		CHECK(out.cwnd >= p.min_cwnd, "cwnd %u below the floor", out.cwnd);
+		CHECK(out.pacing_rate > 0, "pacing rate 0");
+		if ((r & 0x3ff) == 0) {
+			e.time_us = jitter(&seed, 1u << 30);
+			e.seq = jitter(&seed, 64);
+			leocc_on_reconfig(&s, &e);
+		}
+		if ((r & 0x3ff) == 1)
+			leocc_on_path(&s, a.now_us, jitter(&seed, 1u << 20));
+		leocc_view(&s, &v);
+		CHECK(v.mode <= LEOCC_MODE_RECONF, "mode %u", v.mode);
+		CHECK(v.cycle_phase < p.cycle_len, "phase %u", v.cycle_phase);
+		if (check_failures > 20)
+			return;
+	}
+}

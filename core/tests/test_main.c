@@ -20,6 +20,7 @@ static const struct test tests[] = {
 	{"event_dedup", test_event_dedup},
 	{"params_sanitized", test_params_sanitized},
 	{"state_size", test_state_size},
+	{"garbage_inputs", test_garbage_inputs},
 	{"startup", test_startup},
 	{"step_up_at_reconfig", test_step_up_at_reconfig},
 	{"reconfig_unchanged", test_reconfig_unchanged},
