@@ -51,10 +51,12 @@ pub struct SimResult {
     pub score: Score,
 }
 
+/// Bytes of one probe (or reply) at the IP layer: IPv4 header, echo header, cookie.
+pub const PROBE_IP_BYTES: u64 = IPV4_HEADER_BYTES + ECHO_HEADER_LEN as u64 + COOKIE_LEN as u64;
+
 /// Probe overhead in bit/s at the IP layer, one direction, for IPv4 echoes of our size.
 pub fn overhead_bps(interval_us: u64) -> f64 {
-    let bytes = IPV4_HEADER_BYTES + ECHO_HEADER_LEN as u64 + COOKIE_LEN as u64;
-    bytes as f64 * 8.0 * 1e6 / interval_us as f64
+    PROBE_IP_BYTES as f64 * 8.0 * 1e6 / interval_us as f64
 }
 
 /// Ground truth of a trace, µs, and where it came from.

@@ -58,18 +58,8 @@ enum ProbeAction {
     /// scored against the trace's ground truth. Prints precision, recall, detection delay and
     /// the probe overhead.
     Simulate {
-        /// Traces (our format, a mahimahi file, or a directory with bw/delay files).
-        #[arg(required_unless_present = "profile")]
-        traces: Vec<PathBuf>,
-        /// Also generate traces of this profile (e.g. starlink-down), one per seed.
-        #[arg(long)]
-        profile: Option<String>,
-        /// Number of generated traces (seeds 1..=N).
-        #[arg(long, default_value_t = 10)]
-        seeds: u64,
-        /// Length of each generated trace, s.
-        #[arg(long, default_value_t = 120)]
-        duration: u64,
+        #[command(flatten)]
+        traces: TraceSet,
         /// Δoutage, ms.
         #[arg(long, default_value_t = 45.0)]
         threshold_ms: f64,
@@ -83,6 +73,54 @@ enum ProbeAction {
         #[arg(long)]
         json: bool,
     },
+    /// Evaluate the real daemon in the emulator (root): for each trace, start `leocc emu`'s
+    /// link, run the daemon in the client namespace against the emulated PoP for the trace's
+    /// length, and score its event log against the trace's ground truth.
+    Emulate {
+        #[command(flatten)]
+        traces: TraceSet,
+        /// Δoutage, ms.
+        #[arg(long, default_value_t = 45.0)]
+        threshold_ms: f64,
+        /// Stop each run after this many seconds even if the trace is longer.
+        #[arg(long)]
+        max_seconds: Option<f64>,
+    },
+}
+
+/// Traces to evaluate: files, and/or generated ones.
+#[derive(Args)]
+struct TraceSet {
+    /// Traces (our format, a mahimahi file, or a directory with bw/delay files).
+    #[arg(required_unless_present = "profile")]
+    traces: Vec<PathBuf>,
+    /// Also generate traces of this profile (e.g. starlink-down), one per seed.
+    #[arg(long)]
+    profile: Option<String>,
+    /// Number of generated traces (seeds 1..=N).
+    #[arg(long, default_value_t = 10)]
+    seeds: u64,
+    /// Length of each generated trace, s.
+    #[arg(long, default_value_t = 120)]
+    duration: u64,
+}
+
+impl TraceSet {
+    fn load(&self) -> anyhow::Result<Vec<(String, leocc_trace::Trace)>> {
+        let mut all = Vec::new();
+        for p in &self.traces {
+            all.push((p.display().to_string(), leocc_trace::Trace::load(p)?));
+        }
+        if let Some(name) = &self.profile {
+            let prof = leocc_trace::gen::Profile::parse(name).with_context(|| format!("--profile: unknown profile '{name}'"))?;
+            for s in 1..=self.seeds {
+                let cmd = format!("leocc trace gen --profile {name} --duration {} --seed {s}", self.duration);
+                let t = leocc_trace::gen::generate(prof, self.duration * 1000, s, &cmd).map_err(anyhow::Error::msg)?;
+                all.push((format!("{name} seed {s}"), t));
+            }
+        }
+        Ok(all)
+    }
 }
 
 /// Options of the daemon.
@@ -142,20 +180,10 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<()> {
         Some(ProbeAction::Replay { file, threshold_ms, slot_tolerance_ms, holdoff_ms, json }) => {
             replay_cmd(&file, threshold_ms, slot_tolerance_ms, holdoff_ms, json)
         }
-        Some(ProbeAction::Simulate { traces, profile, seeds, duration, threshold_ms, interval_ms, seed, json }) => {
-            let mut all: Vec<(String, leocc_trace::Trace)> = Vec::new();
-            for p in &traces {
-                all.push((p.display().to_string(), leocc_trace::Trace::load(p)?));
-            }
-            if let Some(name) = profile {
-                let prof = leocc_trace::gen::Profile::parse(&name).with_context(|| format!("--profile: unknown profile '{name}'"))?;
-                for s in 1..=seeds {
-                    let t = leocc_trace::gen::generate(prof, duration * 1000, s, "leocc probe simulate").map_err(anyhow::Error::msg)?;
-                    all.push((format!("{name} seed {s}"), t));
-                }
-            }
-            simulate_cmd(&all, threshold_ms, interval_ms, seed, json)
+        Some(ProbeAction::Simulate { traces, threshold_ms, interval_ms, seed, json }) => {
+            simulate_cmd(&traces.load()?, threshold_ms, interval_ms, seed, json)
         }
+        Some(ProbeAction::Emulate { traces, threshold_ms, max_seconds }) => emulate_cmd(&traces.load()?, threshold_ms, max_seconds),
         None => run_daemon(a.run),
     }
 }
@@ -389,6 +417,76 @@ fn simulate_cmd(traces: &[(String, leocc_trace::Trace)], threshold_ms: f64, inte
         "probe overhead: {:.1} kbit/s per direction at the IP layer ({:.3} % of a 10 Mbit/s uplink)",
         bps / 1e3,
         bps * 100.0 / REFERENCE_UPLINK_BPS
+    );
+    Ok(())
+}
+
+/// The daemon stops this long before a trace would loop in the emulator, ms.
+const EMU_END_MARGIN_MS: u64 = 300;
+
+fn emulate_cmd(traces: &[(String, leocc_trace::Trace)], threshold_ms: f64, max_seconds: Option<f64>) -> anyhow::Result<()> {
+    use leocc_emu::{EmuConfig, Emulator, Side, POP_ADDR};
+    use leocc_probe::sim::score_log;
+    leocc_emu::shell::check_privileges()?;
+    let detector = DetectorConfig { threshold_ns: ms_to_ns("threshold-ms", threshold_ms, 1.0)?, ..DetectorConfig::default() };
+    let (mut truth, mut dets, mut matched) = (0usize, 0usize, 0usize);
+    let mut delays = Vec::new();
+    let (mut sent, mut secs) = (0u64, 0.0f64);
+    for (name, trace) in traces {
+        let (truth_us, source) = leocc_probe::sim::truth_of(trace);
+        let mut run_ms = trace.duration_us() / 1000 - EMU_END_MARGIN_MS.min(trace.duration_us() / 1000);
+        if let Some(m) = max_seconds {
+            run_ms = run_ms.min((m * 1000.0) as u64);
+        }
+        println!("{name}: emulating {:.1} s ...", run_ms as f64 / 1e3);
+        let dir = std::env::temp_dir().join(format!("leocc-probe-emulate-{}", std::process::id()));
+        std::fs::create_dir_all(&dir)?;
+        let log = dir.join("events.jsonl");
+        let _ = std::fs::remove_file(&log);
+        let opts = Options {
+            pop: PopSource::Fixed(parse_target(&POP_ADDR.to_string()).map_err(anyhow::Error::msg)?),
+            interval_ns: daemon::DEFAULT_INTERVAL_NS,
+            detector: detector.clone(),
+            log: Some(log.clone()),
+            duration_ns: Some(run_ms * 1_000_000),
+            run_dir: dir.clone(),
+            unreachable_after_ns: daemon::DEFAULT_UNREACHABLE_AFTER_NS,
+            rediscover_after_ns: daemon::DEFAULT_REDISCOVER_AFTER_NS,
+            verbose: false,
+        };
+        let mut cfg = EmuConfig::new(trace.link(leocc_trace::Dir::Up), trace.link(leocc_trace::Dir::Down));
+        cfg.label = name.clone();
+        let emu = Emulator::start(&cfg)?;
+        let t0 = emu.clock().t0_mono_ns();
+        let h = emu.spawn_in(Side::Client, "leocc-probe", move || daemon::run(opts, None))?;
+        let run = h.join().map_err(|_| anyhow::anyhow!("the probe thread panicked"))?;
+        let end_us = (leocc_probe::net::mono_ns() - t0) / 1000;
+        emu.stop();
+        let summary = run?.map_err(anyhow::Error::msg)?;
+        let s = score_log(&std::fs::read_to_string(&log)?, t0, &truth_us, end_us).map_err(anyhow::Error::msg)?;
+        std::fs::remove_dir_all(&dir)?;
+        println!(
+            "{name}: truth {} ({source}), detections {}, matched {}, missed {:?} us, false {:?} us, {} probes, {} replies",
+            s.truth, s.detections, s.matched, s.missed, s.false_positives, summary.sent, summary.replies
+        );
+        truth += s.truth;
+        dets += s.detections;
+        matched += s.matched;
+        delays.extend_from_slice(&s.delays_ns);
+        sent += summary.sent;
+        secs += run_ms as f64 / 1e3;
+    }
+    let pct = |a: usize, b: usize| if b == 0 { 100.0 } else { a as f64 * 100.0 / b as f64 };
+    println!("total: truth {truth}, detections {dets}, matched {matched}");
+    println!("precision {:.2} %, recall {:.2} %", pct(matched, dets), pct(matched, truth));
+    if let (Some(p50), Some(p95)) = (replay::percentile(&delays, 50.0), replay::percentile(&delays, 95.0)) {
+        println!("detection delay from outage start: median {:.1} ms, p95 {:.1} ms", p50 as f64 / 1e3, p95 as f64 / 1e3);
+    }
+    let measured_bps = sent as f64 * leocc_probe::sim::PROBE_IP_BYTES as f64 * 8.0 / secs.max(1e-9);
+    println!(
+        "probe overhead (measured send rate): {:.1} kbit/s per direction at the IP layer ({:.3} % of a 10 Mbit/s uplink)",
+        measured_bps / 1e3,
+        measured_bps * 100.0 / REFERENCE_UPLINK_BPS
     );
     Ok(())
 }
