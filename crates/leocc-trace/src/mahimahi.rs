@@ -98,13 +98,18 @@ pub fn parse_delay(file: &Path, data: &[u8]) -> Result<DelaySeries, TraceError> 
     Ok(DelaySeries { interval_us: LEOREPLAYER_INTERVAL_US, values_us: values.into() })
 }
 
-/// Renders a delay series as a LeoReplayer file (only for 10 ms intervals).
-pub fn render_delay(d: &DelaySeries) -> Result<String, String> {
-    if d.interval_us != LEOREPLAYER_INTERVAL_US {
-        return Err(format!("delay interval is {} µs; LeoReplayer files use 10 ms", d.interval_us));
-    }
-    let mut s = String::with_capacity(d.values_us.len() * 4);
-    for &v in d.values_us.iter() {
+/// Renders a delay series as a LeoReplayer file. A 10 ms series is written as it is; a series
+/// on a coarser multiple of 10 ms (e.g. a constant delay) is repeated at 10 ms over `period_us`.
+pub fn render_delay(d: &DelaySeries, period_us: u64) -> Result<String, String> {
+    let values: Vec<u64> = if d.interval_us == LEOREPLAYER_INTERVAL_US {
+        d.values_us.to_vec()
+    } else if d.interval_us % LEOREPLAYER_INTERVAL_US == 0 {
+        (0..period_us.div_ceil(LEOREPLAYER_INTERVAL_US)).map(|i| d.at(i * LEOREPLAYER_INTERVAL_US)).collect()
+    } else {
+        return Err(format!("delay interval is {} µs; LeoReplayer files need a multiple of 10 ms", d.interval_us));
+    };
+    let mut s = String::with_capacity(values.len() * 4);
+    for &v in values.iter() {
         s.push_str(&text::us_as_ms(v));
         s.push('\n');
     }
@@ -201,7 +206,7 @@ pub fn export(trace: &Trace, dir: &Path) -> Result<Vec<PathBuf>, TraceError> {
         [Dir::Down, Dir::Up].iter().filter_map(|&d| trace.dir(d).delay.as_ref().map(|s| (d, s))).collect();
     for (d, s) in &delays {
         let name = if delays.len() == 1 { DELAY_FILE.to_string() } else { format!("delay_{}.txt", d.as_str()) };
-        files.push((dir.join(name), render_delay(s).map_err(err)?));
+        files.push((dir.join(name), render_delay(s, trace.duration_us()).map_err(err)?));
     }
     for (p, body) in &files {
         crate::write_atomic(p, body.as_bytes())?;
@@ -281,7 +286,27 @@ mod tests {
         let src = "12\n12.5\n0.001\n9\n";
         let d = parse_delay(Path::new("x"), src.as_bytes()).unwrap();
         assert_eq!(&d.values_us[..], &[12_000, 12_500, 1, 9_000]);
-        assert_eq!(render_delay(&d).unwrap(), src);
+        assert_eq!(render_delay(&d, 1).unwrap(), src);
+        // A constant delay is spelled out per 10 ms over the period.
+        assert_eq!(render_delay(&DelaySeries::constant(9_750), 30_000).unwrap(), "9.75\n9.75\n9.75\n");
+    }
+
+    #[test]
+    fn generated_traces_export_and_load_back() {
+        let dir = std::env::temp_dir().join(format!("leocc-mahimahi-test-{}", std::process::id()));
+        for p in [crate::gen::Profile::Fiber, crate::gen::Profile::StarlinkUp] {
+            let t = crate::gen::generate(p, 5_000, 1, "test").unwrap();
+            let _ = std::fs::remove_dir_all(&dir);
+            let files = export(&t, &dir).unwrap();
+            let back = load_dir(&dir).unwrap();
+            for d in [Dir::Up, Dir::Down] {
+                assert_eq!(back.capacity(d), t.capacity(d), "{p} {d:?}");
+                let (a, b) = (back.link(d), t.link(d));
+                assert!((0..5_000_000).step_by(7_000).all(|x| a.delay_us(x) == b.delay_us(x)), "{p} {d:?}");
+            }
+            assert_eq!(files.len(), if p == crate::gen::Profile::Fiber { 3 } else { 2 });
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

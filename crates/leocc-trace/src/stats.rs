@@ -387,6 +387,23 @@ mod tests {
     }
 
     #[test]
+    fn json_keys_are_the_contract() {
+        let t = crate::gen::generate(crate::gen::Profile::StarlinkDown, 30_000, 2, "x").unwrap();
+        let v = serde_json::to_value(stats(&t, Dir::Down)).unwrap();
+        for k in ["duration_s", "capacity_mbps", "owd_ms", "outages", "reconfigurations_ms", "period_ms"] {
+            assert!(v.get(k).is_some(), "missing {k}");
+        }
+        for k in ["mean", "p5", "p50", "p95"] {
+            assert!(v["capacity_mbps"][k].is_f64() && v["owd_ms"][k].is_f64(), "{k}");
+        }
+        let o = &v["outages"][0];
+        assert!(o["start_ms"].is_f64() && o["len_ms"].is_f64());
+        assert_eq!(v["duration_s"], 30.0);
+        let aperiodic = crate::gen::generate(crate::gen::Profile::Geo, 5_000, 1, "x").unwrap();
+        assert!(serde_json::to_value(stats(&aperiodic, Dir::Down)).unwrap()["period_ms"].is_null());
+    }
+
+    #[test]
     fn summary_percentiles() {
         let v: Vec<f64> = (0..=100).map(f64::from).collect();
         let s = Summary::of(&v);

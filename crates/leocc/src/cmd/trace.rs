@@ -178,3 +178,53 @@ fn human(s: &Stats) -> String {
     };
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("leocc-cli-trace-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn gen_export_import_stat_plot_chain() {
+        let d = scratch("chain");
+        let tr = d.join("up.trace");
+        run(TraceCmd::Gen { profile: "starlink-up".into(), duration: 20, seed: 4, output: tr.clone() }).unwrap();
+        run(TraceCmd::Export { input: tr.clone(), format: Format::Mahimahi, output: d.join("mm") }).unwrap();
+        let back = d.join("back.trace");
+        run(TraceCmd::Import {
+            bw: d.join("mm/bw.txt"),
+            delay: Some(d.join("mm/delay.txt")),
+            uplink_bw: None,
+            direction: DirArg::Up,
+            name: None,
+            licence: None,
+            output: back.clone(),
+        })
+        .unwrap();
+        let (a, b) = (Trace::load(&tr).unwrap(), Trace::load(&back).unwrap());
+        assert_eq!(a.up.capacity, b.up.capacity);
+        assert_eq!(a.up.delay, b.up.delay);
+        run(TraceCmd::Stat { trace: back.clone(), json: true, dir: None }).unwrap();
+        run(TraceCmd::Plot { trace: tr, output: d.join("p.svg") }).unwrap();
+        let svg = std::fs::read_to_string(d.join("p.svg")).unwrap();
+        assert!(svg.contains("reconfiguration (ground truth)") && svg.contains("time (s)"));
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn bad_input_is_an_error_naming_the_file() {
+        let d = scratch("bad");
+        let e = run(TraceCmd::Gen { profile: "leo".into(), duration: 10, seed: 1, output: d.join("x") }).unwrap_err();
+        assert!(e.to_string().contains("starlink-down"), "{e}");
+        std::fs::write(d.join("bad.txt"), "1\n2\nx\n").unwrap();
+        let e = run(TraceCmd::Stat { trace: d.join("bad.txt"), json: false, dir: None }).unwrap_err();
+        assert!(e.to_string().contains("bad.txt:3: "), "{e}");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+}
