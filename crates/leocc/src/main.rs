@@ -33,6 +33,11 @@ enum Command {
     Record(cmd::record::RecordArgs),
     /// The far end of `leocc record`.
     RecordServer(cmd::record::RecordServerArgs),
+    /// Packet-level simulation of controls over a trace (deterministic per seed).
+    Sim(cmd::sim::SimArgs),
+    /// Benchmarks that print numbers (`leocc bench sim`).
+    #[command(subcommand)]
+    Bench(cmd::bench::BenchCmd),
 }
 
 fn main() {
@@ -47,6 +52,8 @@ fn main() {
         Command::BenchEmu(a) => cmd::emu::bench(a),
         Command::Record(a) => cmd::record::run(a),
         Command::RecordServer(a) => cmd::record::serve(a),
+        Command::Sim(a) => cmd::sim::run(a),
+        Command::Bench(c) => cmd::bench::run(c),
     };
     if let Err(e) = result {
         eprintln!("leocc: error: {e:#}");

@@ -5,3 +5,5 @@ pub mod probe;
 pub mod eval;
 pub mod emu;
 pub mod record;
+pub mod sim;
+pub mod bench;

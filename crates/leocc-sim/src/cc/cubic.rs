@@ -1,0 +1,141 @@
+//! CUBIC (RFC 9438; Linux net/ipv4/tcp_cubic.c).
+//!
+//! Window growth in congestion avoidance follows W(t) = C (t − K)³ + W_max with C = 0.4 and
+//! K = ∛(W_max (1 − β) / C), t measured from the start of the epoch plus the minimum RTT
+//! (as Linux does). The Reno-friendly estimate W_est = W_max β + 3(1 − β)/(1 + β) · t/RTT
+//! (RFC 9438 §4.3) takes over when it is larger. Multiplicative decrease β = 0.7; fast
+//! convergence (§4.7) lowers W_max when a flow releases bandwidth. Growth is at most 1.5×
+//! per RTT (Linux caps the ACK count per increment at 2). HyStart is not modelled: slow
+//! start runs until the first loss (Linux with hystart=0).
+
+use super::reno::RenoWindow;
+use super::{AckSample, CaState, CcConfig, Controller};
+
+/// Multiplicative decrease factor β (RFC 9438 §4.6).
+pub(crate) const BETA: f64 = 0.7;
+/// Cubic scaling constant C, packets/s³ (RFC 9438 §5.1).
+const C: f64 = 0.4;
+/// Floor of ssthresh, packets.
+const MIN_SSTHRESH: u32 = 2;
+
+/// CUBIC's state; also the base of SaTCP.
+#[derive(Clone, Debug)]
+pub struct Cubic {
+    pub(crate) w: RenoWindow,
+    /// Fractional window (CUBIC grows in fractions of a packet per ACK).
+    cwnd_f: f64,
+    w_max: f64,
+    k_s: f64,
+    origin: f64,
+    epoch_start_us: Option<u64>,
+    w_est: f64,
+    min_rtt_us: u64,
+}
+
+impl Cubic {
+    /// A CUBIC controller.
+    pub fn new(cfg: &CcConfig) -> Self {
+        Cubic {
+            w: RenoWindow::new(cfg.init_cwnd),
+            cwnd_f: cfg.init_cwnd as f64,
+            w_max: 0.0,
+            k_s: 0.0,
+            origin: 0.0,
+            epoch_start_us: None,
+            w_est: 0.0,
+            min_rtt_us: 0,
+        }
+    }
+
+    fn congestion_avoidance(&mut self, now: u64, acked: u32) {
+        let cwnd = self.cwnd_f;
+        if self.epoch_start_us.is_none() {
+            self.epoch_start_us = Some(now);
+            if cwnd < self.w_max {
+                self.k_s = ((self.w_max - cwnd) / C).cbrt();
+                self.origin = self.w_max;
+            } else {
+                self.k_s = 0.0;
+                self.origin = cwnd;
+            }
+            self.w_est = cwnd;
+        }
+        let t = (now - self.epoch_start_us.unwrap_or(now) + self.min_rtt_us) as f64 / 1e6;
+        let target = self.origin + C * (t - self.k_s).powi(3);
+        // ACKs needed per +1 packet, as Linux's `cnt`.
+        let mut cnt = if target > cwnd { cwnd / (target - cwnd) } else { 100.0 * cwnd };
+        // Reno-friendly region (RFC 9438 §4.3), per ACK.
+        let alpha = 3.0 * (1.0 - BETA) / (1.0 + BETA);
+        self.w_est += alpha * acked as f64 / cwnd;
+        if self.w_est > cwnd {
+            cnt = cnt.min(cwnd / (self.w_est - cwnd));
+        }
+        let cnt = cnt.max(2.0);
+        self.cwnd_f += acked as f64 / cnt;
+    }
+
+    /// Reduce for a loss (RFC 9438 §4.6, §4.7).
+    pub(crate) fn reduce(&mut self) {
+        let cwnd = self.cwnd_f;
+        self.epoch_start_us = None;
+        self.w_max = if cwnd < self.w_max { cwnd * (1.0 + BETA) / 2.0 } else { cwnd };
+        self.w.ssthresh = ((cwnd * BETA) as u32).max(MIN_SSTHRESH);
+        self.cwnd_f = self.w.ssthresh as f64;
+        self.w.cwnd = self.w.ssthresh;
+    }
+
+    pub(crate) fn timeout(&mut self) {
+        self.reduce();
+        self.cwnd_f = 1.0;
+        self.w.cwnd = 1;
+    }
+
+    pub(crate) fn restore(&mut self, saved: &Cubic) {
+        *self = saved.clone();
+    }
+}
+
+impl Controller for Cubic {
+    fn name(&self) -> &'static str {
+        "cubic"
+    }
+
+    fn on_ack(&mut self, s: &AckSample) {
+        if s.min_rtt_us > 0 {
+            self.min_rtt_us = s.min_rtt_us;
+        }
+        if s.ca_state != CaState::Open || s.acked_sacked == 0 {
+            return;
+        }
+        let mut acked = s.acked_sacked;
+        if self.w.in_slow_start() {
+            acked = self.w.slow_start(acked);
+            self.cwnd_f = self.w.cwnd as f64;
+            if acked == 0 {
+                return;
+            }
+        }
+        self.congestion_avoidance(s.now_us, acked);
+        self.w.cwnd = self.cwnd_f as u32;
+    }
+
+    fn on_congestion_event(&mut self, _now_us: u64, _in_flight: u32) {
+        self.reduce();
+    }
+
+    fn on_rto(&mut self, _now_us: u64) {
+        self.timeout();
+    }
+
+    fn cwnd(&self) -> u32 {
+        self.w.cwnd.max(1)
+    }
+
+    fn pacing_rate(&self) -> Option<f64> {
+        None
+    }
+
+    fn state(&self) -> Vec<(&'static str, f64)> {
+        vec![("ssthresh", self.w.ssthresh.min(1 << 30) as f64), ("w_max", self.w_max), ("k_s", self.k_s)]
+    }
+}

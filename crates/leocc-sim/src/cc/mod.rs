@@ -1,0 +1,225 @@
+//! Congestion controls behind one small trait, in the style of quinn-proto's `congestion`
+//! module: the transport owns loss detection and hands each controller what Linux's
+//! `tcp_congestion_ops` sees — a per-ACK rate sample (net/ipv4/tcp_rate.c), the entry into
+//! recovery, timeouts — and reads back a congestion window and an optional pacing rate.
+//!
+//! One file per control, each citing its source and parameters. `new_controller` maps a
+//! name (as on the command line) to a boxed controller.
+
+mod bbr;
+mod bbr3;
+mod copa;
+mod cubic;
+mod leocc;
+mod reno;
+mod satcp;
+mod vegas;
+mod vivace;
+
+pub use bbr::Bbr;
+pub use bbr3::Bbr3;
+pub use copa::Copa;
+pub use cubic::Cubic;
+pub use leocc::Leocc;
+pub use reno::Reno;
+pub use satcp::Satcp;
+pub use vegas::Vegas;
+pub use vivace::Vivace;
+
+/// The loss-recovery state of the sender, as Linux's `icsk_ca_state` (Open, Recovery, Loss).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CaState {
+    /// No loss being repaired.
+    Open,
+    /// Fast recovery after a loss detected by SACK/RACK.
+    Recovery,
+    /// Recovery after a retransmission timeout.
+    Loss,
+}
+
+/// What a controller learns from one ACK: Linux's `struct rate_sample` plus the socket
+/// fields a `cong_control` hook reads. Counts are in packets (segments of `mss` bytes).
+#[derive(Clone, Copy, Debug)]
+pub struct AckSample {
+    /// Time of the ACK's arrival at the sender.
+    pub now_us: u64,
+    /// Packets newly delivered (cumulatively ACKed or SACKed) by this ACK.
+    pub acked_sacked: u32,
+    /// Packets newly marked lost while processing this ACK.
+    pub losses: u32,
+    /// Rate sample: packets delivered over `interval_us`; -1 when there is no valid sample.
+    pub delivered: i64,
+    /// Rate sample interval, max(send interval, ACK interval); -1 when invalid.
+    pub interval_us: i64,
+    /// `tp->delivered` when the sampled packet was sent (the start of its round trip).
+    pub prior_delivered: u64,
+    /// RTT of the most recently sent packet this ACK delivered (never retransmitted ones only).
+    pub rtt_us: Option<u64>,
+    /// Packets in flight before this ACK was processed.
+    pub prior_in_flight: u32,
+    /// Packets in flight after processing it.
+    pub in_flight: u32,
+    /// The sample was taken while the sender was application-limited.
+    pub app_limited: bool,
+    /// The sampled packet had been retransmitted.
+    pub is_retrans: bool,
+    /// Packets in flight when the sampled packet was sent (BBRv3 `tx_in_flight`).
+    pub tx_in_flight: u32,
+    /// Packets marked lost while the sampled packet was in flight (BBRv3 `rs.lost`).
+    pub lost: u64,
+    /// Loss-recovery state after processing this ACK.
+    pub ca_state: CaState,
+    /// Total packets delivered so far (`tp->delivered`).
+    pub delivered_total: u64,
+    /// Total packets marked lost so far.
+    pub lost_total: u64,
+    /// Windowed minimum RTT (Linux `tcp_min_rtt`), 0 when unknown.
+    pub min_rtt_us: u64,
+    /// Smoothed RTT, 0 when unknown.
+    pub srtt_us: u64,
+    /// Payload bytes per packet.
+    pub mss: u32,
+}
+
+impl AckSample {
+    /// The delivery rate of this sample in bytes per second, if the sample is valid.
+    pub fn delivery_rate(&self) -> Option<f64> {
+        (self.delivered > 0 && self.interval_us > 0)
+            .then(|| self.delivered as f64 * self.mss as f64 * 1e6 / self.interval_us as f64)
+    }
+}
+
+/// A reconfiguration event as the detector (or the oracle) reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReconfigEvent {
+    /// When the detector decided a reconfiguration happened.
+    pub time_us: u64,
+    /// Event number, increasing from 1.
+    pub seq: u32,
+    /// When the sender learns about it.
+    pub now_us: u64,
+}
+
+/// A congestion control. The sender calls the hooks; the controller keeps its window.
+pub trait Controller: Send {
+    /// Name as on the command line.
+    fn name(&self) -> &'static str;
+    /// Every ACK, after loss detection and the recovery state machine (`cong_control`).
+    fn on_ack(&mut self, s: &AckSample);
+    /// Fast recovery starts (the first loss of an episode was detected).
+    fn on_congestion_event(&mut self, _now_us: u64, _in_flight: u32) {}
+    /// Recovery (fast or after a timeout) ended: everything sent before it was ACKed.
+    fn on_recovery_exit(&mut self, _now_us: u64) {}
+    /// The retransmission timer fired.
+    fn on_rto(&mut self, _now_us: u64) {}
+    /// The detector reported a satellite reconfiguration.
+    fn on_reconfig(&mut self, _ev: &ReconfigEvent) {}
+    /// A new terminal-to-PoP RTT measurement from the detector's probes.
+    fn on_path(&mut self, _now_us: u64, _term_pop_rtt_us: u64) {}
+    /// A packet (new or retransmission) left the sender; `tx_index` numbers transmissions.
+    fn on_packet_sent(&mut self, _now_us: u64, _tx_index: u64, _in_flight: u32) {}
+    /// The transmission `tx_index` was delivered, `rtt_us` after it was sent.
+    fn on_packet_acked(&mut self, _now_us: u64, _tx_index: u64, _rtt_us: u64) {}
+    /// The transmission `tx_index` was declared lost.
+    fn on_packet_lost(&mut self, _now_us: u64, _tx_index: u64) {}
+    /// Congestion window in packets (at least 1).
+    fn cwnd(&self) -> u32;
+    /// Pacing rate in bytes per second, or None for no pacing.
+    fn pacing_rate(&self) -> Option<f64>;
+    /// Internal state for time series, as (name, value) pairs.
+    fn state(&self) -> Vec<(&'static str, f64)> {
+        Vec::new()
+    }
+}
+
+/// Settings every controller may read.
+#[derive(Clone, Debug)]
+pub struct CcConfig {
+    /// Payload bytes per packet.
+    pub mss: u32,
+    /// Initial congestion window in packets.
+    pub init_cwnd: u32,
+    /// Seed for controllers that randomise (BBR's gain phase, Vivace's trial order).
+    pub seed: u64,
+}
+
+/// The names `new_controller` accepts.
+pub const NAMES: &[&str] = &["reno", "cubic", "vegas", "bbr", "bbr3", "copa", "vivace", "satcp", "leocc"];
+
+/// The controller called `name`, or an error listing the known names.
+pub fn new_controller(name: &str, cfg: &CcConfig) -> Result<Box<dyn Controller>, String> {
+    Ok(match name {
+        "reno" => Box::new(Reno::new(cfg)),
+        "cubic" => Box::new(Cubic::new(cfg)),
+        "vegas" => Box::new(Vegas::new(cfg)),
+        "bbr" => Box::new(Bbr::new(cfg)),
+        "bbr3" => Box::new(Bbr3::new(cfg)),
+        "copa" => Box::new(Copa::new(cfg)),
+        "vivace" => Box::new(Vivace::new(cfg)),
+        "satcp" => Box::new(Satcp::new(cfg)),
+        "leocc" => Box::new(Leocc::new(cfg)),
+        _ => return Err(format!("unknown congestion control '{name}' (known: {})", NAMES.join(", "))),
+    })
+}
+
+/// A windowed max filter over rounds (or any monotone clock): keeps the best value of each
+/// of the last `window` slots. Used by BBR's bandwidth filter and similar.
+#[derive(Clone, Debug)]
+pub(crate) struct WindowedMax {
+    window: u64,
+    entries: std::collections::VecDeque<(u64, f64)>,
+}
+
+impl WindowedMax {
+    pub(crate) fn new(window: u64) -> Self {
+        WindowedMax { window, entries: std::collections::VecDeque::new() }
+    }
+
+    /// Add `value` observed at `time`; values older than `time - window` expire.
+    pub(crate) fn update(&mut self, time: u64, value: f64) {
+        while self.entries.back().is_some_and(|&(_, v)| v <= value) {
+            self.entries.pop_back();
+        }
+        self.entries.push_back((time, value));
+        self.expire(time);
+    }
+
+    /// Drop values older than the window ending at `time`.
+    pub(crate) fn expire(&mut self, time: u64) {
+        while self.entries.len() > 1 && self.entries.front().is_some_and(|&(t, _)| t + self.window <= time) {
+            self.entries.pop_front();
+        }
+    }
+
+    pub(crate) fn get(&self) -> f64 {
+        self.entries.front().map_or(0.0, |&(_, v)| v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windowed_max_expires_old_best() {
+        let mut f = WindowedMax::new(10);
+        f.update(0, 5.0);
+        f.update(3, 2.0);
+        assert_eq!(f.get(), 5.0);
+        f.update(10, 1.0);
+        assert_eq!(f.get(), 2.0);
+        f.update(14, 0.5);
+        assert_eq!(f.get(), 1.0);
+    }
+
+    #[test]
+    fn every_name_constructs() {
+        let cfg = CcConfig { mss: 1448, init_cwnd: 10, seed: 1 };
+        for n in NAMES {
+            let c = new_controller(n, &cfg).unwrap();
+            assert_eq!(c.name(), *n);
+            assert!(c.cwnd() >= 1);
+        }
+        assert!(new_controller("nope", &cfg).is_err());
+    }
+}

@@ -1,0 +1,308 @@
+//! A deterministic, packet-level, discrete-event simulator of TCP over LEO satellite paths.
+//!
+//! The model, outside in:
+//! - **Links** come from `leocc-trace`'s `LinkModel` (the same one the emulator replays):
+//!   delivery opportunities (mahimahi semantics), per-direction one-way delay, random loss,
+//!   ground-truth outages, and an optional terrestrial segment as a second bottleneck. Each
+//!   capacity hop has a droptail FIFO in packets or bytes ([`QueueLimit`]); see `sim`.
+//! - **TCP** (`tcp`): a Linux-like sender (tcp_rate.c delivery-rate samples, SACK scoreboard,
+//!   RACK loss detection, fast retransmit, RTO with backoff, pacing, cwnd) and a receiver
+//!   with delayed ACKs and SACK blocks. MSS 1448 payload bytes in 1500-byte packets.
+//! - **Congestion controls** (`cc`): one file each, behind one trait.
+//! - **The detector** (`detector`): LeoCC's 10 ms ICMP probe to the PoP on its own queue;
+//!   a response interval over 45 ms is a reconfiguration event. With data flowing down (the
+//!   default) the event reaches the sender on the next ACK, as the TCP-option carrier does.
+//! - **Events** (`event`): one binary heap ordered by (time, sequence number); all randomness
+//!   from one seed (`rng`). The same scenario and seed give the same result, bit for bit.
+//!
+//! Entry point: [`run`] (or [`run_with_progress`]) on a [`Scenario`] returns a [`RunResult`]
+//! that serialises to the JSON line DESIGN.md specifies.
+
+pub mod cc;
+pub mod detector;
+pub mod event;
+pub mod metrics;
+pub mod rng;
+pub mod sim;
+pub mod tcp;
+
+use std::sync::Arc;
+
+use leocc_trace::{Capacity, DelaySeries, Dir, DirTrace, Loss, Meta, Span, Trace};
+
+pub use metrics::{FlowResult, RunResult, TsRow};
+pub use sim::World;
+
+/// Default bottleneck queue: 500 packets, as the LeoCC authors' replayer uses.
+pub const DEFAULT_QUEUE_PACKETS: u64 = 500;
+/// Default delayed-ACK threshold: every 2 full segments (RFC 1122 / Linux).
+pub const DEFAULT_DELACK_SEGS: u32 = 2;
+/// Default delayed-ACK timeout: Linux's minimum ATO, 40 ms (TCP_DELACK_MIN).
+pub const DEFAULT_DELACK_TIMEOUT_US: u64 = 40_000;
+
+/// Errors from building or running a scenario.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    /// A bad option or scenario.
+    #[error("{0}")]
+    Config(String),
+}
+
+/// Size limit of a droptail queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QueueLimit {
+    /// At most this many packets.
+    Packets(u64),
+    /// At most this many bytes.
+    Bytes(u64),
+}
+
+impl std::str::FromStr for QueueLimit {
+    type Err = String;
+    /// `500` or `500p` (packets), `750000b` / `750kB` / `1MB` (bytes).
+    fn from_str(s: &str) -> Result<QueueLimit, String> {
+        let t = s.trim();
+        let bad = || format!("bad queue size '{s}': expected packets (500, 500p) or bytes (750000b, 750kB, 1MB)");
+        let (num, mult, bytes) = if let Some(n) = t.strip_suffix("MB") {
+            (n, 1_000_000, true)
+        } else if let Some(n) = t.strip_suffix("kB") {
+            (n, 1_000, true)
+        } else if let Some(n) = t.strip_suffix('b').or_else(|| t.strip_suffix('B')) {
+            (n, 1, true)
+        } else {
+            (t.strip_suffix('p').unwrap_or(t), 1, false)
+        };
+        let v: u64 = num.trim().parse().map_err(|_| bad())?;
+        if v == 0 {
+            return Err(format!("bad queue size '{s}': must be positive"));
+        }
+        Ok(if bytes { QueueLimit::Bytes(v * mult) } else { QueueLimit::Packets(v) })
+    }
+}
+
+/// One flow: its congestion control and when it sends.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FlowSpec {
+    /// Congestion control name.
+    pub cc: String,
+    /// Start, µs.
+    pub start_us: u64,
+    /// Stop, µs (clipped to the run's duration).
+    pub stop_us: u64,
+}
+
+/// The grammar of `--flows`, for help texts.
+pub const FLOWS_GRAMMAR: &str = "SPEC = N | ITEM[,ITEM...]; ITEM = [K*]CC[@START[-STOP]] (seconds). \
+N: N flows of each --cc, all from 0 to the end. Examples: 'cubic@0-60,leocc@20-80', '2*bbr,cubic@10'.";
+
+/// Parse `--flows`. A bare number N gives N flows of `cc` over the whole run; otherwise items
+/// `[K*]CC[@START[-STOP]]` separated by commas (times in seconds; STOP defaults to the end).
+pub fn parse_flows(spec: &str, cc: &str, duration_us: u64) -> Result<Vec<FlowSpec>, String> {
+    let spec = spec.trim();
+    if let Ok(n) = spec.parse::<u32>() {
+        if n == 0 || n > 1000 {
+            return Err(format!("--flows {n}: need 1 to 1000 flows"));
+        }
+        return Ok((0..n).map(|_| FlowSpec { cc: cc.to_string(), start_us: 0, stop_us: duration_us }).collect());
+    }
+    let mut out = Vec::new();
+    for item in spec.split(',') {
+        let item = item.trim();
+        let err = |why: &str| format!("--flows item '{item}': {why} ({FLOWS_GRAMMAR})");
+        let (count, rest) = match item.split_once('*') {
+            Some((k, r)) => (k.trim().parse::<u32>().map_err(|_| err("bad count before '*'"))?, r),
+            None => (1, item),
+        };
+        let (name, times) = match rest.split_once('@') {
+            Some((n, t)) => (n.trim(), Some(t)),
+            None => (rest.trim(), None),
+        };
+        if !cc::NAMES.contains(&name) {
+            return Err(err(&format!("unknown congestion control '{name}' (known: {})", cc::NAMES.join(", "))));
+        }
+        let secs = |s: &str| -> Result<u64, String> {
+            let v: f64 = s.trim().parse().map_err(|_| err(&format!("'{s}' is not a number of seconds")))?;
+            if !(0.0..=1e7).contains(&v) {
+                return Err(err("time out of range"));
+            }
+            Ok((v * 1e6).round() as u64)
+        };
+        let (start, stop) = match times {
+            None => (0, duration_us),
+            Some(t) => match t.split_once('-') {
+                Some((a, b)) => (secs(a)?, secs(b)?),
+                None => (secs(t)?, duration_us),
+            },
+        };
+        if stop <= start {
+            return Err(err("stop must be after start"));
+        }
+        if start >= duration_us {
+            return Err(err("starts after the end of the run (see --duration)"));
+        }
+        for _ in 0..count.max(1) {
+            out.push(FlowSpec { cc: name.to_string(), start_us: start, stop_us: stop.min(duration_us) });
+        }
+    }
+    if out.is_empty() || out.len() > 1000 {
+        return Err("--flows: need 1 to 1000 flows".into());
+    }
+    Ok(out)
+}
+
+/// Everything one run needs.
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    /// The path.
+    pub trace: Arc<Trace>,
+    /// Its name in the results (usually the file path).
+    pub trace_name: String,
+    /// The flows.
+    pub flows: Vec<FlowSpec>,
+    /// Simulated time, µs.
+    pub duration_us: u64,
+    /// Seed of every random choice.
+    pub seed: u64,
+    /// Queue limit of every capacity hop.
+    pub queue: QueueLimit,
+    /// Random loss added on the data direction's satellite hop (on top of the trace's).
+    pub loss: f64,
+    /// Direction of the data: Down (server to satellite user, the default) or Up.
+    pub data_dir: Dir,
+    /// Receiver ACKs every this many in-order segments.
+    pub delack_segs: u32,
+    /// ... or after this long.
+    pub delack_timeout_us: u64,
+    /// Run the detector's probes.
+    pub detector: bool,
+    /// Probe interval.
+    pub probe_interval_us: u64,
+    /// Response interval that means a reconfiguration.
+    pub outage_threshold_us: u64,
+    /// Feed the trace's ground-truth reconfigurations instead of detected ones.
+    pub oracle_reconfig: bool,
+    /// Include the terrestrial segment when the trace has one.
+    pub terrestrial: bool,
+    /// Collect the per-100 ms time series.
+    pub timeseries: bool,
+}
+
+impl Scenario {
+    /// A scenario with the defaults: one flow of `cc` over the whole run.
+    pub fn new(trace: Arc<Trace>, trace_name: &str, cc: &str, duration_us: u64) -> Scenario {
+        Scenario {
+            trace,
+            trace_name: trace_name.to_string(),
+            flows: vec![FlowSpec { cc: cc.to_string(), start_us: 0, stop_us: duration_us }],
+            duration_us,
+            seed: 1,
+            queue: QueueLimit::Packets(DEFAULT_QUEUE_PACKETS),
+            loss: 0.0,
+            data_dir: Dir::Down,
+            delack_segs: DEFAULT_DELACK_SEGS,
+            delack_timeout_us: DEFAULT_DELACK_TIMEOUT_US,
+            detector: true,
+            probe_interval_us: detector::PROBE_INTERVAL_US,
+            outage_threshold_us: detector::OUTAGE_THRESHOLD_US,
+            oracle_reconfig: false,
+            terrestrial: true,
+            timeseries: false,
+        }
+    }
+
+    fn validate(&self) -> Result<(), SimError> {
+        let bad = |m: String| Err(SimError::Config(m));
+        if self.duration_us == 0 {
+            return bad("duration must be positive".into());
+        }
+        if !(0.0..1.0).contains(&self.loss) {
+            return bad(format!("loss rate {} must be in [0, 1)", self.loss));
+        }
+        if self.flows.is_empty() {
+            return bad("no flows".into());
+        }
+        if self.flows.len() > u16::MAX as usize {
+            return bad("too many flows".into());
+        }
+        if self.probe_interval_us == 0 {
+            return bad("probe interval must be positive".into());
+        }
+        Ok(())
+    }
+}
+
+/// Run a scenario to the end.
+pub fn run(sc: &Scenario) -> Result<RunResult, SimError> {
+    run_with_progress(sc, &mut |_| {})
+}
+
+/// Run a scenario, calling `progress(simulated µs)` about once per simulated second.
+pub fn run_with_progress(sc: &Scenario, progress: &mut dyn FnMut(u64)) -> Result<RunResult, SimError> {
+    sc.validate()?;
+    let mut w = World::new(sc)?;
+    w.run(progress);
+    Ok(w.result(sc))
+}
+
+/// A synthetic trace for tests and benchmarks, built through `leocc-trace`'s types: constant
+/// capacity `mbps` in both directions (1500-byte opportunities spread evenly, µs resolution),
+/// constant one-way delay, and optional outages (start, length) in µs during which the
+/// satellite offers no opportunity; each outage is also a ground-truth reconfiguration.
+pub fn constant_trace(mbps: f64, one_way_delay_us: u64, period_us: u64, outages: &[(u64, u64)]) -> Trace {
+    let per_opp_us = 1500.0 * 8.0 / mbps; // µs between opportunities
+    let mut times = Vec::new();
+    let mut k = 0u64;
+    loop {
+        let t = (k as f64 * per_opp_us).round() as u64;
+        if t >= period_us {
+            break;
+        }
+        if !outages.iter().any(|&(s, l)| t >= s && t < s + l) {
+            times.push(t);
+        }
+        k += 1;
+    }
+    let cap = Capacity::new(times, Some(period_us)).expect("sorted times within the period");
+    let dir = DirTrace { capacity: Some(cap), delay: Some(DelaySeries::constant(one_way_delay_us)), loss: Loss::Constant(0.0) };
+    Trace {
+        meta: Meta { name: format!("constant-{mbps}mbps"), resolution_us: 1, ..Meta::default() },
+        up: dir.clone(),
+        down: dir,
+        reconfigurations: outages.iter().map(|&(s, _)| s).collect(),
+        outages: outages.iter().map(|&(s, l)| Span { start_us: s, len_us: l }).collect(),
+        terrestrial: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flow_grammar() {
+        let f = parse_flows("cubic@0-60,2*leocc@20", "x", 100_000_000).unwrap();
+        assert_eq!(f.len(), 3);
+        assert_eq!(f[0], FlowSpec { cc: "cubic".into(), start_us: 0, stop_us: 60_000_000 });
+        assert_eq!(f[2], FlowSpec { cc: "leocc".into(), start_us: 20_000_000, stop_us: 100_000_000 });
+        assert_eq!(parse_flows("3", "bbr", 5).unwrap().len(), 3);
+        assert!(parse_flows("foo@1", "x", 10).unwrap_err().contains("unknown congestion control"));
+        assert!(parse_flows("cubic@5-2", "x", 10_000_000).unwrap_err().contains("stop must be after start"));
+        assert!(parse_flows("cubic@x", "x", 10).is_err());
+    }
+
+    #[test]
+    fn queue_limits_parse() {
+        assert_eq!("500".parse::<QueueLimit>().unwrap(), QueueLimit::Packets(500));
+        assert_eq!("750kB".parse::<QueueLimit>().unwrap(), QueueLimit::Bytes(750_000));
+        assert_eq!("1MB".parse::<QueueLimit>().unwrap(), QueueLimit::Bytes(1_000_000));
+        assert!("0".parse::<QueueLimit>().is_err());
+        assert!("lots".parse::<QueueLimit>().is_err());
+    }
+
+    #[test]
+    fn constant_trace_has_the_rate() {
+        let t = constant_trace(24.0, 10_000, 1_000_000, &[]);
+        let l = t.link(Dir::Down);
+        assert!((l.mean_capacity_bps(0, 1_000_000) / 24e6 - 1.0).abs() < 0.01);
+    }
+}

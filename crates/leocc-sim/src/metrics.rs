@@ -1,0 +1,288 @@
+//! Measurements and the run's results.
+//!
+//! Definitions (DESIGN.md "Results"; Pantheon's analysis for throughput and one-way delay):
+//! - throughput: bytes of data packets that reached the receiver (the wire size, 1500 B, every
+//!   arrival including retransmissions, as Pantheon's tunnel logs count them) over the flow's
+//!   active time at the receiver (first to last arrival), Mbit/s;
+//! - goodput: unique payload bytes delivered over the same time;
+//! - utilization: unique data packets delivered, on the wire (×1500 B), over the capacity the
+//!   data-direction bottleneck(s) offered in the same time (`LinkModel::mean_capacity_bps`);
+//! - one-way delay: arrival − send time of every data packet that reached the receiver,
+//!   95th percentile (Pantheon's "95th percentile per-packet one-way delay");
+//! - RTT: the sender's per-ACK RTT samples (Karn: never from retransmissions); queueing delay
+//!   = RTT − the trace's base RTT at the time the sampled packet was sent;
+//! - loss rate: data packets dropped in the network / data packets sent; retransmission rate:
+//!   retransmissions / data packets sent; Jain's index over per-flow throughput.
+//!
+//! Distributions go into log-linear histograms (<0.4 % relative error, fixed small memory),
+//! so memory stays flat however long a run is.
+
+use serde::Serialize;
+
+const SUB_BITS: u32 = 8;
+const SUB: u64 = 1 << SUB_BITS;
+const HALF: u64 = SUB / 2;
+
+/// A log-linear histogram of non-negative integer values (µs).
+#[derive(Clone, Debug, Default)]
+pub struct Histogram {
+    counts: Vec<u32>,
+    n: u64,
+    sum: f64,
+}
+
+fn bucket_of(v: u64) -> usize {
+    if v < SUB {
+        return v as usize;
+    }
+    let msb = 63 - v.leading_zeros();
+    let shift = msb - (SUB_BITS - 1);
+    (SUB + (shift as u64 - 1) * HALF + ((v >> shift) - HALF)) as usize
+}
+
+fn bucket_value(i: usize) -> f64 {
+    let i = i as u64;
+    if i < SUB {
+        return i as f64;
+    }
+    let shift = (i - SUB) / HALF + 1;
+    let mant = (i - SUB) % HALF + HALF;
+    let lo = mant << shift;
+    lo as f64 + ((1u64 << shift) as f64 - 1.0) / 2.0
+}
+
+impl Histogram {
+    /// Record one value.
+    pub fn add(&mut self, v: u64) {
+        let b = bucket_of(v);
+        if b >= self.counts.len() {
+            self.counts.resize(b + 1, 0);
+        }
+        self.counts[b] += 1;
+        self.n += 1;
+        self.sum += v as f64;
+    }
+
+    /// Number of values.
+    pub fn count(&self) -> u64 {
+        self.n
+    }
+
+    /// Exact mean (0 when empty).
+    pub fn mean(&self) -> f64 {
+        if self.n == 0 { 0.0 } else { self.sum / self.n as f64 }
+    }
+
+    /// The q-quantile (0 ≤ q ≤ 1), nearest rank; 0 when empty.
+    pub fn quantile(&self, q: f64) -> f64 {
+        if self.n == 0 {
+            return 0.0;
+        }
+        let rank = ((q * self.n as f64).ceil() as u64).clamp(1, self.n);
+        let mut acc = 0u64;
+        for (i, &c) in self.counts.iter().enumerate() {
+            acc += c as u64;
+            if acc >= rank {
+                return bucket_value(i);
+            }
+        }
+        bucket_value(self.counts.len() - 1)
+    }
+
+    /// Merge another histogram into this one.
+    pub fn merge(&mut self, o: &Histogram) {
+        if o.counts.len() > self.counts.len() {
+            self.counts.resize(o.counts.len(), 0);
+        }
+        for (a, b) in self.counts.iter_mut().zip(&o.counts) {
+            *a += b;
+        }
+        self.n += o.n;
+        self.sum += o.sum;
+    }
+}
+
+/// Raw per-flow measurements collected during a run.
+#[derive(Clone, Debug, Default)]
+pub struct FlowStats {
+    /// Data packets that arrived at the receiver (duplicates included).
+    pub arrived: u64,
+    /// New segments that arrived.
+    pub arrived_unique: u64,
+    /// First and last data arrival at the receiver.
+    pub first_arrival_us: Option<u64>,
+    /// Last data arrival.
+    pub last_arrival_us: u64,
+    /// Data packets dropped by a full queue.
+    pub dropped_queue: u64,
+    /// Data packets dropped by random loss.
+    pub dropped_random: u64,
+    /// Data packets dropped during a ground-truth outage.
+    pub dropped_outage: u64,
+    /// ACKs dropped anywhere.
+    pub acks_dropped: u64,
+    /// One-way delay of each arrival, µs.
+    pub owd: Histogram,
+    /// RTT samples, µs.
+    pub rtt: Histogram,
+    /// Queueing delay samples, µs.
+    pub qdelay: Histogram,
+}
+
+/// Results of one flow (and, without `flow`, of a whole run).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct FlowResult {
+    /// Flow index.
+    pub flow: usize,
+    /// Congestion control.
+    pub cc: String,
+    /// Configured start, s.
+    pub start_s: f64,
+    /// Configured stop, s.
+    pub stop_s: f64,
+    /// Pantheon throughput, Mbit/s.
+    pub throughput_mbps: f64,
+    /// Unique payload delivered per second, Mbit/s.
+    pub goodput_mbps: f64,
+    /// Delivered / offered capacity.
+    pub utilization: f64,
+    /// Mean RTT, ms.
+    pub rtt_avg_ms: f64,
+    /// Median RTT, ms.
+    pub rtt_p50_ms: f64,
+    /// 95th percentile RTT, ms.
+    pub rtt_p95_ms: f64,
+    /// 99th percentile RTT, ms.
+    pub rtt_p99_ms: f64,
+    /// 95th percentile one-way delay, ms.
+    pub owd_p95_ms: f64,
+    /// Mean queueing delay, ms.
+    pub qdelay_avg_ms: f64,
+    /// 95th percentile queueing delay, ms.
+    pub qdelay_p95_ms: f64,
+    /// Network drops / packets sent.
+    pub loss_rate: f64,
+    /// Retransmissions / packets sent.
+    pub retrans_rate: f64,
+    /// Data packets sent.
+    pub packets_sent: u64,
+    /// Retransmission timeouts.
+    pub rtos: u64,
+}
+
+/// Results of one run: the totals, the run's identity, and the flows.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct RunResult {
+    /// Always "sim".
+    pub engine: String,
+    /// The control (or the flows' controls joined with '+').
+    pub cc: String,
+    /// The trace's path or name.
+    pub trace: String,
+    /// Seed.
+    pub seed: u64,
+    /// Simulated seconds.
+    pub duration_s: f64,
+    /// Total Pantheon throughput, Mbit/s.
+    pub throughput_mbps: f64,
+    /// Total goodput, Mbit/s.
+    pub goodput_mbps: f64,
+    /// Total utilization.
+    pub utilization: f64,
+    /// Mean RTT over all samples, ms.
+    pub rtt_avg_ms: f64,
+    /// Median RTT, ms.
+    pub rtt_p50_ms: f64,
+    /// 95th percentile RTT, ms.
+    pub rtt_p95_ms: f64,
+    /// 99th percentile RTT, ms.
+    pub rtt_p99_ms: f64,
+    /// 95th percentile one-way delay over all packets, ms.
+    pub owd_p95_ms: f64,
+    /// Mean queueing delay, ms.
+    pub qdelay_avg_ms: f64,
+    /// 95th percentile queueing delay, ms.
+    pub qdelay_p95_ms: f64,
+    /// Drops / sent over all flows.
+    pub loss_rate: f64,
+    /// Retransmissions / sent over all flows.
+    pub retrans_rate: f64,
+    /// Jain's fairness index over flow throughputs (1 for one flow).
+    pub jain: f64,
+    /// Reconfigurations the detector reported (or the oracle fed).
+    pub reconfigs_detected: u64,
+    /// Per-flow results.
+    pub flows: Vec<FlowResult>,
+    /// Per-100 ms time series, when asked for (not part of the JSON line).
+    #[serde(skip)]
+    pub timeseries: Vec<TsRow>,
+}
+
+/// One time-series row: one flow over one 100 ms interval.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct TsRow {
+    /// End of the interval, s.
+    pub t_s: f64,
+    /// Flow index.
+    pub flow: usize,
+    /// Unique payload delivered in the interval, Mbit/s.
+    pub throughput_mbps: f64,
+    /// Mean RTT sample in the interval, ms (0: none).
+    pub rtt_ms: f64,
+    /// Congestion window, packets.
+    pub cwnd: u32,
+    /// Pacing rate, Mbit/s (0: not paced).
+    pub pacing_mbps: f64,
+    /// Packets in flight.
+    pub inflight: u32,
+    /// Controller state (for leocc: mode, bBW_a, bBW_m, bRTT_l, bRTT_h, bRTT_latest, target).
+    pub state: Vec<(String, f64)>,
+}
+
+/// Jain's fairness index of `xs` (1 when all equal; 1 for an empty or all-zero list).
+pub fn jain(xs: &[f64]) -> f64 {
+    let s: f64 = xs.iter().sum();
+    let s2: f64 = xs.iter().map(|x| x * x).sum();
+    if xs.is_empty() || s2 == 0.0 { 1.0 } else { s * s / (xs.len() as f64 * s2) }
+}
+
+/// Mbit/s of `bytes` over `us` microseconds (0 for an empty interval).
+pub fn mbps(bytes: f64, us: u64) -> f64 {
+    if us == 0 { 0.0 } else { bytes * 8.0 / us as f64 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_quantiles_within_half_percent() {
+        let mut h = Histogram::default();
+        for v in 1..=100_000u64 {
+            h.add(v);
+        }
+        for q in [0.5, 0.95, 0.99] {
+            let exact = q * 100_000.0;
+            let got = h.quantile(q);
+            assert!((got - exact).abs() / exact < 0.005, "q{q}: {got} vs {exact}");
+        }
+        assert!((h.mean() - 50_000.5).abs() < 1e-6);
+    }
+
+    #[test]
+    fn bucket_boundaries_are_monotone() {
+        let mut last = 0usize;
+        for v in 0..100_000u64 {
+            let b = bucket_of(v);
+            assert!(b >= last && b <= last + 1);
+            assert!(bucket_value(b) >= 0.0);
+            last = b;
+        }
+    }
+
+    #[test]
+    fn jain_index() {
+        assert_eq!(jain(&[5.0, 5.0]), 1.0);
+        assert!((jain(&[10.0, 0.0]) - 0.5).abs() < 1e-12);
+    }
+}

@@ -1,0 +1,669 @@
+//! The world: hops (queue + transmitter + delay line) on two routes, flows (sender, receiver,
+//! statistics), the detector, and the event loop that ties them together.
+//!
+//! Topology (data downlink, the default): server —[terrestrial]— PoP —[satellite down]— client
+//! for data, and client —[satellite up]— PoP —[terrestrial, delay only]— server for ACKs. With
+//! `data_dir = Up` the roles swap. Each capacity hop is a droptail FIFO served at the trace's
+//! delivery opportunities (mahimahi: each opportunity carries up to 1500 bytes; a packet may
+//! span opportunities, several small ones share one; an unused opportunity is lost), followed
+//! by the trace's one-way delay at departure time, kept FIFO (a packet never overtakes one
+//! that left earlier). Random loss (the trace's, plus `--loss` on the data direction) and
+//! ground-truth outages drop packets as they leave the transmitter.
+
+use std::collections::VecDeque;
+
+use leocc_trace::{Dir, LinkModel, OPPORTUNITY_BYTES};
+
+use crate::cc::{new_controller, CcConfig, ReconfigEvent};
+use crate::detector::Detector;
+use crate::event::{Ev, EventQueue};
+use crate::metrics::{jain, mbps, FlowResult, FlowStats, RunResult, TsRow};
+use crate::rng::Rng;
+use crate::tcp::{ack_size, Body, Io, Packet, Receiver, Sender, DATA_PACKET_BYTES, INIT_CWND, MSS};
+use crate::{QueueLimit, Scenario, SimError};
+
+/// Time-series interval (issue 4: per 100 ms).
+pub const SAMPLE_INTERVAL_US: u64 = 100_000;
+/// Resolution of the capacity integral when two bottlenecks are in series.
+const CAPACITY_BIN_US: u64 = 10_000;
+/// RNG stream ids (see `Rng::derive`).
+const STREAM_LOSS: u64 = 1;
+const STREAM_PROBE_PHASE: u64 = 2;
+const STREAM_CC: u64 = 100;
+
+struct Hop {
+    link: LinkModel,
+    /// Serves at delivery opportunities (false: a pure delay line).
+    capacity: bool,
+    limit: QueueLimit,
+    queue: VecDeque<Packet>,
+    queued_bytes: u64,
+    head_sent: u32,
+    service_at: Option<u64>,
+    line: VecDeque<(u64, Packet)>,
+    last_arrival: u64,
+    /// Extra random loss probability (the `--loss` option) on top of the trace's.
+    extra_loss: f64,
+    trace_loss: bool,
+    outage_drop: bool,
+}
+
+impl Hop {
+    fn new(link: LinkModel, capacity: bool, limit: QueueLimit, extra_loss: f64, lossy: bool) -> Hop {
+        Hop {
+            link,
+            capacity,
+            limit,
+            queue: VecDeque::new(),
+            queued_bytes: 0,
+            head_sent: 0,
+            service_at: None,
+            line: VecDeque::new(),
+            last_arrival: 0,
+            extra_loss,
+            trace_loss: lossy,
+            outage_drop: lossy,
+        }
+    }
+
+    fn full_for(&self, size: u32) -> bool {
+        match self.limit {
+            QueueLimit::Packets(n) => self.queue.len() as u64 >= n,
+            QueueLimit::Bytes(b) => self.queued_bytes + size as u64 > b,
+        }
+    }
+}
+
+struct Flow {
+    cc_name: String,
+    start_us: u64,
+    stop_us: u64,
+    sender: Sender,
+    receiver: Receiver,
+    stats: FlowStats,
+    last_path_rtt: u64,
+    ts_bytes: u64,
+    ts_rtt_sum: u64,
+    ts_rtt_n: u64,
+}
+
+/// A scenario instantiated: everything the event loop touches.
+pub struct World {
+    ev: EventQueue,
+    hops: Vec<Hop>,
+    routes: [Vec<usize>; 2],
+    flows: Vec<Flow>,
+    detector: Detector,
+    data_down: bool,
+    oracle: Vec<u64>,
+    use_oracle: bool,
+    oracle_seq: u32,
+    reconfigs: u64,
+    rng: Rng,
+    out: Vec<Packet>,
+    end_us: u64,
+    timeseries: bool,
+    ts: Vec<TsRow>,
+    /// Events processed (for the benchmark).
+    pub events_processed: u64,
+}
+
+impl World {
+    /// Build the world for `sc`.
+    pub fn new(sc: &Scenario) -> Result<World, SimError> {
+        let trace = &sc.trace;
+        let (data_dir, ack_dir) = match sc.data_dir {
+            Dir::Down => (Dir::Down, Dir::Up),
+            Dir::Up => (Dir::Up, Dir::Down),
+        };
+        let sat_data = trace.link(data_dir);
+        let sat_ack = trace.link(ack_dir);
+        let terr = if sc.terrestrial { trace.terrestrial() } else { None };
+        let mut hops = Vec::new();
+        let mut data_route = Vec::new();
+        let mut ack_route = Vec::new();
+        let data_down = data_dir == Dir::Down;
+        // The server sits behind the terrestrial segment: first on the data path when data
+        // flows down, last when it flows up.
+        let push = |hops: &mut Vec<Hop>, h: Hop| {
+            hops.push(h);
+            hops.len() - 1
+        };
+        if data_down {
+            if let Some(t) = &terr {
+                data_route.push(push(&mut hops, Hop::new(t.clone(), true, sc.queue, 0.0, true)));
+            }
+            data_route.push(push(&mut hops, Hop::new(sat_data, true, sc.queue, sc.loss, true)));
+            ack_route.push(push(&mut hops, Hop::new(sat_ack, true, sc.queue, 0.0, true)));
+            if let Some(t) = &terr {
+                ack_route.push(push(&mut hops, Hop::new(t.clone(), false, sc.queue, 0.0, false)));
+            }
+        } else {
+            data_route.push(push(&mut hops, Hop::new(sat_data, true, sc.queue, sc.loss, true)));
+            if let Some(t) = &terr {
+                data_route.push(push(&mut hops, Hop::new(t.clone(), true, sc.queue, 0.0, true)));
+                ack_route.push(push(&mut hops, Hop::new(t.clone(), false, sc.queue, 0.0, false)));
+            }
+            ack_route.push(push(&mut hops, Hop::new(sat_ack, true, sc.queue, 0.0, true)));
+        }
+        let mut flows = Vec::new();
+        for (i, f) in sc.flows.iter().enumerate() {
+            let cfg = CcConfig { mss: MSS, init_cwnd: INIT_CWND, seed: Rng::derive(sc.seed, STREAM_CC + i as u64).next_u64() };
+            let cc = new_controller(&f.cc, &cfg).map_err(SimError::Config)?;
+            flows.push(Flow {
+                cc_name: f.cc.clone(),
+                start_us: f.start_us,
+                stop_us: f.stop_us.min(sc.duration_us),
+                sender: Sender::new(i as u16, cc),
+                receiver: Receiver::new(i as u16, sc.delack_segs, sc.delack_timeout_us),
+                stats: FlowStats::default(),
+                last_path_rtt: 0,
+                ts_bytes: 0,
+                ts_rtt_sum: 0,
+                ts_rtt_n: 0,
+            });
+        }
+        let detector = Detector::new(trace.link(Dir::Up), trace.link(Dir::Down), sc.probe_interval_us, sc.outage_threshold_us);
+        let mut oracle = Vec::new();
+        let period = trace.duration_us().max(1);
+        let rc = trace.reconfigurations_us();
+        if !rc.is_empty() {
+            let mut k = 0;
+            'outer: loop {
+                for &t in rc {
+                    let at = k * period + t;
+                    if at > sc.duration_us {
+                        break 'outer;
+                    }
+                    oracle.push(at);
+                }
+                k += 1;
+            }
+        }
+        let mut w = World {
+            ev: EventQueue::default(),
+            hops,
+            routes: [data_route, ack_route],
+            flows,
+            detector,
+            data_down,
+            oracle,
+            use_oracle: sc.oracle_reconfig,
+            oracle_seq: 0,
+            reconfigs: 0,
+            rng: Rng::derive(sc.seed, STREAM_LOSS),
+            out: Vec::new(),
+            end_us: sc.duration_us,
+            timeseries: sc.timeseries,
+            ts: Vec::new(),
+            events_processed: 0,
+        };
+        for (i, f) in w.flows.iter().enumerate() {
+            w.ev.push(f.start_us, Ev::FlowStart(i as u16));
+            w.ev.push(f.stop_us, Ev::FlowStop(i as u16));
+        }
+        if sc.detector {
+            let phase = Rng::derive(sc.seed, STREAM_PROBE_PHASE).below(sc.probe_interval_us.max(1));
+            w.ev.push(phase, Ev::ProbeSend);
+        }
+        if w.use_oracle {
+            for (i, &t) in w.oracle.iter().enumerate() {
+                w.ev.push(t, Ev::Oracle(i as u32));
+            }
+        }
+        if w.timeseries {
+            w.ev.push(SAMPLE_INTERVAL_US, Ev::Sample);
+        }
+        Ok(w)
+    }
+
+    /// Run until the end, calling `progress` with the simulated time about once per second.
+    pub fn run(&mut self, progress: &mut dyn FnMut(u64)) {
+        let mut next_progress = 1_000_000;
+        while let Some(t) = self.ev.peek_time() {
+            if t > self.end_us {
+                break;
+            }
+            let (now, ev) = self.ev.pop().expect("peeked");
+            self.events_processed += 1;
+            if now >= next_progress {
+                progress(now);
+                next_progress = now + 1_000_000;
+            }
+            self.handle(now, ev);
+        }
+    }
+
+    fn handle(&mut self, now: u64, ev: Ev) {
+        match ev {
+            Ev::HopService(h) => self.serve(now, h as usize),
+            Ev::HopArrive(h) => self.arrive(now, h as usize),
+            Ev::FlowStart(f) => {
+                let mut io = Io { ev: &mut self.ev, out: &mut self.out };
+                self.flows[f as usize].sender.start(now, &mut io);
+                self.flush(now);
+            }
+            Ev::FlowStop(f) => self.flows[f as usize].sender.stop(),
+            Ev::SenderWake(f) => {
+                let mut io = Io { ev: &mut self.ev, out: &mut self.out };
+                self.flows[f as usize].sender.on_wake(now, &mut io);
+                self.flush(now);
+            }
+            Ev::Rto(f) => {
+                let mut io = Io { ev: &mut self.ev, out: &mut self.out };
+                self.flows[f as usize].sender.on_rto_timer(now, &mut io);
+                self.flush(now);
+            }
+            Ev::Rack(f) => {
+                let mut io = Io { ev: &mut self.ev, out: &mut self.out };
+                self.flows[f as usize].sender.on_rack_timer(now, &mut io);
+                self.flush(now);
+            }
+            Ev::DelAck(f) => {
+                if self.flows[f as usize].receiver.on_delack_timer(now) {
+                    self.send_ack(now, f as usize);
+                }
+            }
+            Ev::ProbeSend => {
+                if let Some(at) = self.detector.send_probe(now) {
+                    self.ev.push(at, Ev::ProbeLeg);
+                }
+                self.ev.push(now + self.detector.interval_us(), Ev::ProbeSend);
+            }
+            Ev::ProbeLeg => self.probe_arrival(now),
+            Ev::Oracle(i) => {
+                self.oracle_seq += 1;
+                self.reconfigs += 1;
+                let e = ReconfigEvent { time_us: self.oracle[i as usize], seq: self.oracle_seq, now_us: now };
+                for f in &mut self.flows {
+                    f.sender.on_reconfig(e);
+                }
+            }
+            Ev::Sample => self.sample(now),
+        }
+    }
+
+    fn probe_arrival(&mut self, now: u64) {
+        let (out, next) = self.detector.advance(now);
+        if let Some(at) = next {
+            if at > now {
+                self.ev.push(at, Ev::ProbeLeg);
+            }
+        }
+        if let Some(seq) = out.event {
+            if !self.use_oracle {
+                self.reconfigs += 1;
+                if !self.data_down {
+                    // The sender is on the satellite side: the daemon hands it over directly.
+                    let e = ReconfigEvent { time_us: now, seq, now_us: now };
+                    for f in &mut self.flows {
+                        f.sender.on_reconfig(e);
+                    }
+                }
+            }
+        }
+        if let (Some(rtt), false) = (out.rtt_us, self.data_down) {
+            for f in &mut self.flows {
+                if f.sender.is_active() {
+                    f.sender.cc.on_path(now, rtt);
+                }
+            }
+        }
+    }
+
+    /// Route packets the senders emitted.
+    fn flush(&mut self, now: u64) {
+        let mut out = std::mem::take(&mut self.out);
+        for p in out.drain(..) {
+            let h = self.routes[p.route as usize][0];
+            self.enter(now, h, p);
+        }
+        self.out = out;
+    }
+
+    fn count_drop(&mut self, p: &Packet, kind: DropKind) {
+        let s = &mut self.flows[p.flow as usize].stats;
+        match (&p.body, kind) {
+            (Body::Ack(_), _) => s.acks_dropped += 1,
+            (Body::Data { .. }, DropKind::Queue) => s.dropped_queue += 1,
+            (Body::Data { .. }, DropKind::Random) => s.dropped_random += 1,
+            (Body::Data { .. }, DropKind::Outage) => s.dropped_outage += 1,
+        }
+    }
+
+    fn enter(&mut self, now: u64, h: usize, p: Packet) {
+        let hop = &mut self.hops[h];
+        if !hop.capacity {
+            self.propagate(now, h, p);
+            return;
+        }
+        if hop.full_for(p.size) {
+            self.count_drop(&p, DropKind::Queue);
+            return;
+        }
+        hop.queued_bytes += p.size as u64;
+        hop.queue.push_back(p);
+        if hop.service_at.is_none() {
+            if let Some(t) = hop.link.next_opportunity(now) {
+                hop.service_at = Some(t);
+                self.ev.push(t, Ev::HopService(h as u16));
+            }
+        }
+    }
+
+    /// Serve the opportunities at `now` (mahimahi semantics).
+    fn serve(&mut self, now: u64, h: usize) {
+        let hop = &mut self.hops[h];
+        if hop.service_at != Some(now) {
+            return;
+        }
+        hop.service_at = None;
+        let mut budget = hop.link.opportunities(now, 1).count() as u64 * OPPORTUNITY_BYTES as u64;
+        let mut departed: Vec<Packet> = Vec::new();
+        while budget > 0 {
+            let Some(head) = hop.queue.front() else { break };
+            let need = (head.size - hop.head_sent) as u64;
+            let take = need.min(budget);
+            budget -= take;
+            hop.head_sent += take as u32;
+            if hop.head_sent == head.size {
+                let p = hop.queue.pop_front().expect("head exists");
+                hop.queued_bytes -= p.size as u64;
+                hop.head_sent = 0;
+                departed.push(p);
+            }
+        }
+        if !hop.queue.is_empty() {
+            if let Some(t) = hop.link.next_opportunity(now + 1) {
+                hop.service_at = Some(t);
+                self.ev.push(t, Ev::HopService(h as u16));
+            }
+        }
+        for p in departed {
+            self.depart(now, h, p);
+        }
+    }
+
+    fn depart(&mut self, now: u64, h: usize, p: Packet) {
+        let hop = &self.hops[h];
+        if hop.outage_drop && hop.link.in_outage(now) {
+            // A ground-truth outage with opportunities left in the schedule still loses packets.
+            self.count_drop(&p, DropKind::Outage);
+            return;
+        }
+        let trace_p = if hop.trace_loss { hop.link.loss_prob(now) } else { 0.0 };
+        let extra = if matches!(p.body, Body::Data { .. }) { hop.extra_loss } else { 0.0 };
+        let prob = 1.0 - (1.0 - trace_p) * (1.0 - extra);
+        if prob > 0.0 && self.rng.chance(prob) {
+            self.count_drop(&p, DropKind::Random);
+            return;
+        }
+        self.propagate(now, h, p);
+    }
+
+    fn propagate(&mut self, now: u64, h: usize, p: Packet) {
+        let hop = &mut self.hops[h];
+        let at = (now + hop.link.delay_us(now)).max(hop.last_arrival);
+        hop.last_arrival = at;
+        let was_empty = hop.line.is_empty();
+        hop.line.push_back((at, p));
+        if was_empty {
+            self.ev.push(at, Ev::HopArrive(h as u16));
+        }
+    }
+
+    fn arrive(&mut self, now: u64, h: usize) {
+        while let Some(&(at, _)) = self.hops[h].line.front() {
+            if at > now {
+                self.ev.push(at, Ev::HopArrive(h as u16));
+                break;
+            }
+            let (_, mut p) = self.hops[h].line.pop_front().expect("front exists");
+            p.hop += 1;
+            let route = &self.routes[p.route as usize];
+            if (p.hop as usize) < route.len() {
+                let next = route[p.hop as usize];
+                self.enter(now, next, p);
+            } else if p.route == 0 {
+                self.deliver_data(now, p);
+            } else {
+                self.deliver_ack(now, p);
+            }
+        }
+    }
+
+    fn deliver_data(&mut self, now: u64, p: Packet) {
+        let Body::Data { seq, .. } = p.body else { return };
+        let f = &mut self.flows[p.flow as usize];
+        f.stats.arrived += 1;
+        f.stats.owd.add(now - p.sent_us);
+        f.stats.first_arrival_us.get_or_insert(now);
+        f.stats.last_arrival_us = now;
+        let r = f.receiver.on_data(now, seq, &mut self.ev);
+        if r.new {
+            f.stats.arrived_unique += 1;
+            f.ts_bytes += MSS as u64;
+        }
+        if r.ack_now {
+            self.send_ack(now, p.flow as usize);
+        }
+    }
+
+    fn send_ack(&mut self, now: u64, f: usize) {
+        let mut info = self.flows[f].receiver.make_ack();
+        if self.data_down {
+            // The receiver's host (satellite side) carries the detector's output to the
+            // sender in a TCP option, as the sock_ops carrier does.
+            if let (false, Some((t, seq))) = (self.use_oracle, self.detector.latest) {
+                info.reconfig_seq = seq;
+                info.reconfig_time_us = t;
+            }
+            info.term_pop_rtt_us = self.detector.term_pop_rtt_us;
+        }
+        let p = Packet { flow: f as u16, size: ack_size(info.nsacks), sent_us: now, route: 1, hop: 0, body: Body::Ack(info) };
+        let h = self.routes[1][0];
+        self.enter(now, h, p);
+    }
+
+    fn deliver_ack(&mut self, now: u64, p: Packet) {
+        let Body::Ack(info) = p.body else { return };
+        let fi = p.flow as usize;
+        {
+            let f = &mut self.flows[fi];
+            if info.reconfig_seq > 0 {
+                f.sender.on_reconfig(ReconfigEvent { time_us: info.reconfig_time_us, seq: info.reconfig_seq, now_us: now });
+            }
+            if info.term_pop_rtt_us > 0 && info.term_pop_rtt_us != f.last_path_rtt && f.sender.is_active() {
+                f.last_path_rtt = info.term_pop_rtt_us;
+                f.sender.cc.on_path(now, info.term_pop_rtt_us);
+            }
+        }
+        let mut io = Io { ev: &mut self.ev, out: &mut self.out };
+        let outcome = self.flows[fi].sender.on_ack(now, &info, &mut io);
+        if let Some(rtt) = outcome.rtt_us {
+            let base = self.base_rtt_us(now.saturating_sub(rtt));
+            let f = &mut self.flows[fi];
+            f.stats.rtt.add(rtt);
+            f.stats.qdelay.add(rtt.saturating_sub(base));
+            f.ts_rtt_sum += rtt;
+            f.ts_rtt_n += 1;
+        }
+        self.flush(now);
+    }
+
+    /// The trace's base RTT for a packet sent at `t`: propagation on every hop of the data
+    /// route, then of the ACK route.
+    pub fn base_rtt_us(&self, t: u64) -> u64 {
+        let mut at = t;
+        for r in &self.routes {
+            for &h in r {
+                at += self.hops[h].link.delay_us(at);
+            }
+        }
+        at - t
+    }
+
+    /// Bits the data route's bottleneck(s) offered over [a, b).
+    fn offered_bits(&self, a: u64, b: u64) -> f64 {
+        let caps: Vec<&LinkModel> = self.routes[0].iter().filter(|&&h| self.hops[h].capacity).map(|&h| &self.hops[h].link).collect();
+        if b <= a {
+            return 0.0;
+        }
+        if caps.len() == 1 {
+            return caps[0].mean_capacity_bps(a, b) * (b - a) as f64 / 1e6;
+        }
+        let mut bits = 0.0;
+        let mut t = a;
+        while t < b {
+            let e = (t + CAPACITY_BIN_US).min(b);
+            let m = caps.iter().map(|c| c.mean_capacity_bps(t, e)).fold(f64::INFINITY, f64::min);
+            bits += m * (e - t) as f64 / 1e6;
+            t = e;
+        }
+        bits
+    }
+
+    fn sample(&mut self, now: u64) {
+        for (i, f) in self.flows.iter_mut().enumerate() {
+            if now <= f.start_us || now > f.stop_us + SAMPLE_INTERVAL_US {
+                continue;
+            }
+            let cc = &f.sender.cc;
+            self.ts.push(TsRow {
+                t_s: now as f64 / 1e6,
+                flow: i,
+                throughput_mbps: mbps(f.ts_bytes as f64, SAMPLE_INTERVAL_US),
+                rtt_ms: if f.ts_rtt_n == 0 { 0.0 } else { f.ts_rtt_sum as f64 / f.ts_rtt_n as f64 / 1000.0 },
+                cwnd: cc.cwnd(),
+                pacing_mbps: cc.pacing_rate().map_or(0.0, |r| r * 8.0 / 1e6),
+                inflight: f.sender.in_flight(),
+                state: cc.state().into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+            });
+            f.ts_bytes = 0;
+            f.ts_rtt_sum = 0;
+            f.ts_rtt_n = 0;
+        }
+        self.ev.push(now + SAMPLE_INTERVAL_US, Ev::Sample);
+    }
+
+    /// Data packets of flow `f` still in the network (queued or propagating).
+    pub fn in_network(&self, f: usize) -> u64 {
+        self.hops
+            .iter()
+            .map(|h| {
+                h.queue.iter().chain(h.line.iter().map(|(_, p)| p)).filter(|p| p.flow as usize == f && p.route == 0).count() as u64
+            })
+            .sum()
+    }
+
+    /// Conservation check of flow `f`: (sent, arrived, dropped, in network).
+    pub fn packet_balance(&self, f: usize) -> (u64, u64, u64, u64) {
+        let s = &self.flows[f].stats;
+        (
+            self.flows[f].sender.stats.sent,
+            s.arrived,
+            s.dropped_queue + s.dropped_random + s.dropped_outage,
+            self.in_network(f),
+        )
+    }
+
+    /// The sender of flow `f` (tests and benchmarks look at its state).
+    pub fn sender(&self, f: usize) -> &Sender {
+        &self.flows[f].sender
+    }
+
+    /// Summarise the run.
+    pub fn result(&mut self, sc: &Scenario) -> RunResult {
+        let mut flows = Vec::new();
+        let mut all = FlowStats::default();
+        let (mut sent, mut retrans, mut drops) = (0u64, 0u64, 0u64);
+        let (mut first, mut last) = (u64::MAX, 0u64);
+        let mut arrived_bytes = 0.0;
+        let mut unique = 0u64;
+        for (i, f) in self.flows.iter().enumerate() {
+            let s = &f.stats;
+            let a = s.first_arrival_us.unwrap_or(0);
+            let b = s.last_arrival_us.max(a);
+            let fd = s.dropped_queue + s.dropped_random + s.dropped_outage;
+            let st = &f.sender.stats;
+            flows.push(FlowResult {
+                flow: i,
+                cc: f.cc_name.clone(),
+                start_s: f.start_us as f64 / 1e6,
+                stop_s: f.stop_us as f64 / 1e6,
+                throughput_mbps: mbps((s.arrived * DATA_PACKET_BYTES as u64) as f64, b - a),
+                goodput_mbps: mbps((s.arrived_unique * MSS as u64) as f64, b - a),
+                utilization: ratio((s.arrived_unique * DATA_PACKET_BYTES as u64 * 8) as f64, self.offered_bits(a, b)),
+                rtt_avg_ms: s.rtt.mean() / 1000.0,
+                rtt_p50_ms: s.rtt.quantile(0.5) / 1000.0,
+                rtt_p95_ms: s.rtt.quantile(0.95) / 1000.0,
+                rtt_p99_ms: s.rtt.quantile(0.99) / 1000.0,
+                owd_p95_ms: s.owd.quantile(0.95) / 1000.0,
+                qdelay_avg_ms: s.qdelay.mean() / 1000.0,
+                qdelay_p95_ms: s.qdelay.quantile(0.95) / 1000.0,
+                loss_rate: ratio(fd as f64, st.sent as f64),
+                retrans_rate: ratio(st.retrans as f64, st.sent as f64),
+                packets_sent: st.sent,
+                rtos: st.rtos,
+            });
+            all.rtt.merge(&s.rtt);
+            all.owd.merge(&s.owd);
+            all.qdelay.merge(&s.qdelay);
+            sent += st.sent;
+            retrans += st.retrans;
+            drops += fd;
+            if s.first_arrival_us.is_some() {
+                first = first.min(a);
+                last = last.max(b);
+            }
+            arrived_bytes += (s.arrived * DATA_PACKET_BYTES as u64) as f64;
+            unique += s.arrived_unique;
+        }
+        if first == u64::MAX {
+            first = 0;
+        }
+        let cc = {
+            let mut names: Vec<&str> = Vec::new();
+            for f in &self.flows {
+                if !names.contains(&f.cc_name.as_str()) {
+                    names.push(&f.cc_name);
+                }
+            }
+            names.join("+")
+        };
+        RunResult {
+            engine: "sim".into(),
+            cc,
+            trace: sc.trace_name.clone(),
+            seed: sc.seed,
+            duration_s: sc.duration_us as f64 / 1e6,
+            throughput_mbps: mbps(arrived_bytes, last - first),
+            goodput_mbps: mbps((unique * MSS as u64) as f64, last - first),
+            utilization: ratio((unique * DATA_PACKET_BYTES as u64 * 8) as f64, self.offered_bits(first, last)),
+            rtt_avg_ms: all.rtt.mean() / 1000.0,
+            rtt_p50_ms: all.rtt.quantile(0.5) / 1000.0,
+            rtt_p95_ms: all.rtt.quantile(0.95) / 1000.0,
+            rtt_p99_ms: all.rtt.quantile(0.99) / 1000.0,
+            owd_p95_ms: all.owd.quantile(0.95) / 1000.0,
+            qdelay_avg_ms: all.qdelay.mean() / 1000.0,
+            qdelay_p95_ms: all.qdelay.quantile(0.95) / 1000.0,
+            loss_rate: ratio(drops as f64, sent as f64),
+            retrans_rate: ratio(retrans as f64, sent as f64),
+            jain: jain(&flows.iter().map(|f| f.throughput_mbps).collect::<Vec<_>>()),
+            reconfigs_detected: self.reconfigs,
+            flows,
+            timeseries: std::mem::take(&mut self.ts),
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum DropKind {
+    Queue,
+    Random,
+    Outage,
+}
+
+fn ratio(a: f64, b: f64) -> f64 {
+    if b > 0.0 { a / b } else { 0.0 }
+}

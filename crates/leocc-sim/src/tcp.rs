@@ -1,0 +1,990 @@
+//! A TCP sender and receiver that give a congestion control what Linux gives it.
+//!
+//! Sender (one bulk flow, always data to send while active):
+//! - Scoreboard: one entry per segment from `snd_una` to `snd_nxt` with Linux's per-skb
+//!   state: transmit time, the rate-sampling snapshot taken at send (`tcp_rate_skb_sent`:
+//!   `delivered`, `delivered_mstamp`, `first_tx_mstamp`, app-limited), and the SACKED / LOST /
+//!   SACKED_RETRANS flags. In flight = packets_out - sacked_out - lost_out + retrans_out.
+//! - Delivery-rate samples exactly as net/ipv4/tcp_rate.c: per delivered segment keep the
+//!   most recently sent one's snapshot; interval = max(send interval, ACK interval); samples
+//!   shorter than min_rtt are invalid; app-limited marking.
+//! - SACK with RACK loss detection (RFC 8985, as net/ipv4/tcp_recovery.c): a segment is lost
+//!   once a segment sent after it was delivered and `rack.rtt + reo_wnd` has passed since its
+//!   transmission; the reordering window is min_rtt/4, or 0 once 3 segments were SACKed or
+//!   during recovery unless reordering was seen. Transmissions are kept in send order
+//!   (Linux's tsorted list), so detection stops at the first segment not yet due.
+//! - Fast retransmit: lost segments are retransmitted first, in sequence order, within cwnd.
+//! - RTO (RFC 6298, Linux bounds): srtt + max(4 rttvar, 200 ms), doubled per backoff, at
+//!   most 120 s; on expiry every unSACKed segment is marked lost (`tcp_enter_loss`).
+//! - Pacing: if the controller sets a rate, each segment's payload is spaced at that rate
+//!   (Linux's earliest-departure-time model: next = max(now, next) + len / rate); if it sets
+//!   none, the sender is purely ACK clocked.
+//!
+//! Receiver: cumulative ACK plus up to 3 SACK blocks (the block holding the latest segment
+//! first, as RFC 2018 asks); delayed ACKs every `delack_segs` in-order segments or after
+//! `delack_timeout_us`; immediate ACKs for out-of-order, duplicate or hole-filling segments.
+
+use std::collections::{BinaryHeap, VecDeque};
+use std::cmp::Reverse;
+
+use crate::cc::{AckSample, CaState, Controller, ReconfigEvent};
+use crate::event::{Ev, EventQueue};
+
+/// Payload bytes per data segment (Ethernet MTU 1500 minus IPv4, TCP and timestamp headers).
+pub const MSS: u32 = 1448;
+/// Bytes on the wire per data packet.
+pub const DATA_PACKET_BYTES: u32 = 1500;
+/// Bytes on the wire of a pure ACK with timestamps (IPv4 20 + TCP 20 + options 12 + padding).
+pub const ACK_BASE_BYTES: u32 = 64;
+/// Extra bytes per SACK block (RFC 2018: 8 bytes each; the 2-byte option header rounds in).
+pub const SACK_BLOCK_BYTES: u32 = 8;
+/// Maximum SACK blocks per ACK when timestamps are on (RFC 2018).
+pub const MAX_SACK_BLOCKS: usize = 3;
+/// Initial congestion window (RFC 6928, Linux TCP_INIT_CWND).
+pub const INIT_CWND: u32 = 10;
+/// Minimum RTO (Linux TCP_RTO_MIN).
+const MIN_RTO_US: u64 = 200_000;
+/// Maximum RTO (Linux TCP_RTO_MAX).
+const MAX_RTO_US: u64 = 120_000_000;
+/// RTO before the first RTT sample (RFC 6298 §2.1).
+const INIT_RTO_US: u64 = 1_000_000;
+/// Window of the min-RTT filter (Linux sysctl tcp_min_rtt_wlen, 300 s).
+const MIN_RTT_WINDOW_US: u64 = 300_000_000;
+/// SACKed segments that make RACK drop its reordering window (Linux TCP_FASTRETRANS_THRESH).
+const DUPTHRESH: u32 = 3;
+
+const SACKED: u8 = 1;
+const LOST: u8 = 2;
+/// A retransmission of this segment is in flight (Linux TCPCB_SACKED_RETRANS).
+const RETRANS_OUT: u8 = 4;
+/// This segment was retransmitted at least once (Linux TCPCB_EVER_RETRANS).
+const EVER_RETRANS: u8 = 8;
+const APP_LIMITED: u8 = 16;
+
+/// What travels in a data or ACK packet.
+#[derive(Clone, Debug)]
+pub enum Body {
+    /// A data segment: its sequence number (in segments) and transmission number.
+    Data { seq: u64, tx_index: u64 },
+    /// An acknowledgement.
+    Ack(AckInfo),
+}
+
+/// The content of an ACK.
+#[derive(Clone, Debug, Default)]
+pub struct AckInfo {
+    /// Next expected segment.
+    pub cum: u64,
+    /// SACK blocks [start, end) in segments, most recent first.
+    pub sacks: [(u64, u64); MAX_SACK_BLOCKS],
+    /// How many of `sacks` are used.
+    pub nsacks: u8,
+    /// Latest reconfiguration the receiver's host detected (0: none), carried like the
+    /// sock_ops TCP option does when the satellite side is the receiver.
+    pub reconfig_seq: u32,
+    /// Detection time of that reconfiguration.
+    pub reconfig_time_us: u64,
+    /// Latest terminal-to-PoP RTT the receiver's host measured (0: none).
+    pub term_pop_rtt_us: u64,
+}
+
+/// A packet in the network.
+#[derive(Clone, Debug)]
+pub struct Packet {
+    /// Flow index.
+    pub flow: u16,
+    /// Bytes on the wire.
+    pub size: u32,
+    /// When the endpoint emitted it.
+    pub sent_us: u64,
+    /// Route (0 data, 1 ACK) and the hop it is on.
+    pub route: u8,
+    /// Index of the hop within the route.
+    pub hop: u8,
+    /// Payload.
+    pub body: Body,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Seg {
+    xmit_us: u64,
+    first_tx_us: u64,
+    delivered_us: u64,
+    delivered: u64,
+    tx_index: u64,
+    /// Packets in flight when sent, this one included (v3's `tx.in_flight`).
+    tx_in_flight: u32,
+    /// `lost_total` when sent (v3's `tx.lost`).
+    lost_at_send: u64,
+    flags: u8,
+}
+
+/// RACK state (RFC 8985 §6.1).
+#[derive(Clone, Copy, Debug, Default)]
+struct Rack {
+    xmit_us: u64,
+    end_seq: u64,
+    rtt_us: u64,
+    advanced: bool,
+    reord_seen: bool,
+}
+
+/// Rate sample under construction (Linux `struct rate_sample`).
+#[derive(Clone, Copy, Debug, Default)]
+struct RateSample {
+    has_prior: bool,
+    prior_delivered: u64,
+    prior_us: u64,
+    interval_us: i64,
+    last_xmit_us: u64,
+    last_end_seq: u64,
+    app_limited: bool,
+    is_retrans: bool,
+    tx_in_flight: u32,
+    lost_at_send: u64,
+}
+
+/// Counters a sender keeps for the run's results.
+#[derive(Clone, Debug, Default)]
+pub struct SenderStats {
+    /// Data packets transmitted, retransmissions included.
+    pub sent: u64,
+    /// Retransmissions.
+    pub retrans: u64,
+    /// Segments declared lost (RACK or RTO).
+    pub marked_lost: u64,
+    /// Retransmission timeouts.
+    pub rtos: u64,
+}
+
+/// What one ACK produced, for the metrics.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AckOutcome {
+    /// RTT sample of this ACK.
+    pub rtt_us: Option<u64>,
+}
+
+/// Transmit time ordering of RACK: was (t1, s1) sent after (t2, s2)?
+fn sent_after(t1: u64, s1: u64, t2: u64, s2: u64) -> bool {
+    t1 > t2 || (t1 == t2 && s1 > s2)
+}
+
+/// The sending side of one flow.
+pub struct Sender {
+    flow: u16,
+    /// The congestion control.
+    pub cc: Box<dyn Controller>,
+    active: bool,
+    snd_una: u64,
+    snd_nxt: u64,
+    segs: VecDeque<Seg>,
+    sacked_out: u32,
+    lost_out: u32,
+    retrans_out: u32,
+    delivered: u64,
+    delivered_us: u64,
+    first_tx_us: u64,
+    app_limited: u64,
+    lost_total: u64,
+    tsorted: VecDeque<(u64, u64)>,
+    retx: BinaryHeap<Reverse<u64>>,
+    rack: Rack,
+    highest_sacked: u64,
+    sack_cache: Vec<(u64, u64)>,
+    srtt_us: u64,
+    rttvar_us: u64,
+    min_rtt_us: u64,
+    min_rtt_stamp: u64,
+    backoff: u32,
+    rto_deadline: Option<u64>,
+    rto_event_at: Option<u64>,
+    rack_deadline: Option<u64>,
+    ca_state: CaState,
+    high_seq: u64,
+    next_send_ns: u64,
+    wake_at: Option<u64>,
+    tx_counter: u64,
+    last_reconfig_seq: u32,
+    /// Counters for the results.
+    pub stats: SenderStats,
+}
+
+/// Where a sender puts what it does: events to schedule and packets to send.
+pub struct Io<'a> {
+    /// The event queue.
+    pub ev: &'a mut EventQueue,
+    /// Packets emitted, for the world to route.
+    pub out: &'a mut Vec<Packet>,
+}
+
+impl Sender {
+    /// A sender for flow `flow` driven by `cc`, idle until `start`.
+    pub fn new(flow: u16, cc: Box<dyn Controller>) -> Sender {
+        Sender {
+            flow,
+            cc,
+            active: false,
+            snd_una: 0,
+            snd_nxt: 0,
+            segs: VecDeque::new(),
+            sacked_out: 0,
+            lost_out: 0,
+            retrans_out: 0,
+            delivered: 0,
+            delivered_us: 0,
+            first_tx_us: 0,
+            app_limited: 0,
+            lost_total: 0,
+            tsorted: VecDeque::new(),
+            retx: BinaryHeap::new(),
+            rack: Rack::default(),
+            highest_sacked: 0,
+            sack_cache: Vec::new(),
+            srtt_us: 0,
+            rttvar_us: 0,
+            min_rtt_us: 0,
+            min_rtt_stamp: 0,
+            backoff: 0,
+            rto_deadline: None,
+            rto_event_at: None,
+            rack_deadline: None,
+            ca_state: CaState::Open,
+            high_seq: 0,
+            next_send_ns: 0,
+            wake_at: None,
+            tx_counter: 0,
+            last_reconfig_seq: 0,
+            stats: SenderStats::default(),
+        }
+    }
+
+    /// Packets in flight (Linux `tcp_packets_in_flight`).
+    pub fn in_flight(&self) -> u32 {
+        (self.snd_nxt - self.snd_una) as u32 - self.sacked_out - self.lost_out + self.retrans_out
+    }
+
+    /// Whether the sender is transmitting.
+    pub fn is_active(&self) -> bool {
+        self.active
+    }
+
+    /// Smoothed RTT (0 before the first sample).
+    pub fn srtt_us(&self) -> u64 {
+        self.srtt_us
+    }
+
+    /// Total segments delivered.
+    pub fn delivered(&self) -> u64 {
+        self.delivered
+    }
+
+    /// Loss-recovery state.
+    pub fn ca_state(&self) -> CaState {
+        self.ca_state
+    }
+
+    /// Start sending.
+    pub fn start(&mut self, now: u64, io: &mut Io) {
+        self.active = true;
+        self.try_send(now, io);
+    }
+
+    /// Stop sending for good (the application closed); ACKs and timers are ignored after.
+    pub fn stop(&mut self) {
+        self.active = false;
+    }
+
+    fn rto_us(&self) -> u64 {
+        let base = if self.srtt_us == 0 { INIT_RTO_US } else { self.srtt_us + (4 * self.rttvar_us).max(MIN_RTO_US) };
+        (base << self.backoff.min(20)).min(MAX_RTO_US)
+    }
+
+    /// A reconfiguration event reached the sender.
+    pub fn on_reconfig(&mut self, ev: ReconfigEvent) {
+        if self.active && ev.seq > self.last_reconfig_seq {
+            self.last_reconfig_seq = ev.seq;
+            self.cc.on_reconfig(&ev);
+        }
+    }
+
+    /// Process an ACK.
+    pub fn on_ack(&mut self, now: u64, ack: &AckInfo, io: &mut Io) -> AckOutcome {
+        if !self.active {
+            return AckOutcome::default();
+        }
+        let prior_in_flight = self.in_flight();
+        let prior_una = self.snd_una;
+        let highest_sacked_before = self.highest_sacked;
+        let mut rs = RateSample::default();
+        let mut newly = 0u32;
+        let mut newest_rtt: Option<(u64, u64)> = None; // (xmit time, rtt)
+
+        self.process_sacks(now, ack, highest_sacked_before, &mut rs, &mut newly, &mut newest_rtt);
+        let cum = ack.cum.min(self.snd_nxt);
+        while self.snd_una < cum {
+            let seq = self.snd_una;
+            let seg = self.segs.pop_front().expect("scoreboard covers snd_una..snd_nxt");
+            if seg.flags & SACKED == 0 {
+                self.deliver_one(now, seq, seg, highest_sacked_before, &mut rs, &mut newly, &mut newest_rtt);
+            } else {
+                self.sacked_out -= 1;
+            }
+            if seg.flags & LOST != 0 && seg.flags & SACKED == 0 {
+                self.lost_out -= 1;
+            }
+            if seg.flags & RETRANS_OUT != 0 && seg.flags & SACKED == 0 {
+                self.retrans_out -= 1;
+            }
+            self.snd_una += 1;
+        }
+        let rtt = newest_rtt.map(|(_, r)| r);
+        if let Some(r) = rtt {
+            self.update_rtt(now, r);
+        }
+        let lost_before = self.lost_total;
+        self.rack_mark_lost(now, io);
+        let newly_lost = (self.lost_total - lost_before) as u32;
+        self.advance_recovery_state(now, newly_lost, prior_in_flight);
+
+        let sample = self.rate_gen(now, newly, newly_lost, rs, rtt, prior_in_flight);
+        self.cc.on_ack(&sample);
+
+        if self.snd_una > prior_una {
+            self.backoff = 0;
+            self.rearm_rto(now, io);
+        }
+        self.try_send(now, io);
+        AckOutcome { rtt_us: rtt }
+    }
+
+    fn process_sacks(
+        &mut self,
+        now: u64,
+        ack: &AckInfo,
+        highest_before: u64,
+        rs: &mut RateSample,
+        newly: &mut u32,
+        newest_rtt: &mut Option<(u64, u64)>,
+    ) {
+        let blocks: Vec<(u64, u64)> = ack.sacks[..ack.nsacks as usize].to_vec();
+        for &(s, e) in &blocks {
+            let (s, e) = (s.max(self.snd_una).max(ack.cum), e.min(self.snd_nxt));
+            if s >= e {
+                continue;
+            }
+            // Parts already covered by the previous ACK's blocks were fully processed then.
+            let mut pieces = vec![(s, e)];
+            for &(cs, ce) in &self.sack_cache {
+                pieces = pieces
+                    .into_iter()
+                    .flat_map(|(a, b)| {
+                        if ce <= a || cs >= b {
+                            vec![(a, b)]
+                        } else {
+                            let mut v = Vec::new();
+                            if a < cs {
+                                v.push((a, cs));
+                            }
+                            if ce < b {
+                                v.push((ce, b));
+                            }
+                            v
+                        }
+                    })
+                    .collect();
+            }
+            for (a, b) in pieces {
+                for seq in a..b {
+                    self.sack_one(now, seq, highest_before, rs, newly, newest_rtt);
+                }
+            }
+            self.highest_sacked = self.highest_sacked.max(e);
+        }
+        self.sack_cache = blocks;
+    }
+
+    fn sack_one(
+        &mut self,
+        now: u64,
+        seq: u64,
+        highest_before: u64,
+        rs: &mut RateSample,
+        newly: &mut u32,
+        newest_rtt: &mut Option<(u64, u64)>,
+    ) {
+        let i = (seq - self.snd_una) as usize;
+        let seg = self.segs[i];
+        if seg.flags & SACKED != 0 {
+            return;
+        }
+        let mut f = seg.flags | SACKED;
+        self.sacked_out += 1;
+        if f & LOST != 0 {
+            f &= !LOST;
+            self.lost_out -= 1;
+        }
+        if f & RETRANS_OUT != 0 {
+            f &= !RETRANS_OUT;
+            self.retrans_out -= 1;
+        }
+        self.segs[i].flags = f;
+        self.deliver_one(now, seq, seg, highest_before, rs, newly, newest_rtt);
+    }
+
+    /// Account one newly delivered segment (`tcp_rate_skb_delivered` and RACK advance).
+    #[allow(clippy::too_many_arguments)]
+    fn deliver_one(
+        &mut self,
+        now: u64,
+        seq: u64,
+        seg: Seg,
+        highest_before: u64,
+        rs: &mut RateSample,
+        newly: &mut u32,
+        newest_rtt: &mut Option<(u64, u64)>,
+    ) {
+        self.delivered += 1;
+        *newly += 1;
+        let retransmitted = seg.flags & EVER_RETRANS != 0;
+        if !rs.has_prior || sent_after(seg.xmit_us, seq, rs.last_xmit_us, rs.last_end_seq) {
+            rs.has_prior = true;
+            rs.prior_delivered = seg.delivered;
+            rs.prior_us = seg.delivered_us;
+            rs.app_limited = seg.flags & APP_LIMITED != 0;
+            rs.is_retrans = retransmitted;
+            rs.tx_in_flight = seg.tx_in_flight;
+            rs.lost_at_send = seg.lost_at_send;
+            rs.last_xmit_us = seg.xmit_us;
+            rs.last_end_seq = seq;
+            self.first_tx_us = seg.xmit_us;
+            rs.interval_us = seg.xmit_us as i64 - seg.first_tx_us as i64;
+        }
+        let rtt = now - seg.xmit_us;
+        if !retransmitted {
+            if newest_rtt.is_none_or(|(t, _)| seg.xmit_us >= t) {
+                *newest_rtt = Some((seg.xmit_us, rtt));
+            }
+            if seq < highest_before {
+                // Delivered below a SACKed segment without a retransmission: reordering.
+                self.rack.reord_seen = true;
+            }
+        }
+        self.rack_advance(seg.xmit_us, seq, rtt, retransmitted);
+        self.cc.on_packet_acked(now, seg.tx_index, rtt);
+    }
+
+    /// RFC 8985 §6.2 step 2 / Linux `tcp_rack_advance`.
+    fn rack_advance(&mut self, xmit_us: u64, seq: u64, rtt_us: u64, retransmitted: bool) {
+        if retransmitted && rtt_us < self.min_rtt_us {
+            // Possibly the ACK of the original transmission: ambiguous, skip (Linux does).
+            return;
+        }
+        self.rack.rtt_us = rtt_us;
+        if sent_after(xmit_us, seq, self.rack.xmit_us, self.rack.end_seq) {
+            self.rack.xmit_us = xmit_us;
+            self.rack.end_seq = seq;
+        }
+        self.rack.advanced = true;
+    }
+
+    /// RTT estimators: RFC 6298 srtt/rttvar and Linux's windowed min RTT.
+    fn update_rtt(&mut self, now: u64, rtt: u64) {
+        if self.srtt_us == 0 {
+            self.srtt_us = rtt;
+            self.rttvar_us = rtt / 2;
+        } else {
+            let err = self.srtt_us.abs_diff(rtt);
+            self.rttvar_us = (3 * self.rttvar_us + err) / 4;
+            self.srtt_us = (7 * self.srtt_us + rtt) / 8;
+        }
+        if self.min_rtt_us == 0 || rtt <= self.min_rtt_us || now - self.min_rtt_stamp > MIN_RTT_WINDOW_US {
+            self.min_rtt_us = rtt.max(1);
+            self.min_rtt_stamp = now;
+        }
+    }
+
+    /// Linux `tcp_rack_reo_wnd`.
+    fn reo_wnd_us(&self) -> u64 {
+        if !self.rack.reord_seen && (self.ca_state != CaState::Open || self.sacked_out >= DUPTHRESH) {
+            return 0;
+        }
+        (self.min_rtt_us / 4).min(self.srtt_us)
+    }
+
+    fn rack_mark_lost(&mut self, now: u64, io: &mut Io) {
+        if !self.rack.advanced {
+            return;
+        }
+        self.rack.advanced = false;
+        self.rack_detect_loss(now, io);
+    }
+
+    /// RFC 8985 §6.2 step 5 / Linux `tcp_rack_detect_loss` over the send-ordered list.
+    fn rack_detect_loss(&mut self, now: u64, io: &mut Io) {
+        let reo_wnd = self.reo_wnd_us();
+        let mut i = 0;
+        while i < self.tsorted.len() {
+            let (seq, txi) = self.tsorted[i];
+            let idx = seq.wrapping_sub(self.snd_una) as usize;
+            let live = seq >= self.snd_una
+                && idx < self.segs.len()
+                && self.segs[idx].tx_index == txi
+                && self.segs[idx].flags & SACKED == 0
+                && !(self.segs[idx].flags & LOST != 0 && self.segs[idx].flags & RETRANS_OUT == 0);
+            if !live {
+                if i == 0 {
+                    self.tsorted.pop_front();
+                } else {
+                    i += 1;
+                }
+                continue;
+            }
+            let seg = self.segs[idx];
+            if !sent_after(self.rack.xmit_us, self.rack.end_seq, seg.xmit_us, seq) {
+                break;
+            }
+            let due = seg.xmit_us + self.rack.rtt_us + reo_wnd;
+            if due <= now {
+                self.mark_lost(now, seq);
+                if i == 0 {
+                    self.tsorted.pop_front();
+                } else {
+                    i += 1;
+                }
+            } else {
+                // Later entries were sent later still: none of them is due either.
+                self.arm_rack_timer(due, io);
+                return;
+            }
+        }
+    }
+
+    fn arm_rack_timer(&mut self, at: u64, io: &mut Io) {
+        if self.rack_deadline != Some(at) {
+            self.rack_deadline = Some(at);
+            io.ev.push(at, Ev::Rack(self.flow));
+        }
+    }
+
+    /// Linux `tcp_mark_skb_lost`.
+    fn mark_lost(&mut self, now: u64, seq: u64) {
+        let i = (seq - self.snd_una) as usize;
+        let f = self.segs[i].flags;
+        if f & RETRANS_OUT != 0 {
+            self.retrans_out -= 1;
+        }
+        if f & LOST == 0 {
+            self.lost_out += 1;
+        }
+        self.lost_total += 1;
+        self.stats.marked_lost += 1;
+        self.segs[i].flags = (f | LOST) & !RETRANS_OUT;
+        self.retx.push(Reverse(seq));
+        self.cc.on_packet_lost(now, self.segs[i].tx_index);
+    }
+
+    fn advance_recovery_state(&mut self, now: u64, newly_lost: u32, prior_in_flight: u32) {
+        if self.ca_state != CaState::Open && self.snd_una >= self.high_seq {
+            self.ca_state = CaState::Open;
+            self.cc.on_recovery_exit(now);
+        }
+        if newly_lost > 0 && self.ca_state == CaState::Open {
+            self.ca_state = CaState::Recovery;
+            self.high_seq = self.snd_nxt;
+            self.cc.on_congestion_event(now, prior_in_flight);
+        }
+    }
+
+    /// Linux `tcp_rate_gen`, then the AckSample handed to the controller.
+    fn rate_gen(
+        &mut self,
+        now: u64,
+        newly: u32,
+        newly_lost: u32,
+        rs: RateSample,
+        rtt: Option<u64>,
+        prior_in_flight: u32,
+    ) -> AckSample {
+        if self.app_limited != 0 && self.delivered > self.app_limited {
+            self.app_limited = 0;
+        }
+        if newly > 0 {
+            self.delivered_us = now;
+        }
+        let (delivered, interval) = if !rs.has_prior {
+            (-1, -1)
+        } else {
+            let d = (self.delivered - rs.prior_delivered) as i64;
+            let ack_us = now as i64 - rs.prior_us as i64;
+            let iv = rs.interval_us.max(ack_us);
+            if iv < self.min_rtt_us as i64 {
+                (d, -1)
+            } else {
+                (d, iv)
+            }
+        };
+        AckSample {
+            now_us: now,
+            acked_sacked: newly,
+            losses: newly_lost,
+            delivered,
+            interval_us: interval,
+            prior_delivered: rs.prior_delivered,
+            rtt_us: rtt,
+            prior_in_flight,
+            in_flight: self.in_flight(),
+            app_limited: rs.app_limited,
+            is_retrans: rs.is_retrans,
+            tx_in_flight: rs.tx_in_flight,
+            lost: if rs.has_prior { self.lost_total - rs.lost_at_send } else { 0 },
+            ca_state: self.ca_state,
+            delivered_total: self.delivered,
+            lost_total: self.lost_total,
+            min_rtt_us: self.min_rtt_us,
+            srtt_us: self.srtt_us,
+            mss: MSS,
+        }
+    }
+
+    fn rearm_rto(&mut self, now: u64, io: &mut Io) {
+        if self.snd_nxt == self.snd_una {
+            self.rto_deadline = None;
+            return;
+        }
+        let at = now + self.rto_us();
+        self.rto_deadline = Some(at);
+        // The timer is lazy: an earlier pending event re-schedules itself to the deadline.
+        if self.rto_event_at.is_none_or(|t| t > at) {
+            self.rto_event_at = Some(at);
+            io.ev.push(at, Ev::Rto(self.flow));
+        }
+    }
+
+    /// The RTO timer event.
+    pub fn on_rto_timer(&mut self, now: u64, io: &mut Io) {
+        if self.rto_event_at != Some(now) {
+            return;
+        }
+        self.rto_event_at = None;
+        if !self.active {
+            return;
+        }
+        let Some(deadline) = self.rto_deadline else { return };
+        if deadline > now {
+            self.rto_event_at = Some(deadline);
+            io.ev.push(deadline, Ev::Rto(self.flow));
+            return;
+        }
+        self.stats.rtos += 1;
+        self.enter_loss(now);
+        self.cc.on_rto(now);
+        self.backoff += 1;
+        self.rto_deadline = None;
+        self.rearm_rto(now, io);
+        self.try_send(now, io);
+    }
+
+    /// Linux `tcp_enter_loss`: everything not SACKed is lost.
+    fn enter_loss(&mut self, now: u64) {
+        self.retx.clear();
+        self.tsorted.clear();
+        for seq in self.snd_una..self.snd_nxt {
+            let i = (seq - self.snd_una) as usize;
+            if self.segs[i].flags & SACKED == 0 {
+                let f = self.segs[i].flags;
+                if f & RETRANS_OUT != 0 {
+                    self.retrans_out -= 1;
+                }
+                if f & LOST == 0 {
+                    self.lost_out += 1;
+                    self.lost_total += 1;
+                    self.stats.marked_lost += 1;
+                    self.cc.on_packet_lost(now, self.segs[i].tx_index);
+                }
+                self.segs[i].flags = (f | LOST) & !RETRANS_OUT;
+                self.retx.push(Reverse(seq));
+            }
+        }
+        self.ca_state = CaState::Loss;
+        self.high_seq = self.snd_nxt;
+        self.rack.advanced = false;
+    }
+
+    /// RACK's reordering timer event (Linux `tcp_rack_reo_timeout`).
+    pub fn on_rack_timer(&mut self, now: u64, io: &mut Io) {
+        if self.rack_deadline != Some(now) || !self.active {
+            return;
+        }
+        self.rack_deadline = None;
+        let lost_before = self.lost_total;
+        let prior_in_flight = self.in_flight();
+        self.rack_detect_loss(now, io);
+        let newly_lost = (self.lost_total - lost_before) as u32;
+        if newly_lost > 0 {
+            self.advance_recovery_state(now, newly_lost, prior_in_flight);
+            self.try_send(now, io);
+        }
+    }
+
+    /// The pacing timer event.
+    pub fn on_wake(&mut self, now: u64, io: &mut Io) {
+        if self.wake_at == Some(now) {
+            self.wake_at = None;
+            self.try_send(now, io);
+        }
+    }
+
+    fn next_retransmission(&mut self) -> Option<u64> {
+        while let Some(&Reverse(seq)) = self.retx.peek() {
+            self.retx.pop();
+            if seq >= self.snd_una {
+                let f = self.segs[(seq - self.snd_una) as usize].flags;
+                if f & LOST != 0 && f & (RETRANS_OUT | SACKED) == 0 {
+                    return Some(seq);
+                }
+            }
+        }
+        None
+    }
+
+    /// Send what cwnd and pacing allow.
+    pub fn try_send(&mut self, now: u64, io: &mut Io) {
+        while self.active && self.in_flight() < self.cc.cwnd().max(1) {
+            let rate = self.cc.pacing_rate().filter(|r| *r > 0.0);
+            if rate.is_some() && now * 1000 < self.next_send_ns {
+                let at = self.next_send_ns.div_ceil(1000);
+                if self.wake_at.is_none_or(|t| t > at || t < now) {
+                    self.wake_at = Some(at);
+                    io.ev.push(at, Ev::SenderWake(self.flow));
+                }
+                return;
+            }
+            let seq = match self.next_retransmission() {
+                Some(s) => s,
+                None => {
+                    self.segs.push_back(Seg::default());
+                    self.snd_nxt += 1;
+                    self.snd_nxt - 1
+                }
+            };
+            self.transmit(now, seq, io);
+            if let Some(r) = rate {
+                let gap_ns = (MSS as f64 * 1e9 / r) as u64;
+                self.next_send_ns = self.next_send_ns.max(now * 1000) + gap_ns.max(1);
+            }
+        }
+    }
+
+    fn transmit(&mut self, now: u64, seq: u64, io: &mut Io) {
+        let new = seq + 1 == self.snd_nxt && self.segs.back().is_some_and(|s| s.tx_index == 0);
+        let packets_out_before = self.snd_nxt - self.snd_una - u64::from(new);
+        if packets_out_before == 0 {
+            // Nothing outstanding: a new sampling window starts (tcp_rate_skb_sent).
+            self.first_tx_us = now;
+            self.delivered_us = now;
+        }
+        self.tx_counter += 1;
+        let i = (seq - self.snd_una) as usize;
+        let seg = &mut self.segs[i];
+        seg.xmit_us = now;
+        seg.first_tx_us = self.first_tx_us;
+        seg.delivered_us = self.delivered_us;
+        seg.delivered = self.delivered;
+        seg.tx_index = self.tx_counter;
+        seg.lost_at_send = self.lost_total;
+        seg.flags &= !APP_LIMITED;
+        if self.app_limited != 0 {
+            seg.flags |= APP_LIMITED;
+        }
+        if !new {
+            seg.flags |= RETRANS_OUT | EVER_RETRANS;
+            self.retrans_out += 1;
+            self.stats.retrans += 1;
+        }
+        self.stats.sent += 1;
+        let in_flight = self.in_flight();
+        self.segs[i].tx_in_flight = in_flight;
+        self.tsorted.push_back((seq, self.tx_counter));
+        io.out.push(Packet {
+            flow: self.flow,
+            size: DATA_PACKET_BYTES,
+            sent_us: now,
+            route: 0,
+            hop: 0,
+            body: Body::Data { seq, tx_index: self.tx_counter },
+        });
+        if self.rto_deadline.is_none() {
+            self.rearm_rto(now, io);
+        }
+        self.cc.on_packet_sent(now, self.tx_counter, in_flight);
+    }
+}
+
+/// The receiving side of one flow.
+pub struct Receiver {
+    flow: u16,
+    rcv_nxt: u64,
+    ooo: Vec<(u64, u64)>,
+    recent: Vec<(u64, u64)>,
+    pending: u32,
+    delack_at: Option<u64>,
+    delack_segs: u32,
+    delack_timeout_us: u64,
+}
+
+/// What the receiver decided about one arriving segment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RxOutcome {
+    /// The segment was new (not a duplicate).
+    pub new: bool,
+    /// An ACK should go out now.
+    pub ack_now: bool,
+}
+
+impl Receiver {
+    /// A receiver that ACKs every `delack_segs` in-order segments or after `delack_timeout_us`.
+    pub fn new(flow: u16, delack_segs: u32, delack_timeout_us: u64) -> Receiver {
+        Receiver {
+            flow,
+            rcv_nxt: 0,
+            ooo: Vec::new(),
+            recent: Vec::new(),
+            pending: 0,
+            delack_at: None,
+            delack_segs: delack_segs.max(1),
+            delack_timeout_us,
+        }
+    }
+
+    /// Next expected segment.
+    pub fn rcv_nxt(&self) -> u64 {
+        self.rcv_nxt
+    }
+
+    /// A data segment arrived.
+    pub fn on_data(&mut self, now: u64, seq: u64, ev: &mut EventQueue) -> RxOutcome {
+        if seq < self.rcv_nxt || self.ooo.iter().any(|&(s, e)| s <= seq && seq < e) {
+            return RxOutcome { new: false, ack_now: true };
+        }
+        if seq == self.rcv_nxt {
+            self.rcv_nxt += 1;
+            let filled_hole = !self.ooo.is_empty();
+            if self.ooo.first().is_some_and(|&(s, _)| s == self.rcv_nxt) {
+                self.rcv_nxt = self.ooo.remove(0).1;
+            }
+            let nxt = self.rcv_nxt;
+            self.recent.retain(|&(_, e)| e > nxt);
+            if filled_hole {
+                return RxOutcome { new: true, ack_now: true };
+            }
+            self.pending += 1;
+            if self.pending >= self.delack_segs {
+                return RxOutcome { new: true, ack_now: true };
+            }
+            if self.delack_at.is_none() {
+                let at = now + self.delack_timeout_us;
+                self.delack_at = Some(at);
+                ev.push(at, Ev::DelAck(self.flow));
+            }
+            return RxOutcome { new: true, ack_now: false };
+        }
+        let block = self.insert_ooo(seq);
+        self.recent.retain(|&(s, e)| e < block.0 || s > block.1);
+        self.recent.insert(0, block);
+        RxOutcome { new: true, ack_now: true }
+    }
+
+    /// Insert an out-of-order segment; returns the merged block that holds it.
+    fn insert_ooo(&mut self, seq: u64) -> (u64, u64) {
+        let pos = self.ooo.partition_point(|&(s, _)| s <= seq);
+        self.ooo.insert(pos, (seq, seq + 1));
+        let mut i = pos;
+        if i > 0 && self.ooo[i - 1].1 == seq {
+            self.ooo[i - 1].1 = seq + 1;
+            self.ooo.remove(i);
+            i -= 1;
+        }
+        if i + 1 < self.ooo.len() && self.ooo[i + 1].0 == self.ooo[i].1 {
+            self.ooo[i].1 = self.ooo[i + 1].1;
+            self.ooo.remove(i + 1);
+        }
+        self.ooo[i]
+    }
+
+    /// The delayed-ACK timer fired: whether an ACK is due now.
+    pub fn on_delack_timer(&mut self, now: u64) -> bool {
+        if self.delack_at != Some(now) {
+            return false;
+        }
+        self.delack_at = None;
+        self.pending > 0
+    }
+
+    /// Build the ACK to send now and reset the delayed-ACK state.
+    pub fn make_ack(&mut self) -> AckInfo {
+        self.pending = 0;
+        self.delack_at = None;
+        let mut a = AckInfo { cum: self.rcv_nxt, ..AckInfo::default() };
+        // Keep the remembered blocks current: each recent entry is refreshed to the merged
+        // range that now contains it.
+        let ooo = &self.ooo;
+        let mut blocks: Vec<(u64, u64)> = Vec::with_capacity(MAX_SACK_BLOCKS);
+        for &(s, _) in &self.recent {
+            if let Some(&b) = ooo.iter().find(|&&(bs, be)| bs <= s && s < be) {
+                if !blocks.contains(&b) {
+                    blocks.push(b);
+                }
+            }
+            if blocks.len() == MAX_SACK_BLOCKS {
+                break;
+            }
+        }
+        self.recent.truncate(8);
+        for (i, b) in blocks.iter().enumerate() {
+            a.sacks[i] = *b;
+        }
+        a.nsacks = blocks.len() as u8;
+        a
+    }
+}
+
+/// Wire size of an ACK with `nsacks` SACK blocks.
+pub fn ack_size(nsacks: u8) -> u32 {
+    ACK_BASE_BYTES + SACK_BLOCK_BYTES * nsacks as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn receiver_delays_acks_and_sacks_holes() {
+        let mut ev = EventQueue::default();
+        let mut r = Receiver::new(0, 2, 40_000);
+        assert_eq!(r.on_data(0, 0, &mut ev), RxOutcome { new: true, ack_now: false });
+        assert_eq!(ev.len(), 1, "delayed-ACK timer armed");
+        assert_eq!(r.on_data(1, 1, &mut ev), RxOutcome { new: true, ack_now: true });
+        let a = r.make_ack();
+        assert_eq!((a.cum, a.nsacks), (2, 0));
+        // Segment 2 lost; 3 and 4 arrive out of order, then 6.
+        assert!(r.on_data(2, 3, &mut ev).ack_now);
+        assert!(r.on_data(3, 4, &mut ev).ack_now);
+        assert!(r.on_data(4, 6, &mut ev).ack_now);
+        let a = r.make_ack();
+        assert_eq!(a.cum, 2);
+        assert_eq!(&a.sacks[..a.nsacks as usize], &[(6, 7), (3, 5)]);
+        // The retransmission of 2 fills the hole.
+        assert_eq!(r.on_data(5, 2, &mut ev), RxOutcome { new: true, ack_now: true });
+        let a = r.make_ack();
+        assert_eq!(a.cum, 5);
+        assert_eq!(&a.sacks[..a.nsacks as usize], &[(6, 7)]);
+        assert_eq!(r.on_data(6, 3, &mut ev), RxOutcome { new: false, ack_now: true });
+    }
+
+    #[test]
+    fn sent_after_breaks_ties_by_sequence() {
+        assert!(sent_after(2, 0, 1, 5));
+        assert!(sent_after(1, 6, 1, 5));
+        assert!(!sent_after(1, 5, 1, 5));
+    }
+}

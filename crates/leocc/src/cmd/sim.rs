@@ -1,0 +1,233 @@
+//! `leocc sim`: run congestion controls over a trace in the packet-level simulator.
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{bail, Context};
+use clap::{Args, ValueEnum};
+use leocc_sim::{parse_flows, QueueLimit, RunResult, Scenario, FLOWS_GRAMMAR};
+use leocc_trace::{Dir, Trace};
+
+/// Which way the data flows.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum Direction {
+    /// Server to satellite user (downlink); ACKs and the detector signal go up.
+    Down,
+    /// Satellite user to server (uplink).
+    Up,
+}
+
+/// Options of `leocc sim`.
+#[derive(Args, Debug)]
+#[command(after_help = format!("Flows: {FLOWS_GRAMMAR}\n\n\
+Output: a table, or with --json one JSON object per run (engine, cc, trace, seed, duration_s, \
+throughput_mbps, goodput_mbps, utilization, rtt_avg_ms, rtt_p50_ms, rtt_p95_ms, rtt_p99_ms, owd_p95_ms, \
+qdelay_avg_ms, qdelay_p95_ms, loss_rate, retrans_rate, jain, reconfigs_detected, flows[...]). \
+See docs/simulator.md for the model and the metric definitions."))]
+pub struct SimArgs {
+    /// Trace file (our format, a mahimahi capacity file, or a mahimahi/LeoReplayer directory).
+    #[arg(long)]
+    pub trace: PathBuf,
+    /// Congestion control(s), comma separated; one run each. Known: reno, cubic, vegas, bbr,
+    /// bbr3, copa, vivace, satcp, leocc.
+    #[arg(long, value_delimiter = ',', default_value = "cubic")]
+    pub cc: Vec<String>,
+    /// Flows: a number N (N flows of each --cc) or a list like 'cubic@0-60,leocc@20-80' (one run).
+    #[arg(long)]
+    pub flows: Option<String>,
+    /// Simulated seconds [default: the trace's length].
+    #[arg(long)]
+    pub duration: Option<f64>,
+    /// Seed of every random choice (loss, probe phase, controls' randomness).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Bottleneck queue: packets (500, 500p) or bytes (750000b, 750kB, 1MB).
+    #[arg(long, default_value = "500")]
+    pub queue: String,
+    /// Random loss rate added on the data direction (on top of the trace's own loss).
+    #[arg(long, default_value_t = 0.0)]
+    pub loss: f64,
+    /// Data direction.
+    #[arg(long, value_enum, default_value = "down")]
+    pub direction: Direction,
+    /// Receiver ACKs every N in-order segments ...
+    #[arg(long, default_value_t = leocc_sim::DEFAULT_DELACK_SEGS)]
+    pub delack: u32,
+    /// ... or after this many ms.
+    #[arg(long, default_value_t = 40.0)]
+    pub delack_ms: f64,
+    /// Feed the trace's ground-truth reconfiguration times instead of detected ones (ablation).
+    #[arg(long)]
+    pub oracle_reconfig: bool,
+    /// Ignore the trace's terrestrial segment.
+    #[arg(long)]
+    pub no_terrestrial: bool,
+    /// One JSON object per run on stdout instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Write a per-100 ms time series (JSON lines, or CSV if FILE ends in .csv).
+    #[arg(long)]
+    pub timeseries: Option<PathBuf>,
+    /// No progress output on stderr.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// Build the scenarios of one invocation (one per --cc, or one for a named --flows list).
+pub fn scenarios(a: &SimArgs) -> anyhow::Result<Vec<Scenario>> {
+    let trace = Trace::load(&a.trace).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let queue: QueueLimit = a.queue.parse().map_err(|e: String| anyhow::anyhow!(e))?;
+    if !(0.0..1.0).contains(&a.loss) {
+        bail!("--loss {} must be in [0, 1)", a.loss);
+    }
+    let duration_us = match a.duration {
+        Some(d) if d > 0.0 && d <= 1e6 => (d * 1e6) as u64,
+        Some(d) => bail!("--duration {d} must be in (0, 1e6] seconds"),
+        None => trace.duration_us(),
+    };
+    if duration_us == 0 {
+        bail!("the trace has zero length; give --duration");
+    }
+    if a.delack == 0 || !(0.0..=500.0).contains(&a.delack_ms) {
+        bail!("--delack must be at least 1 and --delack-ms in [0, 500]");
+    }
+    let trace = Arc::new(trace);
+    let name = a.trace.display().to_string();
+    let named_flows = a.flows.as_deref().filter(|f| f.trim().parse::<u32>().is_err());
+    let mut out = Vec::new();
+    let ccs: Vec<String> = if named_flows.is_some() { vec![String::new()] } else { a.cc.clone() };
+    for cc in ccs {
+        let flows = match (&a.flows, named_flows) {
+            (_, Some(spec)) => parse_flows(spec, "", duration_us),
+            (Some(n), None) => parse_flows(n, &cc, duration_us),
+            (None, None) => parse_flows("1", &cc, duration_us),
+        }
+        .map_err(|e| anyhow::anyhow!(e))?;
+        for f in &flows {
+            if !leocc_sim::cc::NAMES.contains(&f.cc.as_str()) {
+                bail!("unknown congestion control '{}' (known: {})", f.cc, leocc_sim::cc::NAMES.join(", "));
+            }
+        }
+        let mut sc = Scenario::new(trace.clone(), &name, &flows[0].cc, duration_us);
+        sc.flows = flows;
+        sc.seed = a.seed;
+        sc.queue = queue;
+        sc.loss = a.loss;
+        sc.data_dir = match a.direction {
+            Direction::Down => Dir::Down,
+            Direction::Up => Dir::Up,
+        };
+        sc.delack_segs = a.delack;
+        sc.delack_timeout_us = (a.delack_ms * 1000.0) as u64;
+        sc.oracle_reconfig = a.oracle_reconfig;
+        sc.terrestrial = !a.no_terrestrial;
+        sc.timeseries = a.timeseries.is_some();
+        out.push(sc);
+    }
+    Ok(out)
+}
+
+/// Run `leocc sim`.
+pub fn run(a: SimArgs) -> anyhow::Result<()> {
+    let scs = scenarios(&a)?;
+    let tty = std::io::stderr().is_terminal();
+    let mut results = Vec::new();
+    let stdout = std::io::stdout();
+    if !a.json {
+        println!("{}", table_header());
+    }
+    for sc in &scs {
+        let label = sc.flows.iter().map(|f| f.cc.as_str()).collect::<Vec<_>>().join("+");
+        let total = sc.duration_us as f64 / 1e6;
+        let started = std::time::Instant::now();
+        let mut progress = |t: u64| {
+            if tty && !a.quiet {
+                eprint!("\rsim: {label} {:.0}/{total:.0} s", t as f64 / 1e6);
+            }
+        };
+        let r = leocc_sim::run_with_progress(sc, &mut progress).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let wall = started.elapsed().as_secs_f64();
+        if !a.quiet {
+            eprint!("{}", if tty { "\r" } else { "" });
+            eprintln!("sim: {label}: {total:.1} s simulated in {wall:.2} s ({:.0}x real time)", total / wall.max(1e-9));
+        }
+        let mut lock = stdout.lock();
+        if a.json {
+            writeln!(lock, "{}", serde_json::to_string(&r)?)?;
+        } else {
+            for line in table_rows(&r) {
+                writeln!(lock, "{line}")?;
+            }
+        }
+        results.push(r);
+    }
+    if let Some(path) = &a.timeseries {
+        write_timeseries(path, &results)?;
+        if !a.quiet {
+            eprintln!("sim: time series written to {}", path.display());
+        }
+    }
+    Ok(())
+}
+
+fn table_header() -> String {
+    format!(
+        "{:<14} {:>5} {:>9} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7} {:>5}",
+        "cc", "flow", "tput_Mbps", "util", "rtt_avg", "rtt_p95", "owd_p95", "qdel_avg", "qdel_p95", "loss%", "retx%", "jain"
+    )
+}
+
+fn table_rows(r: &RunResult) -> Vec<String> {
+    let mut v = vec![format!(
+        "{:<14} {:>5} {:>9.2} {:>6.3} {:>8.1} {:>8.1} {:>8.1} {:>8.1} {:>8.1} {:>7.3} {:>7.3} {:>5.3}",
+        r.cc, "all", r.throughput_mbps, r.utilization, r.rtt_avg_ms, r.rtt_p95_ms, r.owd_p95_ms, r.qdelay_avg_ms,
+        r.qdelay_p95_ms, r.loss_rate * 100.0, r.retrans_rate * 100.0, r.jain
+    )];
+    if r.flows.len() > 1 {
+        for f in &r.flows {
+            v.push(format!(
+                "{:<14} {:>5} {:>9.2} {:>6.3} {:>8.1} {:>8.1} {:>8.1} {:>8.1} {:>8.1} {:>7.3} {:>7.3} {:>5}",
+                format!("  {}", f.cc), f.flow, f.throughput_mbps, f.utilization, f.rtt_avg_ms, f.rtt_p95_ms, f.owd_p95_ms,
+                f.qdelay_avg_ms, f.qdelay_p95_ms, f.loss_rate * 100.0, f.retrans_rate * 100.0, ""
+            ));
+        }
+    }
+    v
+}
+
+/// Write every run's time series to `path` atomically (temporary file, then rename).
+fn write_timeseries(path: &std::path::Path, results: &[RunResult]) -> anyhow::Result<()> {
+    let csv = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("csv"));
+    let mut out = String::new();
+    if csv {
+        out.push_str("cc,seed,t_s,flow,flow_cc,throughput_mbps,rtt_ms,cwnd,pacing_mbps,inflight,state\n");
+    }
+    for r in results {
+        for row in &r.timeseries {
+            let flow_cc = &r.flows[row.flow].cc;
+            if csv {
+                let state: Vec<String> = row.state.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                out.push_str(&format!(
+                    "{},{},{:.1},{},{},{:.3},{:.2},{},{:.3},{},{}\n",
+                    r.cc, r.seed, row.t_s, row.flow, flow_cc, row.throughput_mbps, row.rtt_ms, row.cwnd, row.pacing_mbps,
+                    row.inflight, state.join(";")
+                ));
+            } else {
+                let mut obj = serde_json::to_value(row)?;
+                let state: serde_json::Map<String, serde_json::Value> =
+                    row.state.iter().map(|(k, v)| (k.clone(), serde_json::json!(v))).collect();
+                obj["state"] = serde_json::Value::Object(state);
+                obj["cc"] = serde_json::json!(r.cc);
+                obj["flow_cc"] = serde_json::json!(flow_cc);
+                obj["seed"] = serde_json::json!(r.seed);
+                out.push_str(&serde_json::to_string(&obj)?);
+                out.push('\n');
+            }
+        }
+    }
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "timeseries".into());
+    let tmp = path.with_file_name(format!(".{name}.tmp.{}", std::process::id()));
+    std::fs::write(&tmp, out).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))?;
+    Ok(())
+}
