@@ -44,7 +44,6 @@ fn main() {
     }
 
     let clang = env::var("CLANG").unwrap_or_else(|_| "clang".to_string());
-    let skel = out.join("leocc.skel.rs");
     let result = SkeletonBuilder::new()
         .source(&src)
         .clang(&clang)
@@ -56,7 +55,7 @@ fn main() {
             "-Wall".as_ref(),
             "-Wno-unused-function".as_ref(),
         ])
-        .build_and_generate(&skel);
+        .build_and_generate(out.join("leocc.skel.rs"));
     if let Err(e) = result {
         // A compile error in the BPF program or the core is a real error: fail loudly.
         panic!("building {} failed: {e:#}", src.display());

@@ -2,24 +2,33 @@
 //! not built in), side by side on the same unshaped veth transfer.
 //!
 //! Two figures per congestion control:
-//! - the congestion control's own cost: for leocc, kernel.bpf_stats_enabled's run_time_ns /
-//!   run_cnt of its struct_ops programs (cong_control is called once per ACK); the built-in
-//!   bbr has no such counter, so for it only the second figure exists;
-//! - the transfer's CPU: busy CPU time of the whole machine (/proc/stat, all CPUs) during the
-//!   transfer divided by the ACKs the sender received (Tcp InSegs of its namespace). This
-//!   includes both TCP stacks, the copies and iperf3, so the ratio shows what leocc costs a
-//!   real transfer; it is noisy on a shared machine, so runs alternate and repeat.
+//! - the congestion control's own cost per ACK: for leocc, kernel.bpf_stats_enabled's
+//!   run_time_ns / run_cnt of its cong_control struct_ops program (measured by the kernel
+//!   around each call). The built-in bbr has no such counter, and timing it with fentry/fexit
+//!   needs ftrace (CONFIG_FUNCTION_TRACER), which these kernels lack, so for bbr only the
+//!   second figure exists;
+//! - the transfer's CPU: the CPU time of both iperf3 processes (user + system, as iperf3
+//!   reports from getrusage; TCP work done in process context lands here) plus the machine's
+//!   irq + softirq time (/proc/stat; TCP work done in softirq), divided by the ACKs the sender
+//!   received (Tcp InSegs of its namespace) and by the bytes sent. Other processes' user time
+//!   stays out, so a busy shared machine disturbs it less than total CPU would; it still
+//!   includes both TCP stacks and the copies, so it shows what leocc costs a real transfer.
+//!   Transfers are rate-limited by default (iperf3 -b) so both congestion controls do the
+//!   same work; runs alternate and repeat because the figure is noisy.
 
 use std::fs;
 use std::time::Duration;
 
-use crate::lab::{run_iperf3, Iperf3Server, NetnsPair, Side};
+use crate::lab::{run_iperf3_with, Iperf3Result, Iperf3Server, NetnsPair, Side};
 use crate::loader::{self, ProgStat};
 
 /// Port of the benchmark's iperf3 server (inside its own namespace, so no clash).
 const BENCH_PORT: u16 = 5201;
 /// USER_HZ: /proc/stat counts in 1/100 s.
 const USER_HZ_NS: u64 = 10_000_000;
+/// Default application rate: well below what either congestion control reaches on a veth
+/// here (about 10 Gbit/s paced), so both move the same bytes.
+pub const DEFAULT_RATE_MBPS: u32 = 2000;
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -30,6 +39,8 @@ pub struct BenchOptions {
     pub repeats: u32,
     /// Baseline congestion control; None = bbr if available, else cubic.
     pub baseline: Option<String>,
+    /// Application rate limit in Mbit/s (iperf3 -b); 0 = unlimited.
+    pub rate_mbps: u32,
 }
 
 impl Default for BenchOptions {
@@ -38,6 +49,7 @@ impl Default for BenchOptions {
             seconds: 5,
             repeats: 2,
             baseline: None,
+            rate_mbps: DEFAULT_RATE_MBPS,
         }
     }
 }
@@ -51,25 +63,31 @@ pub struct CcFigures {
     pub goodput_bps: f64,
     /// ACKs (TCP segments) received by the sender.
     pub acks: u64,
-    /// Busy CPU of the machine during the transfers, ns.
-    pub busy_cpu_ns: u64,
+    /// Bytes sent.
+    pub bytes: u64,
+    /// CPU of the transfers (both iperf3 processes + irq/softirq), ns.
+    pub cpu_ns: u64,
     /// BPF struct_ops runs of the congestion control (0 for built-in ones).
     pub bpf_runs: u64,
     /// Their total run time, ns.
     pub bpf_run_time_ns: u64,
-    /// cong_control calls alone.
+    /// cong_control calls alone (BPF statistics; 0 for built-in congestion controls).
     pub cong_control_runs: u64,
     /// Their run time, ns.
     pub cong_control_ns: u64,
 }
 
 impl CcFigures {
-    /// Machine CPU per ACK, ns.
+    /// Transfer CPU per ACK, ns.
     pub fn cpu_per_ack_ns(&self) -> f64 {
-        self.busy_cpu_ns as f64 / self.acks.max(1) as f64
+        self.cpu_ns as f64 / self.acks.max(1) as f64
     }
-    /// Mean run time of leocc's cong_control program (one call per ACK), ns.
-    pub fn bpf_ns_per_call(&self) -> Option<f64> {
+    /// Transfer CPU per megabyte sent, ns.
+    pub fn cpu_per_mb_ns(&self) -> f64 {
+        self.cpu_ns as f64 / (self.bytes.max(1) as f64 / 1e6)
+    }
+    /// Mean run time of the congestion control's per-ACK function, ns.
+    pub fn cc_ns_per_call(&self) -> Option<f64> {
         (self.cong_control_runs > 0)
             .then(|| self.cong_control_ns as f64 / self.cong_control_runs as f64)
     }
@@ -85,13 +103,15 @@ pub struct BenchReport {
 }
 
 impl BenchReport {
-    /// leocc's machine CPU per ACK over the baseline's.
+    /// leocc's transfer CPU per ACK over the baseline's.
     pub fn cpu_per_ack_ratio(&self) -> f64 {
         self.leocc.cpu_per_ack_ns() / self.baseline.cpu_per_ack_ns().max(f64::MIN_POSITIVE)
     }
+
 }
 
-fn busy_jiffies() -> Result<u64, String> {
+/// irq + softirq time of all CPUs so far, in USER_HZ ticks.
+fn softirq_jiffies() -> Result<u64, String> {
     let stat = fs::read_to_string("/proc/stat").map_err(|e| format!("/proc/stat: {e}"))?;
     let line = stat
         .lines()
@@ -102,9 +122,8 @@ fn busy_jiffies() -> Result<u64, String> {
         .skip(1)
         .filter_map(|x| x.parse().ok())
         .collect();
-    // user nice system idle iowait irq softirq steal ...: idle and iowait are not busy.
-    let total: u64 = v.iter().take(8).sum();
-    Ok(total - v.get(3).copied().unwrap_or(0) - v.get(4).copied().unwrap_or(0))
+    // user nice system idle iowait irq softirq steal ...
+    Ok(v.get(5).copied().unwrap_or(0) + v.get(6).copied().unwrap_or(0))
 }
 
 fn sum_progs(progs: &[ProgStat]) -> (u64, u64, u64, u64) {
@@ -119,31 +138,39 @@ fn sum_progs(progs: &[ProgStat]) -> (u64, u64, u64, u64) {
     })
 }
 
-fn one_transfer(
-    pair: &NetnsPair,
-    cc: &str,
-    secs: u32,
-    acc: &mut CcFigures,
-) -> Result<(), String> {
-    let acks0 = pair.tcp_in_segs(Side::Client).map_err(|e| e.to_string())?;
-    let progs0 = sum_progs(&loader::leocc_programs());
-    let busy0 = busy_jiffies()?;
-    let r = run_iperf3(pair, BENCH_PORT, cc, secs, 1)?;
-    let busy1 = busy_jiffies()?;
-    let progs1 = sum_progs(&loader::leocc_programs());
-    let acks1 = pair.tcp_in_segs(Side::Client).map_err(|e| e.to_string())?;
-    if r.sender_cc != cc {
-        return Err(format!("iperf3 ran {} instead of {cc}", r.sender_cc));
-    }
-    acc.goodput_bps += r.received_bps;
-    acc.acks += acks1 - acks0;
-    acc.busy_cpu_ns += (busy1 - busy0) * USER_HZ_NS;
-    if cc == loader::CC_NAME {
+fn one_transfer(pair: &NetnsPair, opts: &BenchOptions, acc: &mut CcFigures) -> Result<(), String> {
+    let cc = acc.cc.clone();
+    let rate = format!("{}M", opts.rate_mbps);
+    let extra: Vec<&str> = if opts.rate_mbps > 0 { vec!["-b", &rate] } else { Vec::new() };
+    let transfer = || -> Result<(Iperf3Result, u64, u64), String> {
+        let acks0 = pair.tcp_in_segs(Side::Client).map_err(|e| e.to_string())?;
+        let irq0 = softirq_jiffies()?;
+        let r = run_iperf3_with(pair, BENCH_PORT, &cc, opts.seconds, 1, &extra)?;
+        let irq1 = softirq_jiffies()?;
+        let acks1 = pair.tcp_in_segs(Side::Client).map_err(|e| e.to_string())?;
+        let processes_ns = (r.sender_cpu_pct + r.receiver_cpu_pct) / 100.0 * r.seconds * 1e9;
+        Ok((r, acks1 - acks0, (irq1 - irq0) * USER_HZ_NS + processes_ns as u64))
+    };
+
+    let (r, acks, cpu) = if cc == loader::CC_NAME {
+        let progs0 = sum_progs(&loader::leocc_programs());
+        let out = transfer()?;
+        let progs1 = sum_progs(&loader::leocc_programs());
         acc.bpf_runs += progs1.0 - progs0.0;
         acc.bpf_run_time_ns += progs1.1 - progs0.1;
         acc.cong_control_runs += progs1.2 - progs0.2;
         acc.cong_control_ns += progs1.3 - progs0.3;
+        out
+    } else {
+        transfer()?
+    };
+    if r.sender_cc != cc {
+        return Err(format!("iperf3 ran {} instead of {cc}", r.sender_cc));
     }
+    acc.goodput_bps += r.received_bps;
+    acc.bytes += r.sent_bytes;
+    acc.acks += acks;
+    acc.cpu_ns += cpu;
     Ok(())
 }
 
@@ -177,14 +204,18 @@ pub fn run(opts: &BenchOptions, mut progress: impl FnMut(&str)) -> Result<BenchR
         };
         for i in 0..opts.repeats {
             for fig in [&mut base, &mut leocc] {
-                let cc = fig.cc.clone();
+                let limit = match opts.rate_mbps {
+                    0 => "unlimited".to_string(),
+                    r => format!("{r} Mbit/s"),
+                };
                 progress(&format!(
-                    "run {}/{}: {cc}, {} s on an unshaped veth",
+                    "run {}/{}: {}, {} s at {limit} on an unshaped veth",
                     i + 1,
                     opts.repeats,
+                    fig.cc,
                     opts.seconds
                 ));
-                one_transfer(&pair, &cc, opts.seconds, fig)?;
+                one_transfer(&pair, opts, fig)?;
                 std::thread::sleep(Duration::from_millis(200));
             }
         }
@@ -208,34 +239,34 @@ impl std::fmt::Display for BenchReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(
             f,
-            "{:<8} {:>12} {:>12} {:>16} {:>22}",
-            "cc", "goodput", "ACKs", "machine CPU/ACK", "BPF cong_control/call"
+            "{:<7} {:>11} {:>9} {:>12} {:>16} {:>16}  {}",
+            "cc", "goodput", "ACKs", "CPU/ACK", "CPU/MB", "cc time/ACK", "measured by"
         )?;
         for fig in [&self.baseline, &self.leocc] {
-            let bpf = fig
-                .bpf_ns_per_call()
-                .map_or_else(|| "n/a (built-in)".to_string(), |ns| format!("{ns:.0} ns"));
+            let (cc_time, how) = match fig.cc_ns_per_call() {
+                Some(ns) => (format!("{ns:.0} ns"), "BPF run_time_ns/run_cnt of cong_control"),
+                None => ("n/a".to_string(), "built in: no BPF statistics"),
+            };
             writeln!(
                 f,
-                "{:<8} {:>7.0} Mb/s {:>12} {:>13.0} ns {:>22}",
+                "{:<7} {:>6.0} Mb/s {:>9} {:>9.0} ns {:>13.0} ns {:>16}  {how}",
                 fig.cc,
                 fig.goodput_bps / 1e6,
                 fig.acks,
                 fig.cpu_per_ack_ns(),
-                bpf
+                fig.cpu_per_mb_ns(),
+                cc_time
             )?;
         }
-        if self.leocc.bpf_runs > 0 {
-            writeln!(
-                f,
-                "leocc BPF, all struct_ops programs: {} runs, {:.0} ns per ACK",
-                self.leocc.bpf_runs,
-                self.leocc.bpf_run_time_ns as f64 / self.leocc.acks.max(1) as f64
-            )?;
-        }
+        writeln!(
+            f,
+            "transfer CPU per MB, leocc / {}: {:.3}",
+            self.baseline.cc,
+            self.leocc.cpu_per_mb_ns() / self.baseline.cpu_per_mb_ns().max(f64::MIN_POSITIVE)
+        )?;
         write!(
             f,
-            "machine CPU per ACK, leocc / {}: {:.3}",
+            "transfer CPU per ACK (iperf3 processes + irq/softirq), leocc / {}: {:.3}",
             self.baseline.cc,
             self.cpu_per_ack_ratio()
         )

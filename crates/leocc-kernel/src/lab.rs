@@ -202,8 +202,12 @@ pub struct Iperf3Result {
     pub retransmits: u64,
     /// The congestion control iperf3 reports for the sender.
     pub sender_cc: String,
-    /// iperf3's CPU use of the sending host, percent (its own process).
+    /// CPU of the sending iperf3 process (user + system, getrusage), percent of the test.
     pub sender_cpu_pct: f64,
+    /// The same for the receiving iperf3 process.
+    pub receiver_cpu_pct: f64,
+    /// Test duration, seconds (what the percentages refer to).
+    pub seconds: f64,
 }
 
 /// Parses `iperf3 -J` output; an iperf3 error report becomes Err with its message.
@@ -230,6 +234,8 @@ pub fn parse_iperf3_json(text: &str) -> Result<Iperf3Result, String> {
             .unwrap_or("")
             .to_string(),
         sender_cpu_pct: num(&["cpu_utilization_percent", "host_total"]).unwrap_or(0.0),
+        receiver_cpu_pct: num(&["cpu_utilization_percent", "remote_total"]).unwrap_or(0.0),
+        seconds: num(&["sum_sent", "seconds"]).unwrap_or(0.0),
     })
 }
 
@@ -241,7 +247,20 @@ pub fn run_iperf3(
     secs: u32,
     parallel: u32,
 ) -> Result<Iperf3Result, String> {
+    run_iperf3_with(pair, port, cc, secs, parallel, &[])
+}
+
+/// [`run_iperf3`] with extra iperf3 arguments (e.g. `-b 2000M`).
+pub fn run_iperf3_with(
+    pair: &NetnsPair,
+    port: u16,
+    cc: &str,
+    secs: u32,
+    parallel: u32,
+    extra: &[&str],
+) -> Result<Iperf3Result, String> {
     let out = iperf3_client(pair, port, cc, secs, parallel)
+        .args(extra)
         .output()
         .map_err(|e| format!("running iperf3: {e}"))?;
     parse_iperf3_json(&String::from_utf8_lossy(&out.stdout))
@@ -266,11 +285,12 @@ mod tests {
         );
         let ok = r#"{"end":{"sum_sent":{"bytes":1000,"retransmits":2},
             "sum_received":{"bits_per_second":8e9},"sender_tcp_congestion":"leocc",
-            "cpu_utilization_percent":{"host_total":42.5}}}"#;
+            "cpu_utilization_percent":{"host_total":42.5,"remote_total":10.0}}}"#;
         let r = parse_iperf3_json(ok).unwrap();
         assert_eq!(r.sender_cc, "leocc");
         assert_eq!(r.sent_bytes, 1000);
         assert_eq!(r.retransmits, 2);
+        assert_eq!(r.receiver_cpu_pct, 10.0);
         assert!((r.received_bps - 8e9).abs() < 1.0);
         assert!(parse_iperf3_json("not json").is_err());
     }

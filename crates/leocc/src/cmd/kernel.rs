@@ -51,6 +51,9 @@ pub struct BenchArgs {
     /// Baseline congestion control (default: bbr if available, else cubic).
     #[arg(long)]
     baseline: Option<String>,
+    /// Application rate limit in Mbit/s (iperf3 -b) so both move the same bytes; 0 = none.
+    #[arg(long, default_value_t = bench::DEFAULT_RATE_MBPS)]
+    rate: u32,
 }
 
 /// Runs one `leocc kernel` subcommand.
@@ -128,6 +131,7 @@ fn run_bench(a: BenchArgs) -> anyhow::Result<()> {
         seconds: a.seconds,
         repeats: a.repeats,
         baseline: a.baseline,
+        rate_mbps: a.rate,
     };
     let report = bench::run(&opts, |line| eprintln!("bench: {line}")).map_err(anyhow::Error::msg)?;
     println!("{report}");
