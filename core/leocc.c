@@ -101,6 +101,9 @@
  * drain phase during the first steady phase. Eq. 4's verdict is taken from here on. */
 #define PHASE_FIRST_VERDICT 3u
 
+/* mpf_range collects the dense bins in one u64 bitmap. */
+_Static_assert(LEOCC_MPF_BINS <= 64, "LEOCC_MPF_BINS must fit a 64-bit bitmap");
+
 LEOCC_INTERNAL leocc_u64 min_u64(leocc_u64 a, leocc_u64 b) { return a < b ? a : b; }
 LEOCC_INTERNAL leocc_u64 max_u64(leocc_u64 a, leocc_u64 b) { return a > b ? a : b; }
 LEOCC_INTERNAL leocc_u32 min_u32(leocc_u32 a, leocc_u32 b) { return a < b ? a : b; }
@@ -321,30 +324,57 @@ LEOCC_INTERNAL leocc_u32 mpf_raw_min(const struct leocc_mpf *m)
 	return min_u32(a, b);
 }
 
-/* bRTT_l and bRTT_h: the lowest and highest dense bins. Returns 0 when the window is empty. */
+/* floor(log2(x)) for x > 0 without branches: the BPF verifier walks every path through a
+ * loop separately, so the band search below must not branch per bin or per bit. Each step adds
+ * 1 << k when x has a bit at or above 1 << k ((y + 0xffffffff) >> 32 is 1 iff 0 < y < 2^32). */
+LEOCC_INTERNAL leocc_u32 highest_bit(leocc_u64 x)
+{
+	leocc_u64 b, n = 0;
+
+	b = ((x >> 32) + 0xffffffffull) >> 32;
+	n += b << 5;
+	x >>= b << 5;
+	b = ((x >> 16) + 0xffffffffull) >> 32;
+	n += b << 4;
+	x >>= b << 4;
+	b = ((x >> 8) + 0xffffffffull) >> 32;
+	n += b << 3;
+	x >>= b << 3;
+	b = ((x >> 4) + 0xffffffffull) >> 32;
+	n += b << 2;
+	x >>= b << 2;
+	b = ((x >> 2) + 0xffffffffull) >> 32;
+	n += b << 1;
+	x >>= b << 1;
+	b = ((x >> 1) + 0xffffffffull) >> 32;
+	return (leocc_u32)(n + b);
+}
+
+/* bRTT_l and bRTT_h: the lowest and highest dense bins. Returns 0 when the window is empty.
+ * The dense bins are collected as a bitmap without branching (see highest_bit). */
 LEOCC_INTERNAL int mpf_range(const struct leocc_mpf *m, const struct leocc_params *p,
 			     leocc_u32 *lo, leocc_u32 *hi)
 {
-	leocc_u32 total = mpf_total(m), thresh, i, c, first = LEOCC_MPF_BINS, last = 0;
+	leocc_u32 total = mpf_total(m), i, first, last;
 	leocc_u32 raw_min = mpf_raw_min(m);
+	leocc_u64 thresh, c, dense = 0;
 
 	if (total == 0)
 		return 0;
 	thresh = max_u32(MPF_MIN_BAND_COUNT, total * p->mpf_band_share_pct / 100);
 	for (i = 0; i < LEOCC_MPF_BINS; i++) {
-		c = (leocc_u32)m->half[0].count[i] + m->half[1].count[i];
-		if (c >= thresh) {
-			if (first == LEOCC_MPF_BINS)
-				first = i;
-			last = i;
-		}
+		c = (leocc_u64)m->half[0].count[i] + m->half[1].count[i];
+		/* bit 63 of thresh - 1 - c is set iff c >= thresh (both far below 2^63) */
+		dense |= ((thresh - 1 - c) >> 63) << i;
 	}
-	if (first == LEOCC_MPF_BINS) {
+	if (dense == 0) {
 		/* No band yet (too few samples): the raw minimum is all we know. */
 		*lo = raw_min;
 		*hi = raw_min;
 		return 1;
 	}
+	first = highest_bit(dense & (~dense + 1));
+	last = highest_bit(dense);
 	*lo = max_u32(m->base_us + first * p->mpf_bin_us, raw_min);
 	*hi = m->base_us + (last + 1) * p->mpf_bin_us;
 	return 1;

@@ -30,7 +30,8 @@
 /* Fixed-point unit of every gain and coefficient: 1024 = 1.0. */
 #define LEOCC_UNIT 1024u
 
-/* Number of RTT histogram bins of the middle-pass filter (each params.mpf_bin_us wide). */
+/* Number of RTT histogram bins of the middle-pass filter (each params.mpf_bin_us wide; at
+ * most 64, the band search keeps them in one bitmap). */
 #define LEOCC_MPF_BINS 48
 
 /* Modes of the state machine (leocc_view.mode). Paper Fig. 9 plus BBR's Drain. */

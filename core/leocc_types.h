@@ -16,7 +16,11 @@ typedef __u64 leocc_u64;
 typedef __u32 leocc_u32;
 typedef __u16 leocc_u16;
 typedef __u8 leocc_u8;
-/* Every core function is inlined into the struct_ops program that calls it. */
+/* Every core function is inlined into the struct_ops program that calls it. vmlinux.h does
+ * not define __always_inline (bpf_helpers.h does); provide it when absent. */
+#ifndef __always_inline
+#define __always_inline inline __attribute__((always_inline))
+#endif
 #define LEOCC_API static __always_inline
 #define LEOCC_INTERNAL static __always_inline
 #else

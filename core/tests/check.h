@@ -20,6 +20,7 @@ extern int check_failures;
 
 /* Every test function; registered in test_main.c. */
 void test_kalman(void);
+void test_highest_bit(void);
 void test_maxfilt_expiry(void);
 void test_mpf_bands(void);
 void test_mpf_expiry(void);

@@ -80,6 +80,24 @@ static uint32_t rnd_ppm(struct sim *s)
 	return (uint32_t)(s->rng % 1000000);
 }
 
+static struct sim_call *record(struct sim *s, int op)
+{
+	struct sim_call *c;
+
+	if (!s->calls || s->ncalls >= s->max_calls)
+		return NULL;
+	c = &s->calls[s->ncalls++];
+	memset(c, 0, sizeof(*c));
+	c->op = op;
+	return c;
+}
+
+static void record_view(const struct sim *s, struct sim_call *c)
+{
+	if (c)
+		leocc_view(&s->cc, &c->view);
+}
+
 static struct sim_pkt *pkt(struct sim *s, uint64_t i) { return &s->ring[i % SIM_RING]; }
 
 uint64_t sim_queue_delay_us(const struct sim *s)
@@ -187,6 +205,15 @@ static void ack_one(struct sim *s, uint64_t idx)
 	a.ca_state = losses ? 3 : 0;
 	leocc_on_ack(&s->cc, &a, &s->out);
 	s->acks++;
+	{
+		struct sim_call *c = record(s, SIM_CALL_ACK);
+
+		if (c) {
+			c->ack = a;
+			c->out = s->out;
+		}
+		record_view(s, c);
+	}
 }
 
 void sim_run_until(struct sim *s, uint64_t t_end)
@@ -223,15 +250,32 @@ void sim_run_until(struct sim *s, uint64_t t_end)
 			if (s->detector) {
 				struct leocc_reconfig_event e = {o->start_us + o->dur_us, ++s->rcf_seq};
 
+				struct sim_call *c;
+
 				s->last_rcf_result = leocc_on_reconfig(&s->cc, &e);
+				c = record(s, SIM_CALL_RECONFIG);
+				if (c) {
+					c->event = e;
+					c->result = s->last_rcf_result;
+				}
+				record_view(s, c);
 			}
 		} else if (t == t_probe) {
 			const struct sim_seg *g = sim_seg_at(s, s->now);
 			uint64_t rtt = g->pop_rtt_us + (s->queue_on_pop_path ? sim_queue_delay_us(s) : 0);
 
 			s->next_probe_us = s->now + PROBE_PERIOD_US;
-			if (after_outage(s, s->now) == s->now)
+			if (after_outage(s, s->now) == s->now) {
+				struct sim_call *c;
+
 				leocc_on_path(&s->cc, s->now, (uint32_t)rtt);
+				c = record(s, SIM_CALL_PATH);
+				if (c) {
+					c->now_us = s->now;
+					c->rtt_us = (uint32_t)rtt;
+				}
+				record_view(s, c);
+			}
 		} else {
 			send_one(s);
 		}

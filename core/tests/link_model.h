@@ -36,8 +36,26 @@ struct sim_pkt {
 	int lost;
 };
 
+/* One call into the core, recorded with what the host build answered (for the BPF
+ * equivalence test, which replays the calls into the BPF build). */
+#define SIM_CALL_ACK 1
+#define SIM_CALL_RECONFIG 2
+#define SIM_CALL_PATH 3
+struct sim_call {
+	int op;
+	uint32_t result;            /* leocc_on_reconfig's return */
+	uint64_t now_us;            /* leocc_on_path */
+	uint32_t rtt_us;            /* leocc_on_path */
+	struct leocc_ack_sample ack;
+	struct leocc_reconfig_event event;
+	struct leocc_output out;
+	struct leocc_view view;     /* after the call */
+};
+
 struct sim {
 	/* configuration */
+	struct sim_call *calls;     /* when set, every call is recorded here (up to max_calls) */
+	size_t ncalls, max_calls;
 	struct sim_seg segs[SIM_MAX_SEGS];
 	int nsegs;
 	struct sim_outage outages[SIM_MAX_OUTAGES];

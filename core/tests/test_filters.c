@@ -39,6 +39,18 @@ void test_kalman(void)
 	CHECK(k.x <= 5, "no underflow, got %llu", (unsigned long long)k.x);
 }
 
+void test_highest_bit(void)
+{
+	leocc_u32 i;
+
+	for (i = 0; i < 64; i++) {
+		CHECK(highest_bit(1ull << i) == i, "2^%u -> %u", i, highest_bit(1ull << i));
+		CHECK(highest_bit((1ull << i) | 1) == i, "2^%u + 1 -> %u", i,
+		      highest_bit((1ull << i) | 1));
+		CHECK(highest_bit(~0ull >> (63 - i)) == i, "all ones to %u", i);
+	}
+}
+
 void test_maxfilt_expiry(void)
 {
 	struct leocc_maxfilt f;

@@ -13,6 +13,7 @@ struct test {
 
 static const struct test tests[] = {
 	{"kalman", test_kalman},
+	{"highest_bit", test_highest_bit},
 	{"maxfilt_expiry", test_maxfilt_expiry},
 	{"mpf_bands", test_mpf_bands},
 	{"mpf_expiry", test_mpf_expiry},
