@@ -233,6 +233,7 @@ fn parse_capacity(r: &mut Reader<'_>, sec: &Section) -> Result<Capacity, TraceEr
     let period = r.param_ms(sec, "period_ms")?;
     let mut times = Vec::new();
     let mut next_free = 0u64; // first time a following line may start at
+    let max_per_bin = crate::model::max_opportunities_per_ms() * bin.div_ceil(1000);
     for (no, line) in r.data_lines(sec)? {
         let err = |p: String| TraceError::new(r.file, no, p);
         let cols: Vec<&str> = line.split_ascii_whitespace().collect();
@@ -240,6 +241,9 @@ fn parse_capacity(r: &mut Reader<'_>, sec: &Section) -> Result<Capacity, TraceEr
             return Err(err(format!("expected a start time and at least one count, found {} column(s)", cols.len())));
         }
         let start = text::parse_ms_as_us(cols[0], "start time").map_err(err)?;
+        if start > MAX_TIME_US {
+            return Err(err("start time beyond the 7-day limit".into()));
+        }
         if start % bin != 0 {
             return Err(err(format!("start time {} is not a multiple of bin_us={bin}", cols[0])));
         }
@@ -252,8 +256,8 @@ fn parse_capacity(r: &mut Reader<'_>, sec: &Section) -> Result<Capacity, TraceEr
             if at > MAX_TIME_US {
                 return Err(err("time beyond the 7-day limit".into()));
             }
-            if n > 1_000_000 {
-                return Err(err(format!("absurd opportunity count {n} in one bin")));
+            if n > max_per_bin {
+                return Err(err(format!("absurd opportunity count {n} in one {bin} µs bin (over 100 Gbit/s)")));
             }
             times.extend(std::iter::repeat_n(at, n as usize));
         }
@@ -489,8 +493,8 @@ mod tests {
             (GOOD.replace("5 0 0", "1 0 0"), 7, "overlaps"),
             (GOOD.replace("20\n", "NaN\n"), 9, "NaN"),
             (GOOD.replace("20\n", "20000\n"), 9, "absurd one-way delay"),
-            (GOOD.replace("0 1 2\n", "0 9000000\n"), 6, "absurd opportunity count"),
-            (GOOD.replace("0 1 2\n", "0 9000\n"), 5, "absurd capacity"),
+            (GOOD.replace("0 1 2\n", "0 9000\n"), 6, "absurd opportunity count"),
+            (GOOD.replace("bin_us=1000", "bin_us=1").replace("0 1 2\n", "0 5000 5000\n"), 5, "absurd capacity"),
             (GOOD.replace("20\n", "20 3\n"), 9, "expected 1 column"),
             (GOOD.replace("0 1 2\n", "0\n"), 6, "at least one count"),
             (GOOD.replace('\n', "\r\n"), 1, "CRLF"),

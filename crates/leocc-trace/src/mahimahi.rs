@@ -24,7 +24,7 @@ pub fn parse_capacity(file: &Path, data: &[u8]) -> Result<Capacity, TraceError> 
     let mut times = Vec::with_capacity(data.len() / 6);
     let mut prev = 0u64;
     let mut run = 0usize;
-    let max_per_ms = max_opportunities_per_ms();
+    let max_per_ms = crate::model::max_opportunities_per_ms() as usize;
     for line in text::lines(data) {
         let line = line.map_err(|(no, p)| TraceError::new(file, no, p))?;
         let err = |p: String| TraceError::new(file, line.no, p);
@@ -50,10 +50,6 @@ pub fn parse_capacity(file: &Path, data: &[u8]) -> Result<Capacity, TraceError> 
         return Err(TraceError::whole(file, "empty file (a mahimahi trace needs at least one line)"));
     }
     Capacity::new(times, None).map_err(|p| TraceError::whole(file, p))
-}
-
-fn max_opportunities_per_ms() -> usize {
-    (crate::text::MAX_CAPACITY_BPS / 1000.0 / (crate::model::OPPORTUNITY_BYTES as f64 * 8.0)).ceil() as usize
 }
 
 /// Renders a capacity schedule as a mahimahi file. Fails when a time is not a whole ms or the

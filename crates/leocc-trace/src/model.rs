@@ -371,9 +371,14 @@ impl Trace {
     }
 }
 
+/// Most opportunities any 1 ms may hold: [`MAX_CAPACITY_BPS`] for 1 ms.
+pub(crate) fn max_opportunities_per_ms() -> u64 {
+    (MAX_CAPACITY_BPS / 1000.0 / (OPPORTUNITY_BYTES as f64 * 8.0)).ceil() as u64
+}
+
 /// Rejects a schedule that delivers more than [`MAX_CAPACITY_BPS`] within any 1 ms.
 pub(crate) fn check_capacity(c: &Capacity) -> Result<(), String> {
-    let max_per_ms = (MAX_CAPACITY_BPS / 1000.0 / (OPPORTUNITY_BYTES as f64 * 8.0)).ceil() as usize;
+    let max_per_ms = max_opportunities_per_ms() as usize;
     let t = c.times_us();
     let mut lo = 0;
     for hi in 0..t.len() {

@@ -404,6 +404,31 @@ mod tests {
     }
 
     #[test]
+    fn steps_in_delay_and_capacity_without_outages_are_detected() {
+        use crate::model::{Capacity, DelaySeries, DirTrace, Loss, Measured, Meta};
+        // 30 s at 12 Mbit/s (one opportunity per ms), 24 Mbit/s from 20 s on; delay 10 ms,
+        // 25 ms from 10 s on. No outage anywhere.
+        let times: Vec<u64> = (1..=30_000u64).flat_map(|ms| std::iter::repeat_n(ms * 1000, if ms >= 20_000 { 2 } else { 1 })).collect();
+        let delay: Vec<u64> = (0..3000).map(|i| if i < 1000 { 10_000 } else { 25_000 } + (i % 3) * 1000).collect();
+        let t = Trace {
+            meta: Meta { name: "steps".into(), direction: Measured::Down, ..Meta::default() },
+            down: DirTrace {
+                capacity: Some(Capacity::new(times, None).unwrap()),
+                delay: Some(DelaySeries { interval_us: 10_000, values_us: delay.into() }),
+                loss: Loss::Constant(0.0),
+            },
+            up: DirTrace::default(),
+            reconfigurations: vec![],
+            outages: vec![],
+            terrestrial: None,
+        };
+        let ev = detect_reconfigurations(&t, Dir::Down);
+        assert_eq!(ev.len(), 2, "{ev:?}");
+        assert!(ev[0].abs_diff(10_000_000) <= 20_000, "{ev:?}");
+        assert!(ev[1].abs_diff(20_000_000) <= 100_000, "{ev:?}");
+    }
+
+    #[test]
     fn summary_percentiles() {
         let v: Vec<f64> = (0..=100).map(f64::from).collect();
         let s = Summary::of(&v);
