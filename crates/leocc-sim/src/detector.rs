@@ -39,7 +39,9 @@ pub struct Detector {
     pub latest: Option<(u64, u32)>,
     /// Latest terminal-to-PoP RTT, µs (0 before the first reply).
     pub term_pop_rtt_us: u64,
-    /// Probes sent and replies received.
+    /// Detection times of every event so far.
+    pub detections_us: Vec<u64>,
+    /// Probes sent.
     pub probes_sent: u64,
     /// Replies received.
     pub replies: u64,
@@ -66,6 +68,7 @@ impl Detector {
             last_reply_us: None,
             events: 0,
             latest: None,
+            detections_us: Vec::new(),
             term_pop_rtt_us: 0,
             probes_sent: 0,
             replies: 0,
@@ -117,6 +120,7 @@ impl Detector {
                 if p.at_us.saturating_sub(last) > self.threshold_us {
                     self.events += 1;
                     self.latest = Some((p.at_us, self.events));
+                    self.detections_us.push(p.at_us);
                     out.event = Some(self.events);
                 }
             }

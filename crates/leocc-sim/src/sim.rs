@@ -567,6 +567,11 @@ impl World {
         )
     }
 
+    /// The detector (tests look at its detections).
+    pub fn detector(&self) -> &Detector {
+        &self.detector
+    }
+
     /// The sender of flow `f` (tests and benchmarks look at its state).
     pub fn sender(&self, f: usize) -> &Sender {
         &self.flows[f].sender

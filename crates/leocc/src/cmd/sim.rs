@@ -47,9 +47,9 @@ pub struct SimArgs {
     /// Random loss rate added on the data direction (on top of the trace's own loss).
     #[arg(long, default_value_t = 0.0)]
     pub loss: f64,
-    /// Data direction.
-    #[arg(long, value_enum, default_value = "down")]
-    pub direction: Direction,
+    /// Data direction [default: the direction the trace measured; down when it has both].
+    #[arg(long, value_enum)]
+    pub direction: Option<Direction>,
     /// Receiver ACKs every N in-order segments ...
     #[arg(long, default_value_t = leocc_sim::DEFAULT_DELACK_SEGS)]
     pub delack: u32,
@@ -114,8 +114,9 @@ pub fn scenarios(a: &SimArgs) -> anyhow::Result<Vec<Scenario>> {
         sc.queue = queue;
         sc.loss = a.loss;
         sc.data_dir = match a.direction {
-            Direction::Down => Dir::Down,
-            Direction::Up => Dir::Up,
+            Some(Direction::Down) => Dir::Down,
+            Some(Direction::Up) => Dir::Up,
+            None => trace.meta.direction.primary(),
         };
         sc.delack_segs = a.delack;
         sc.delack_timeout_us = (a.delack_ms * 1000.0) as u64;

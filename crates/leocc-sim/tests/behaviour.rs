@@ -1,0 +1,124 @@
+//! End-to-end behaviour of the simulator on synthetic traces built through leocc-trace.
+//! Short simulated durations keep the whole file to a few seconds in release.
+
+use std::sync::Arc;
+
+use leocc_sim::{cc, constant_trace, run, QueueLimit, Scenario, World};
+
+const MS: u64 = 1000;
+const S: u64 = 1_000_000;
+
+fn scenario(mbps: f64, cc: &str, secs: u64, queue: u64) -> Scenario {
+    let t = Arc::new(constant_trace(mbps, 20 * MS, 10 * S, &[]));
+    let mut sc = Scenario::new(t, "constant", cc, secs * S);
+    sc.queue = QueueLimit::Packets(queue);
+    sc
+}
+
+fn state(w: &World, key: &str) -> f64 {
+    w.sender(0).cc.state().into_iter().find(|(k, _)| *k == key).map(|(_, v)| v).unwrap_or_else(|| panic!("no {key}"))
+}
+
+#[test]
+fn packets_are_conserved_under_loss_and_overflow() {
+    let mut sc = scenario(20.0, "cubic", 8, 30);
+    sc.loss = 0.01;
+    sc.flows = leocc_sim::parse_flows("cubic@0-8,bbr@1-6", "", 8 * S).unwrap();
+    let mut w = World::new(&sc).unwrap();
+    w.run(&mut |_| {});
+    for f in 0..2 {
+        let (sent, arrived, dropped, in_net) = w.packet_balance(f);
+        assert!(dropped > 0, "flow {f}: the scenario must drop packets");
+        assert_eq!(sent, arrived + dropped + in_net, "flow {f}: sent = delivered + lost + in flight");
+        assert!(w.sender(f).delivered() <= arrived, "flow {f}: the sender cannot see more delivered than arrived");
+    }
+}
+
+#[test]
+fn every_control_fills_a_constant_link() {
+    // 20 Mbit/s, 40 ms base RTT: BDP = 67 packets; the queue holds 1.5 BDP.
+    for name in cc::NAMES {
+        let r = run(&scenario(20.0, name, 30, 100)).unwrap();
+        assert!(r.utilization >= 0.90, "{name}: utilization {:.3} < 0.90", r.utilization);
+        assert!(r.utilization <= 1.0 + 1e-9, "{name}: utilization {:.3} > 1", r.utilization);
+    }
+}
+
+#[test]
+fn reno_and_cubic_back_off_on_loss() {
+    for name in ["reno", "cubic"] {
+        // A 20-packet queue on a 67-packet BDP: slow start overflows it early.
+        let mut sc = scenario(20.0, name, 5, 20);
+        sc.timeseries = true;
+        let r = run(&sc).unwrap();
+        assert!(r.loss_rate > 0.0, "{name}: no loss happened");
+        let cwnds: Vec<u32> = r.timeseries.iter().map(|row| row.cwnd).collect();
+        let peak = cwnds.iter().position(|&c| c == *cwnds.iter().max().unwrap()).unwrap();
+        let after = cwnds[peak..].iter().min().unwrap();
+        assert!(
+            (*after as f64) < cwnds[peak] as f64 * 0.75,
+            "{name}: cwnd {} never dropped after the loss (min after {after})",
+            cwnds[peak]
+        );
+        let ssthresh = r.timeseries.last().unwrap().state.iter().find(|(k, _)| k == "ssthresh").unwrap().1;
+        assert!(ssthresh < 1000.0, "{name}: ssthresh never set ({ssthresh})");
+    }
+}
+
+#[test]
+fn bbr_bandwidth_estimate_matches_the_link() {
+    for mbps in [20.0, 50.0] {
+        let mut w = World::new(&scenario(mbps, "bbr", 10, 200)).unwrap();
+        w.run(&mut |_| {});
+        // The estimate counts payload bytes: the link carries 1448 of every 1500.
+        let payload_rate = mbps * 1448.0 / 1500.0;
+        let bw = state(&w, "bw_mbps");
+        assert!((bw / payload_rate - 1.0).abs() < 0.10, "bbr estimates {bw:.2} Mbit/s on a {payload_rate:.2} Mbit/s link");
+    }
+}
+
+#[test]
+fn same_seed_same_json_and_seed_matters() {
+    let t = Arc::new(constant_trace(30.0, 15 * MS, 4 * S, &[(1_500 * MS, 80 * MS)]));
+    let json = |cc: &str, seed: u64| {
+        let mut sc = Scenario::new(t.clone(), "outage", cc, 6 * S);
+        sc.loss = 0.005;
+        sc.seed = seed;
+        sc.flows = leocc_sim::parse_flows(&format!("{cc},bbr@0.5"), "", 6 * S).unwrap();
+        serde_json::to_string(&run(&sc).unwrap()).unwrap()
+    };
+    for cc in ["cubic", "leocc", "vivace"] {
+        assert_eq!(json(cc, 7), json(cc, 7), "{cc}: same seed, different results");
+        assert_ne!(json(cc, 7), json(cc, 8), "{cc}: the seed changes nothing");
+    }
+}
+
+#[test]
+fn detector_sees_each_outage_shortly_after_it_ends() {
+    let outages = [(2_000 * MS, 60 * MS), (5_000 * MS, 110 * MS), (7_300 * MS, 50 * MS)];
+    let t = Arc::new(constant_trace(20.0, 15 * MS, 10 * S, &outages));
+    for seed in 1..4 {
+        let mut sc = Scenario::new(t.clone(), "outages", "leocc", 9 * S);
+        sc.seed = seed;
+        let mut w = World::new(&sc).unwrap();
+        w.run(&mut |_| {});
+        let det = &w.detector().detections_us;
+        assert_eq!(det.len(), outages.len(), "seed {seed}: detections {det:?}");
+        for (&d, &(start, len)) in det.iter().zip(&outages) {
+            // The first reply after the gap arrives within one probe interval plus one
+            // terminal-PoP round trip (30 ms) of the outage's end.
+            let end = start + len;
+            assert!(d > end && d <= end + 50 * MS, "seed {seed}: outage {start}+{len} detected at {d}");
+        }
+        let r = w.result(&sc);
+        assert_eq!(r.reconfigs_detected, outages.len() as u64);
+    }
+}
+
+#[test]
+fn no_outage_no_detection() {
+    let mut w = World::new(&scenario(20.0, "cubic", 5, 100)).unwrap();
+    w.run(&mut |_| {});
+    assert!(w.detector().detections_us.is_empty());
+    assert!(w.detector().replies > 400, "probes every 10 ms should be answered");
+}
