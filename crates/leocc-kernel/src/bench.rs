@@ -180,6 +180,7 @@ pub fn run(opts: &BenchOptions, mut progress: impl FnMut(&str)) -> Result<BenchR
     if !crate::is_root() {
         return Err("the benchmark needs root (network namespaces, BPF statistics)".into());
     }
+    let _lock = crate::lab::GlobalLock::acquire().map_err(|e| format!("{}: {e}", crate::lab::GLOBAL_LOCK))?;
     let available = loader::available_ccs();
     let baseline = opts.baseline.clone().unwrap_or_else(|| {
         if available.iter().any(|c| c == "bbr") { "bbr" } else { "cubic" }.to_string()

@@ -17,6 +17,29 @@ const LISTEN_TIMEOUT: Duration = Duration::from_secs(5);
 
 static NEXT_PAIR: AtomicU32 = AtomicU32::new(0);
 
+/// Lock file that serializes everything touching the one global "leocc" registration.
+pub const GLOBAL_LOCK: &str = "/tmp/leocc-kernel-tests.lock";
+
+/// An exclusive hold on [`GLOBAL_LOCK`], released on drop. Tests (of any crate) and
+/// benchmarks that load or unload leocc take it first: cargo runs tests in parallel, and
+/// one test's unload would pull leocc from under another's transfer.
+pub struct GlobalLock {
+    _file: std::fs::File,
+}
+
+impl GlobalLock {
+    /// Blocks until the lock is ours.
+    pub fn acquire() -> io::Result<GlobalLock> {
+        use std::os::fd::AsRawFd;
+        let file = std::fs::File::create(GLOBAL_LOCK)?;
+        // SAFETY: flock on a descriptor we own; the lock goes with the descriptor.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(GlobalLock { _file: file })
+    }
+}
+
 /// Which end of the pair.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Side {

@@ -85,6 +85,7 @@ pub fn mode_name(mode: u32) -> &'static str {
     }
 }
 
+#[cfg_attr(leocc_no_bpf, allow(dead_code))] // used by the stats reader
 fn signal_name(state: u32) -> &'static str {
     match state {
         1 => "fresh",
@@ -186,8 +187,10 @@ fn to_flow_stats(
 }
 
 /// AF_INET6 (<linux/socket.h>).
+#[cfg_attr(leocc_no_bpf, allow(dead_code))] // used by the stats reader
 const AF_INET6: u16 = 10;
 
+#[cfg_attr(leocc_no_bpf, allow(dead_code))] // used by the stats reader
 fn socket_addr(family: u16, addr: &[u32; 4], port: u16) -> SocketAddr {
     // The words hold network-order bytes as the kernel stored them.
     let bytes: Vec<u8> = addr.iter().flat_map(|w| w.to_ne_bytes()).collect();

@@ -6,25 +6,22 @@
 //! functions in parallel threads, and other test binaries may run at the same time.
 
 use std::ffi::CString;
-use std::fs::File;
-use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::process::Stdio;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use leocc_kernel::lab::{self, Iperf3Server, NetnsPair, SERVER_ADDR};
+use leocc_kernel::lab::{self, GlobalLock, Iperf3Server, NetnsPair, SERVER_ADDR};
 use leocc_kernel::loader::{self, LoadOptions, LoadOutcome};
 use leocc_kernel::signal::{self, Signal};
 use leocc_kernel::stats::{self, FlowStats};
 use leocc_kernel::KernelError;
 
-const LOCK_PATH: &str = "/tmp/leocc-kernel-tests.lock";
 const PORT: u16 = 5201;
 
 /// Holds the global lock; unloads leocc when the test ends, however it ends.
 struct Exclusive {
-    _lock: File,
+    _lock: GlobalLock,
 }
 
 impl Drop for Exclusive {
@@ -55,9 +52,7 @@ fn exclusive(test: &str) -> Option<Exclusive> {
             return None;
         }
     }
-    let lock = File::create(LOCK_PATH).expect("lock file");
-    // SAFETY: flock on a descriptor we own.
-    assert_eq!(unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) }, 0);
+    let lock = GlobalLock::acquire().expect("global leocc lock");
     let _ = loader::unload();
     Some(Exclusive { _lock: lock })
 }
