@@ -36,12 +36,13 @@
  *   Reconf    Reconfiguration Adaptation (section 4.2.2). Step 0: rate*_target saved,
  *             inflight capped at 0.5 x bBW_m x bRTT_l; once inflight is down to the cap, one
  *             round trip of packets sent under the cap is measured and the band range rebuilt
- *             from it. If that round's delivery rate shows that the new link could not even
- *             carry the capped inflight, rate*_target and the cap are lowered to the measured
- *             rate and the round is repeated (twice at most). Step 1: bBW_a = bBW_m =
- *             rate*_target, the new bandwidth is probed at ra_probe_gain until it stops
- *             growing 25 % per round; back to Cruise in the drain phase, which removes the
- *             probe's queue.
+ *             from it. If that round delivered clearly less than the capped inflight would at
+ *             the old base RTT, a second round with the cap at measured rate x old base RTT
+ *             tells a slower link (RTT falls or the rate holds: rate*_target = measured rate,
+ *             straight back to Cruise) from a longer path (the rate falls with the cap).
+ *             Step 1: bBW_a = bBW_m = rate*_target, the new bandwidth is probed at
+ *             ra_probe_gain until it stops growing 25 % per round; back to Cruise in the
+ *             drain phase, which removes the probe's queue.
  *
  * Loss (section 4.2.1 relies on delay, not loss): a loss while the RTT is inside the band range
  * is random satellite loss and changes nothing; a loss while congested (RTT above the range)
@@ -76,9 +77,16 @@
  * the capped inflight could deliver at the fresh bRTT_l (measured here; leaves room for ACK
  * compression and the partial round that follows the outage). */
 #define RA_SATURATED_PCT 80u
-/* Times a Reconfiguration Adaptation may lower its cap because the new link could not carry
- * it (ours: twice covers a drop to a quarter of the old capacity and more). */
-#define RA_MAX_RECAPS 2u
+/* The second capped round (see ra_link_limited) confirms a link-limited path when its RTT fell
+ * below this % of the first round's, or its delivery rate held at this % of the first round's
+ * (measured here: a longer path gives at most 80 % on the rate and 100 % on the RTT). */
+#define RA_RTT_FELL_PCT 90u
+/* Verdicts of ra_link_limited. */
+#define RA_NOT_LIMITED 0
+#define RA_MEASURE_AGAIN 1
+#define RA_LINK_LIMITED 2
+#define RA_PATH_LONGER 3
+#define RA_RATE_HELD_PCT 90u
 /* Give up waiting for inflight to come down to the RA cap after this long (measured here: a
  * 4 x BDP backlog at a tenth of the old capacity drains in well under a second). */
 #define RA_MAX_UNCAPPED_US 1000000ull
@@ -769,28 +777,43 @@ LEOCC_INTERNAL void ra_start_measuring(struct leocc_state *s, const struct leocc
 }
 
 /* After a capped round: was the new link the limit? If its delivery rate is well below what
- * the capped inflight yields at the base RTT, the capped inflight itself queues, so the RTT
- * samples are inflated and rate*_target is too high: lower both to the measured rate and take
- * another capped round. */
+ * the capped inflight yields at the old base RTT, either the new link is slower than the capped
+ * rate (the capped inflight queues, its RTTs are inflated and rate*_target is too high) or the
+ * new path is longer (the same inflight simply takes longer). A second round with the cap at
+ * the measured rate x old base RTT tells them apart: on a link-limited path the RTT falls (less
+ * queue) or the delivery rate holds; on a longer path the delivery rate falls with the cap and
+ * the RTT does not. */
 LEOCC_INTERNAL int ra_link_limited(struct leocc_state *s, const struct leocc_ack_sample *a)
 {
-	leocc_u32 lo = 0, hi = 0, base = s->ra_old_rtt_l;
+	leocc_u32 lo = 0, hi = 0, base = s->ra_old_rtt_l, fresh;
 	leocc_u64 capped;
 
-	if (s->ra_bw == 0 || s->ra_recaps >= RA_MAX_RECAPS)
-		return 0;
-	if (mpf_range(&s->mpf, &s->p, &lo, &hi) && lo > 0 && lo < base)
-		base = lo;
+	if (s->ra_bw == 0)
+		return RA_NOT_LIMITED;
+	fresh = mpf_range(&s->mpf, &s->p, &lo, &hi) ? lo : 0;
+	if (s->ra_recaps > 0) {
+		int rtt_fell = fresh > 0 && (leocc_u64)fresh * 100 <
+						    (leocc_u64)s->ra_prev_rtt * RA_RTT_FELL_PCT;
+		int rate_held = s->ra_bw * 100 >= s->ra_prev_bw * RA_RATE_HELD_PCT;
+
+		if (!(rtt_fell || rate_held))
+			return RA_PATH_LONGER;
+		s->rate_saved = min_u64(s->rate_saved, max_u64(s->ra_bw, s->ra_prev_bw));
+		return RA_LINK_LIMITED;
+	}
+	if (fresh > 0 && fresh < base)
+		base = fresh;
 	capped = s->ra_cap_bytes * USEC_PER_SEC_U64 / max_u32(base, 1);
 	if (s->ra_bw * 100 >= capped * RA_SATURATED_PCT)
-		return 0;
+		return RA_NOT_LIMITED;
 	s->ra_recaps++;
-	s->rate_saved = min_u64(s->rate_saved, s->ra_bw);
-	s->ra_cap_bytes = max_u64(apply_gain(bdp_bytes(s->ra_bw, base), s->p.ra_inflight_gain),
+	s->ra_prev_bw = s->ra_bw;
+	s->ra_prev_rtt = fresh;
+	s->ra_cap_bytes = max_u64(bdp_bytes(s->ra_bw, s->ra_old_rtt_l),
 				  (leocc_u64)s->p.min_cwnd * s->mss);
 	s->ra_capped = RA_CAP_NOT_YET;
 	s->mode_start_us = a->now_us;
-	return 1;
+	return RA_MEASURE_AGAIN;
 }
 
 /* Reconfiguration Adaptation. Step 0: inflight capped; once it is down to the cap, one round
@@ -822,8 +845,19 @@ LEOCC_INTERNAL void run_reconf(struct leocc_state *s, const struct leocc_ack_sam
 		if (!(s->round_started && s->ra_fresh_rtts >= s->p.ra_min_rtt_samples) &&
 		    elapsed < bound)
 			return;
-		if (!ra_link_limited(s, a))
+		switch (ra_link_limited(s, a)) {
+		case RA_MEASURE_AGAIN:
+			break;
+		case RA_LINK_LIMITED:
+			/* The capped rounds measured the new capacity, and the second one ran
+			 * without a queue: nothing left to probe. */
 			ra_begin_probe(s, a);
+			enter_cruise(s, a->now_us, PHASE_FIRST_STEADY);
+			break;
+		default:
+			ra_begin_probe(s, a);
+			break;
+		}
 		return;
 	}
 	/* Probe: continue while the bandwidth grows by full_bw_growth_pct per round. The first

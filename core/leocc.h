@@ -164,7 +164,7 @@ struct leocc_mpf {                /* RTT-band histogram over the last W_RT/2..W_
 };
 
 /*
- * Per-flow state. Fits in BPF sk_storage; sizeof(struct leocc_state) is 656 bytes on x86-64
+ * Per-flow state. Fits in BPF sk_storage; sizeof(struct leocc_state) is 664 bytes on x86-64
  * and BPF (checked by core/tests). Treat every field as private.
  */
 struct leocc_state {
@@ -190,6 +190,7 @@ struct leocc_state {
 	leocc_u64 rate_saved;         /* rate*_target saved on entry into RA */
 	leocc_u64 ra_cap_bytes;       /* RA inflight cap, 0.5 x bBW_m x bRTT_l */
 	leocc_u64 ra_bw;              /* largest fresh delivery rate during RA */
+	leocc_u64 ra_prev_bw;         /* ra_bw of the first capped round, when a second one runs */
 	leocc_u32 ra_old_rtt_l;       /* bRTT_l of the interval before the event */
 	leocc_u32 ra_step;            /* 0: capped drain, 1: bandwidth probe */
 	leocc_u32 ra_fresh_rtts;      /* RTT samples measured after the event */
@@ -208,7 +209,8 @@ struct leocc_state {
 	leocc_u32 cwnd;
 	leocc_u32 mss;
 	leocc_u32 ra_capped;          /* RA step 0 sub-step: above cap, at cap, measuring */
-	leocc_u32 ra_recaps;          /* RA: times the cap was lowered (link-limited) */
+	leocc_u32 ra_recaps;          /* RA: a second capped round is running */
+	leocc_u32 ra_prev_rtt;        /* fresh bRTT_l of the first capped round */
 	leocc_u32 drain_start_rtt;    /* bRTT_latest when the current drain phase began */
 	leocc_u32 band_learning;      /* elevated RTT survived a drain: a band, let the MPF learn it */
 };

@@ -38,4 +38,5 @@ void test_random_loss(void);
 void test_band_switch(void);
 void test_no_detector(void);
 void test_bottleneck_discrimination(void);
+void test_starlink_like(void);
 #endif

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include "../leocc.h"
 
-#define SIM_MAX_SEGS 32
+#define SIM_MAX_SEGS 128
 #define SIM_MAX_OUTAGES 16
 #define SIM_RING (1u << 17)
 

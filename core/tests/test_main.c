@@ -31,6 +31,7 @@ static const struct test tests[] = {
 	{"band_switch", test_band_switch},
 	{"no_detector", test_no_detector},
 	{"bottleneck_discrimination", test_bottleneck_discrimination},
+	{"starlink_like", test_starlink_like},
 };
 
 int main(int argc, char **argv)
