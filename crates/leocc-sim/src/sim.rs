@@ -94,6 +94,8 @@ pub struct World {
     routes: [Vec<usize>; 2],
     flows: Vec<Flow>,
     detector: Detector,
+    /// Time of the pending ProbeLeg event, if any (one pending at a time).
+    probe_leg_at: Option<u64>,
     data_down: bool,
     oracle: Vec<u64>,
     use_oracle: bool,
@@ -186,6 +188,7 @@ impl World {
             routes: [data_route, ack_route],
             flows,
             detector,
+            probe_leg_at: None,
             data_down,
             oracle,
             use_oracle: sc.oracle_reconfig,
@@ -260,17 +263,22 @@ impl World {
                 self.flush(now);
             }
             Ev::DelAck(f) => {
-                if self.flows[f as usize].receiver.on_delack_timer(now) {
+                if self.flows[f as usize].receiver.on_delack_timer(now, &mut self.ev) {
                     self.send_ack(now, f as usize);
                 }
             }
             Ev::ProbeSend => {
                 if let Some(at) = self.detector.send_probe(now) {
-                    self.ev.push(at, Ev::ProbeLeg);
+                    self.schedule_probe_leg(at);
                 }
                 self.ev.push(now + self.detector.interval_us(), Ev::ProbeSend);
             }
-            Ev::ProbeLeg => self.probe_arrival(now),
+            Ev::ProbeLeg => {
+                if self.probe_leg_at == Some(now) {
+                    self.probe_leg_at = None;
+                    self.probe_arrival(now);
+                }
+            }
             Ev::Oracle(i) => {
                 self.oracle_seq += 1;
                 self.reconfigs += 1;
@@ -283,12 +291,17 @@ impl World {
         }
     }
 
+    fn schedule_probe_leg(&mut self, at: u64) {
+        if self.probe_leg_at.is_none_or(|t| at < t) {
+            self.probe_leg_at = Some(at);
+            self.ev.push(at, Ev::ProbeLeg);
+        }
+    }
+
     fn probe_arrival(&mut self, now: u64) {
         let (out, next) = self.detector.advance(now);
         if let Some(at) = next {
-            if at > now {
-                self.ev.push(at, Ev::ProbeLeg);
-            }
+            self.schedule_probe_leg(at.max(now + 1));
         }
         if let Some(seq) = out.event {
             if !self.use_oracle {

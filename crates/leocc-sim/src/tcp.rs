@@ -828,6 +828,8 @@ pub struct Receiver {
     recent: Vec<(u64, u64)>,
     pending: u32,
     delack_at: Option<u64>,
+    /// Time of the pending DelAck event (lazy timer: it re-arms itself to `delack_at`).
+    delack_event_at: Option<u64>,
     delack_segs: u32,
     delack_timeout_us: u64,
 }
@@ -851,6 +853,7 @@ impl Receiver {
             recent: Vec::new(),
             pending: 0,
             delack_at: None,
+            delack_event_at: None,
             delack_segs: delack_segs.max(1),
             delack_timeout_us,
         }
@@ -884,7 +887,10 @@ impl Receiver {
             if self.delack_at.is_none() {
                 let at = now + self.delack_timeout_us;
                 self.delack_at = Some(at);
-                ev.push(at, Ev::DelAck(self.flow));
+                if self.delack_event_at.is_none() {
+                    self.delack_event_at = Some(at);
+                    ev.push(at, Ev::DelAck(self.flow));
+                }
             }
             return RxOutcome { new: true, ack_now: false };
         }
@@ -912,12 +918,23 @@ impl Receiver {
     }
 
     /// The delayed-ACK timer fired: whether an ACK is due now.
-    pub fn on_delack_timer(&mut self, now: u64) -> bool {
-        if self.delack_at != Some(now) {
+    pub fn on_delack_timer(&mut self, now: u64, ev: &mut EventQueue) -> bool {
+        if self.delack_event_at != Some(now) {
             return false;
         }
-        self.delack_at = None;
-        self.pending > 0
+        self.delack_event_at = None;
+        match self.delack_at {
+            Some(at) if at <= now => {
+                self.delack_at = None;
+                self.pending > 0
+            }
+            Some(at) => {
+                self.delack_event_at = Some(at);
+                ev.push(at, Ev::DelAck(self.flow));
+                false
+            }
+            None => false,
+        }
     }
 
     /// Build the ACK to send now and reset the delayed-ACK state.
