@@ -331,7 +331,9 @@ void BPF_PROG(leocc_cc_init, struct sock *sk)
 	if (s)
 		ca->signal_seq = s->seq;
 
-	sk->sk_pacing_status = SK_PACING_NEEDED;
+	/* TCP's internal pacing, unless sch_fq already paces this socket (SK_PACING_FQ). */
+	if (sk->sk_pacing_status == SK_PACING_NONE)
+		sk->sk_pacing_status = SK_PACING_NEEDED;
 
 	fl = bpf_sk_storage_get(&flow_state, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
 	if (!fl)
