@@ -257,14 +257,14 @@ fn single_section(html: &mut String, out_dir: &Path, cells: &Cells, engine: &str
     chart.height = 420;
     for (i, (label, rs)) in runs.iter().enumerate() {
         let (Some(t), Some(d)) = (stat(rs, "throughput_mbps"), stat(rs, "owd_p95_ms")) else { continue };
-        let mut s = Series::new(*label, color(i), Style::Points, vec![(d.mean, t.mean)]);
+        let mut s = Series::new(*label, color(i), Style::Points, vec![(d.mean, t.mean)]).labelled();
         if t.n > 1 {
             s.spread.push((d.min, d.max, t.min, t.max));
         }
         chart.series.push(s);
     }
     if let Some(v) = view {
-        chart.series.push(Series::new("oracle", "#000000", Style::Points, vec![(v.base_owd_p95_ms.max(0.1), v.mean_capacity_mbps)]));
+        chart.series.push(Series::new("oracle", "#000000", Style::Points, vec![(v.base_owd_p95_ms.max(0.1), v.mean_capacity_mbps)]).labelled());
     }
     let _ = write!(html, "<figure>{}<figcaption>Each control's mean over seeds with its min–max spread; the oracle point is all the capacity the trace offers at its base delay.</figcaption></figure>", chart.svg());
 

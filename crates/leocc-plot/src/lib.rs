@@ -8,9 +8,10 @@
 
 use std::fmt::Write;
 
-/// A colour-blind-safe palette (Okabe–Ito), assigned to series in order.
+/// A colour-blind-safe palette (Okabe–Ito, with black and yellow swapped for brown and a darker
+/// yellow so that black stays free for reference points and yellow reads on white).
 pub const PALETTE: [&str; 9] = [
-    "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442", "#999999",
+    "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#8C564B", "#B8A000", "#7F7F7F",
 ];
 
 /// The palette colour for the i-th series.
@@ -75,6 +76,8 @@ pub struct Series {
     /// Plotted against the right axis.
     pub right: bool,
     pub dashed: bool,
+    /// For [`Style::Points`]: write the series name beside each point.
+    pub labelled: bool,
 }
 
 impl Series {
@@ -88,11 +91,17 @@ impl Series {
             spread: Vec::new(),
             right: false,
             dashed: false,
+            labelled: false,
         }
     }
     /// Plots against the right axis.
     pub fn on_right(mut self) -> Series {
         self.right = true;
+        self
+    }
+    /// Names each point on the chart (scatter plots with few points).
+    pub fn labelled(mut self) -> Series {
+        self.labelled = true;
         self
     }
     /// Dashed line.
@@ -366,6 +375,9 @@ fn draw_series(s: &mut String, ser: &Series, sx: &Scale, sy: &Scale, base_px: f6
             }
             for (x, y) in pts {
                 let _ = write!(s, "<circle cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"5\" fill=\"{}\" stroke=\"white\"/>", ser.color);
+                if ser.labelled {
+                    let _ = write!(s, "<text x=\"{:.1}\" y=\"{:.1}\" fill=\"{}\" font-size=\"11\">{}</text>", x + 7.0, y - 6.0, ser.color, esc(&ser.name));
+                }
             }
         }
         Style::Line | Style::Area | Style::Step => {

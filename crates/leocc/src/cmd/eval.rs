@@ -1,0 +1,186 @@
+//! `leocc eval` (the matrix) and `leocc demo` (the README's main job).
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use leocc_eval::matrix::{Engine, Matrix, Scenario};
+use leocc_eval::report;
+use leocc_eval::results::{self, stat};
+use leocc_eval::runner::{self, Runner};
+use std::path::{Path, PathBuf};
+
+/// Every control the simulator runs, in report order.
+pub const ALL_CCS: &str = "leocc,cubic,reno,vegas,bbr,bbr3,copa,vivace,satcp";
+
+#[derive(Args)]
+pub struct EvalArgs {
+    /// Engine: sim (the simulator, all nine controls) or emu (the emulator with kernel TCP).
+    #[arg(long, default_value = "sim")]
+    engine: Engine,
+    /// Trace files (our format or mahimahi); one or more.
+    #[arg(long, num_args = 1.., required = true)]
+    trace: Vec<PathBuf>,
+    /// Comma-separated controls.
+    #[arg(long, default_value = ALL_CCS, value_delimiter = ',')]
+    cc: Vec<String>,
+    /// Comma-separated scenarios: single, two-stream, fairness, vs-bbr, vs-cubic.
+    #[arg(long, default_value = "single", value_delimiter = ',')]
+    scenario: Vec<Scenario>,
+    /// Runs per cell (seeds seed, seed+1, ...).
+    #[arg(long, default_value_t = 1)]
+    runs: u32,
+    /// First seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Seconds per run (default: the trace's length; two-stream is always 140 s).
+    #[arg(long)]
+    duration: Option<f64>,
+    /// Bottleneck queue in packets, the same for every control (default: the engine's).
+    #[arg(long)]
+    queue: Option<u32>,
+    /// Extra random loss rate, the same for every control.
+    #[arg(long)]
+    loss: Option<f64>,
+    /// Feed ground-truth reconfigurations instead of the detector (ablation only).
+    #[arg(long)]
+    oracle_reconfig: bool,
+    /// Runs at once (default: the number of cores; the emulator always uses one).
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// Output directory: results.jsonl, report.html, ts/, logs/.
+    #[arg(short, long)]
+    out: PathBuf,
+}
+
+#[derive(Args)]
+pub struct DemoArgs {
+    /// Output directory.
+    #[arg(short, long, default_value = "out/demo")]
+    out: PathBuf,
+    /// Seeds per control.
+    #[arg(long, default_value_t = 2)]
+    runs: u32,
+}
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+}
+
+fn trace_seconds(path: &Path) -> f64 {
+    leocc_trace::Trace::load(path).map(|t| t.duration_us() as f64 / 1e6).unwrap_or(60.0)
+}
+
+/// Runs a matrix and writes the report; returns the records of the matrix's runs.
+fn run_matrix(m: &Matrix, out: &Path, jobs: usize, command_line: &str) -> Result<Vec<results::Record>> {
+    for t in &m.traces {
+        leocc_trace::Trace::load(t).map_err(|e| anyhow::anyhow!("{e}"))?;
+    }
+    let specs = m.expand(trace_seconds);
+    let runner = Runner { exe: std::env::current_exe()?, out_dir: out.to_path_buf(), jobs, progress: true };
+    let outcome = runner.run(&specs)?;
+    let all = results::read(&runner::results_path(out))?;
+    let report = report::write(out, &all, command_line)?;
+    eprintln!(
+        "eval: {} ran, {} already done, {} failed; results {}, report {}",
+        outcome.ran,
+        outcome.skipped,
+        outcome.failed.len(),
+        runner::results_path(out).display(),
+        report.display()
+    );
+    for (key, why) in &outcome.failed {
+        eprintln!("eval: FAILED {key}: {why}");
+    }
+    if !outcome.failed.is_empty() {
+        bail!("{} of {} runs failed; rerun the same command to retry only those", outcome.failed.len(), specs.len());
+    }
+    let keys: std::collections::HashSet<_> = specs.iter().map(|s| s.key.as_str()).collect();
+    Ok(all.into_iter().filter(|r| keys.contains(r.str("key"))).collect())
+}
+
+/// A plain table of the single-flow cells: one row per control.
+fn print_table(records: &[results::Record]) {
+    let cells = results::by_cell(records);
+    println!(
+        "{:<6} {:<22} {:<8} {:>10} {:>7} {:>9} {:>9} {:>10} {:>7} {:>8}",
+        "engine", "trace", "cc", "thr Mbit/s", "util %", "RTT p95", "OWD p95", "qdelay avg", "loss %", "retx %"
+    );
+    for ((engine, trace, scenario, label), runs) in &cells {
+        if scenario != "single" {
+            continue;
+        }
+        let m = |f: &str, k: f64| stat(runs, f).map_or("–".to_string(), |s| format!("{:.1}", s.mean * k));
+        println!(
+            "{:<6} {:<22} {:<8} {:>10} {:>7} {:>9} {:>9} {:>10} {:>7} {:>8}",
+            engine,
+            trace,
+            label,
+            m("throughput_mbps", 1.0),
+            m("utilization", 100.0),
+            m("rtt_p95_ms", 1.0),
+            m("owd_p95_ms", 1.0),
+            m("qdelay_avg_ms", 1.0),
+            m("loss_rate", 100.0),
+            m("retrans_rate", 100.0)
+        );
+    }
+}
+
+fn command_line() -> String {
+    std::env::args().collect::<Vec<_>>().join(" ")
+}
+
+pub fn eval(a: EvalArgs) -> Result<()> {
+    let m = Matrix {
+        engine: a.engine,
+        traces: a.trace,
+        ccs: a.cc,
+        scenarios: a.scenario,
+        runs: a.runs.max(1),
+        seed: a.seed,
+        duration_s: a.duration,
+        queue: a.queue,
+        loss: a.loss,
+        oracle_reconfig: a.oracle_reconfig,
+    };
+    let records = run_matrix(&m, &a.out, a.jobs.unwrap_or_else(cores), &command_line())?;
+    print_table(&records);
+    Ok(())
+}
+
+/// The bundled traces the demo runs, relative to the repository root.
+const DEMO_TRACES: [&str; 2] = ["traces/starlink-down-60s.trace", "traces/starlink-up-60s.trace"];
+
+/// Finds the repository's traces/ whether leocc runs from the checkout or from target/.
+fn find_bundled(rel: &str) -> Result<PathBuf> {
+    let mut candidates = vec![PathBuf::from(rel)];
+    if let Ok(exe) = std::env::current_exe() {
+        for anc in exe.ancestors().skip(1) {
+            candidates.push(anc.join(rel));
+        }
+    }
+    candidates
+        .into_iter()
+        .find(|p| p.exists())
+        .with_context(|| format!("bundled trace {rel} not found: run `leocc demo` from the leocc checkout"))
+}
+
+pub fn demo(a: DemoArgs) -> Result<()> {
+    let traces = DEMO_TRACES.iter().map(|t| find_bundled(t)).collect::<Result<Vec<_>>>()?;
+    eprintln!("demo: LeoCC against eight controls on {} bundled LEO traces in the simulator ({} seeds each)", traces.len(), a.runs);
+    let m = Matrix {
+        engine: Engine::Sim,
+        traces,
+        ccs: ALL_CCS.split(',').map(String::from).collect(),
+        scenarios: vec![Scenario::Single],
+        runs: a.runs.max(1),
+        seed: 1,
+        duration_s: None,
+        queue: None,
+        loss: None,
+        oracle_reconfig: false,
+    };
+    let records = run_matrix(&m, &a.out, cores(), &command_line())?;
+    print_table(&records);
+    println!("\nreport: {}", a.out.join("report.html").display());
+    Ok(())
+}
