@@ -79,14 +79,18 @@
 #define RA_SATURATED_PCT 80u
 /* The second capped round (see ra_link_limited) confirms a link-limited path when its RTT fell
  * below this % of the first round's, or its delivery rate held at this % of the first round's
- * (measured here: a longer path gives at most 80 % on the rate and 100 % on the RTT). */
+ * (ours: on a longer path the second round's cap is below 40 % of the first's, and so is its
+ * rate, while its RTT stays). */
 #define RA_RTT_FELL_PCT 90u
+#define RA_RATE_HELD_PCT 90u
+/* The adaptation's probe ends after this many rounds without 25 % growth (ours; BBR's
+ * Startup waits 3, but it starts from nothing). */
+#define RA_PROBE_STALL_ROUNDS 2u
 /* Verdicts of ra_link_limited. */
 #define RA_NOT_LIMITED 0
 #define RA_MEASURE_AGAIN 1
 #define RA_LINK_LIMITED 2
 #define RA_PATH_LONGER 3
-#define RA_RATE_HELD_PCT 90u
 /* Give up waiting for inflight to come down to the RA cap after this long (measured here: a
  * 4 x BDP backlog at a tenth of the old capacity drains in well under a second). */
 #define RA_MAX_UNCAPPED_US 1000000ull
@@ -792,8 +796,8 @@ LEOCC_INTERNAL int ra_link_limited(struct leocc_state *s, const struct leocc_ack
 		return RA_NOT_LIMITED;
 	fresh = mpf_range(&s->mpf, &s->p, &lo, &hi) ? lo : 0;
 	if (s->ra_recaps > 0) {
-		int rtt_fell = fresh > 0 && (leocc_u64)fresh * 100 <
-						    (leocc_u64)s->ra_prev_rtt * RA_RTT_FELL_PCT;
+		int rtt_fell = rtt_latest(s) > 0 && (leocc_u64)rtt_latest(s) * 100 <
+							   (leocc_u64)s->ra_prev_rtt * RA_RTT_FELL_PCT;
 		int rate_held = s->ra_bw * 100 >= s->ra_prev_bw * RA_RATE_HELD_PCT;
 
 		if (!(rtt_fell || rate_held))
@@ -808,8 +812,11 @@ LEOCC_INTERNAL int ra_link_limited(struct leocc_state *s, const struct leocc_ack
 		return RA_NOT_LIMITED;
 	s->ra_recaps++;
 	s->ra_prev_bw = s->ra_bw;
-	s->ra_prev_rtt = fresh;
-	s->ra_cap_bytes = max_u64(bdp_bytes(s->ra_bw, s->ra_old_rtt_l),
+	/* The round's latest RTT (Kalman), not its minimum: while the backlog drains a lone
+	 * packet may see an empty queue, so the minimum says little about the round. */
+	s->ra_prev_rtt = rtt_latest(s);
+	s->ra_cap_bytes = max_u64(apply_gain(bdp_bytes(s->ra_bw, s->ra_old_rtt_l),
+					     s->p.ra_inflight_gain),
 				  (leocc_u64)s->p.min_cwnd * s->mss);
 	s->ra_capped = RA_CAP_NOT_YET;
 	s->mode_start_us = a->now_us;
@@ -862,18 +869,24 @@ LEOCC_INTERNAL void run_reconf(struct leocc_state *s, const struct leocc_ack_sam
 	}
 	/* Probe: continue while the bandwidth grows by full_bw_growth_pct per round. The first
 	 * round only fills the pipe at the probe rate: its rate samples still span packets sent
-	 * before the probe, so growth is judged from the second round on. */
+	 * before the probe, so growth is judged from the second round on; and as the estimate
+	 * lags the probe by a round, one round without growth may be that lag, two are not. */
 	if (!s->round_started)
 		return;
 	s->ra_probe_rounds++;
 	if (s->ra_probe_rounds == 1)
 		return;
-	if (bw_estimate(s) * 100 >= s->full_bw * (100 + s->p.full_bw_growth_pct) &&
-	    !is_congested(s) && s->ra_probe_rounds < s->p.ra_probe_max_rounds) {
-		s->full_bw = bw_estimate(s);
+	if (is_congested(s) || s->ra_probe_rounds >= s->p.ra_probe_max_rounds) {
+		enter_cruise(s, a->now_us, PHASE_DRAIN);
 		return;
 	}
-	enter_cruise(s, a->now_us, PHASE_DRAIN);
+	if (bw_estimate(s) * 100 >= s->full_bw * (100 + s->p.full_bw_growth_pct)) {
+		s->full_bw = bw_estimate(s);
+		s->full_bw_cnt = 0;
+		return;
+	}
+	if (++s->full_bw_cnt >= RA_PROBE_STALL_ROUNDS)
+		enter_cruise(s, a->now_us, PHASE_DRAIN);
 }
 
 /* Eq. 4. The verdict is taken in the steady phases only: the burst phase queues

@@ -210,7 +210,7 @@ struct leocc_state {
 	leocc_u32 mss;
 	leocc_u32 ra_capped;          /* RA step 0 sub-step: above cap, at cap, measuring */
 	leocc_u32 ra_recaps;          /* RA: a second capped round is running */
-	leocc_u32 ra_prev_rtt;        /* fresh bRTT_l of the first capped round */
+	leocc_u32 ra_prev_rtt;        /* bRTT_latest at the end of the first capped round */
 	leocc_u32 drain_start_rtt;    /* bRTT_latest when the current drain phase began */
 	leocc_u32 band_learning;      /* elevated RTT survived a drain: a band, let the MPF learn it */
 };

@@ -32,6 +32,7 @@ void test_garbage_inputs(void);
 void test_startup(void);
 void test_step_up_at_reconfig(void);
 void test_reconfig_unchanged(void);
+void test_path_change_at_reconfig(void);
 void test_drop_at_reconfig(void);
 void test_drop_without_reconfig(void);
 void test_random_loss(void);

@@ -25,6 +25,7 @@ static const struct test tests[] = {
 	{"startup", test_startup},
 	{"step_up_at_reconfig", test_step_up_at_reconfig},
 	{"reconfig_unchanged", test_reconfig_unchanged},
+	{"path_change_at_reconfig", test_path_change_at_reconfig},
 	{"drop_at_reconfig", test_drop_at_reconfig},
 	{"drop_without_reconfig", test_drop_without_reconfig},
 	{"random_loss", test_random_loss},

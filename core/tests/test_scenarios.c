@@ -191,6 +191,44 @@ void test_reconfig_unchanged(void)
 	free(s);
 }
 
+/* The reconfiguration moves the flow to a longer path with more capacity (30 -> 50 ms,
+ * 40 -> 150 Mbit/s), then to a shorter one with less (50 -> 30 ms, 150 -> 60 Mbit/s). The
+ * capped round must not mistake the longer RTT for a slower link. */
+void test_path_change_at_reconfig(void)
+{
+	struct sim *s = new_sim(MBPS(40), 30000, 12);
+	struct window_stats w;
+	struct leocc_view v;
+	double u;
+
+	sim_add_outage(s, 4 * SEC, 80 * MS);
+	sim_add_seg(s, 4 * SEC, MBPS(150), 50000);
+	sim_add_outage(s, 8 * SEC, 80 * MS);
+	sim_add_seg(s, 8 * SEC, MBPS(60), 30000);
+	/* 15 RTTs (750 ms) after the first event bBW_a has found >= 85 % of 150 Mbit/s. */
+	run_window(s, 3 * SEC, 4 * SEC + 90 * MS + 750 * MS);
+	leocc_view(&s->cc, &v);
+	CHECK(v.bbw_a >= MBPS(127), "bBW_a %.1f Mbit/s 750 ms after a longer, faster path",
+	      (double)v.bbw_a * 8e-6);
+	CHECK(v.brtt_l >= 50000 && v.brtt_l <= 52000, "bRTT_l %u on the 50 ms path", v.brtt_l);
+	w = run_window(s, 5 * SEC, 8 * SEC);
+	u = util(&w, 5 * SEC, 8 * SEC, MBPS(150));
+	show("30->50 ms, 40->150 Mbit/s, 5-8 s", s, &w, u);
+	CHECK(u >= 0.93, "utilisation %.3f", u);
+	w = run_window(s, 8 * SEC + 90 * MS, 8 * SEC + 590 * MS);
+	show("50->30 ms, 150->60 Mbit/s, first 0.5 s", s, &w, 0);
+	/* The outage leaves an 80 ms backlog; the capped rounds must drain it, not keep it. */
+	CHECK(mean_q_ms(&w) <= 25.0, "mean queue in the first 0.5 s %.1f ms", mean_q_ms(&w));
+	w = run_window(s, 9 * SEC, 11 * SEC);
+	u = util(&w, 9 * SEC, 11 * SEC, MBPS(60));
+	leocc_view(&s->cc, &v);
+	show("50->30 ms, 150->60 Mbit/s, 9-11 s", s, &w, u);
+	CHECK(u >= 0.93 && mean_q_ms(&w) <= 5.0, "utilisation %.3f, queue %.1f ms", u,
+	      mean_q_ms(&w));
+	CHECK(v.brtt_l >= 30000 && v.brtt_l <= 31500, "bRTT_l %u on the 30 ms path", v.brtt_l);
+	free(s);
+}
+
 /* Capacity falls to 30 % at a reconfiguration: adaptation must not leave a standing queue. */
 void test_drop_at_reconfig(void)
 {
