@@ -998,6 +998,126 @@ mod tests {
         assert_eq!(r.on_data(6, 3, &mut ev), RxOutcome { new: false, ack_now: true });
     }
 
+    /// A controller with a fixed window that records what it is told.
+    struct Probe {
+        cwnd: u32,
+        samples: std::sync::Arc<std::sync::Mutex<Vec<AckSample>>>,
+        events: std::sync::Arc<std::sync::Mutex<Vec<&'static str>>>,
+    }
+
+    impl Controller for Probe {
+        fn name(&self) -> &'static str {
+            "probe"
+        }
+        fn on_ack(&mut self, s: &AckSample) {
+            self.samples.lock().unwrap().push(*s);
+        }
+        fn on_congestion_event(&mut self, _: u64, _: u32) {
+            self.events.lock().unwrap().push("congestion");
+        }
+        fn on_recovery_exit(&mut self, _: u64) {
+            self.events.lock().unwrap().push("exit");
+        }
+        fn on_rto(&mut self, _: u64) {
+            self.events.lock().unwrap().push("rto");
+        }
+        fn cwnd(&self) -> u32 {
+            self.cwnd
+        }
+        fn pacing_rate(&self) -> Option<f64> {
+            None
+        }
+    }
+
+    type Log<T> = std::sync::Arc<std::sync::Mutex<Vec<T>>>;
+
+    fn sender(cwnd: u32) -> (Sender, Log<AckSample>, Log<&'static str>) {
+        let samples = Log::default();
+        let events = Log::default();
+        let cc = Probe { cwnd, samples: samples.clone(), events: events.clone() };
+        (Sender::new(0, Box::new(cc)), samples, events)
+    }
+
+    fn seqs(out: &[Packet]) -> Vec<u64> {
+        out.iter()
+            .map(|p| match p.body {
+                Body::Data { seq, .. } => seq,
+                Body::Ack(_) => panic!("sender emitted an ACK"),
+            })
+            .collect()
+    }
+
+    fn ack(cum: u64, sacks: &[(u64, u64)]) -> AckInfo {
+        let mut a = AckInfo { cum, ..AckInfo::default() };
+        for (i, b) in sacks.iter().enumerate() {
+            a.sacks[i] = *b;
+        }
+        a.nsacks = sacks.len() as u8;
+        a
+    }
+
+    #[test]
+    fn rate_sample_is_delivered_over_the_longer_of_send_and_ack_intervals() {
+        let (mut s, samples, _) = sender(10);
+        let (mut ev, mut out) = (EventQueue::default(), Vec::new());
+        s.start(0, &mut Io { ev: &mut ev, out: &mut out });
+        assert_eq!(seqs(&out), (0..10).collect::<Vec<_>>(), "cwnd 10 sends 10 segments");
+        out.clear();
+        // Everything sent at t=0 is ACKed in two halves, at 50 and 100 ms.
+        s.on_ack(50_000, &ack(5, &[]), &mut Io { ev: &mut ev, out: &mut out });
+        assert_eq!(seqs(&out), (10..15).collect::<Vec<_>>(), "the ACK releases 5 new segments");
+        s.on_ack(100_000, &ack(10, &[]), &mut Io { ev: &mut ev, out: &mut out });
+        let v = samples.lock().unwrap();
+        assert_eq!((v[0].delivered, v[0].interval_us, v[0].acked_sacked), (5, 50_000, 5));
+        assert_eq!(v[0].rtt_us, Some(50_000));
+        // Second ACK: the newest packet sampled was sent at 0 with delivered = 0 then.
+        assert_eq!((v[1].delivered, v[1].interval_us), (10, 100_000));
+        assert_eq!(v[1].delivered_total, 10);
+        assert_eq!((v[1].prior_in_flight, v[1].in_flight), (10, 5));
+    }
+
+    #[test]
+    fn rack_marks_the_hole_lost_and_retransmits_it_once() {
+        let (mut s, _, events) = sender(10);
+        let (mut ev, mut out) = (EventQueue::default(), Vec::new());
+        s.start(0, &mut Io { ev: &mut ev, out: &mut out });
+        out.clear();
+        // Segment 0 was lost; 1..10 arrive and are SACKed at 40 ms.
+        s.on_ack(40_000, &ack(0, &[(1, 10)]), &mut Io { ev: &mut ev, out: &mut out });
+        assert_eq!(s.ca_state(), CaState::Recovery);
+        assert_eq!(s.stats.marked_lost, 1);
+        // In flight: 10 sent - 9 SACKed - 1 lost, so cwnd 10 lets 9 more go: the
+        // retransmission first, then new data.
+        assert_eq!(seqs(&out)[0], 0);
+        assert_eq!(s.stats.retrans, 1);
+        assert_eq!(*events.lock().unwrap(), vec!["congestion"]);
+        out.clear();
+        s.on_ack(80_000, &ack(10, &[]), &mut Io { ev: &mut ev, out: &mut out });
+        assert_eq!(s.ca_state(), CaState::Open);
+        assert_eq!(*events.lock().unwrap(), vec!["congestion", "exit"]);
+        assert_eq!(s.stats.retrans, 1, "nothing else was retransmitted");
+    }
+
+    #[test]
+    fn rto_marks_everything_lost_and_backs_off() {
+        let (mut s, _, events) = sender(4);
+        let (mut ev, mut out) = (EventQueue::default(), Vec::new());
+        s.start(0, &mut Io { ev: &mut ev, out: &mut out });
+        assert_eq!(out.len(), 4);
+        out.clear();
+        // Initial RTO: 1 s (RFC 6298).
+        let (t, e) = ev.pop().unwrap();
+        assert_eq!((t, e), (INIT_RTO_US, Ev::Rto(0)));
+        s.on_rto_timer(t, &mut Io { ev: &mut ev, out: &mut out });
+        assert_eq!(*events.lock().unwrap(), vec!["rto"]);
+        assert_eq!(s.ca_state(), CaState::Loss);
+        assert_eq!(s.stats.marked_lost, 4);
+        assert_eq!(seqs(&out), vec![0, 1, 2, 3], "all four retransmitted, in order");
+        // The next timeout is twice as far out.
+        let (t2, _) = ev.pop().unwrap();
+        assert_eq!(t2, t + 2 * INIT_RTO_US);
+    }
+
     #[test]
     fn sent_after_breaks_ties_by_sequence() {
         assert!(sent_after(2, 0, 1, 5));

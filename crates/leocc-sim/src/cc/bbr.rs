@@ -383,3 +383,35 @@ impl Controller for Bbr {
         ]
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cc::testing::ack;
+
+    #[test]
+    fn startup_exits_when_bandwidth_plateaus_and_paces_near_it() {
+        let mut b = Bbr::new(&CcConfig { mss: 1448, init_cwnd: 10, seed: 3 });
+        // A 10 Mbit/s path with 20 ms RTT: every ACK reports 10 Mbit/s worth of delivery.
+        let rate_pps = 10e6 / 8.0 / 1448.0;
+        let mut delivered = 0u64;
+        for i in 0..400u64 {
+            let now = i * 5_000;
+            let mut s = ack(now, 4, CaState::Open);
+            delivered += 4;
+            s.delivered = (rate_pps * 0.02) as i64;
+            s.interval_us = 20_000;
+            s.prior_delivered = delivered.saturating_sub(s.delivered as u64);
+            s.delivered_total = delivered;
+            s.rtt_us = Some(20_000);
+            s.prior_in_flight = 20;
+            s.in_flight = 20;
+            b.on_ack(&s);
+        }
+        assert!(b.full_bw_reached && b.mode != Mode::Startup, "still in startup");
+        let bw = b.bw() * 8.0 / 1e6;
+        assert!((bw - 10.0).abs() < 0.5, "bw {bw}");
+        let pacing = b.pacing_rate().unwrap() * 8.0 / 1e6;
+        assert!(pacing > 7.0 && pacing < 13.0, "pacing {pacing} Mbit/s");
+    }
+}

@@ -139,3 +139,41 @@ impl Controller for Cubic {
         vec![("ssthresh", self.w.ssthresh.min(1 << 30) as f64), ("w_max", self.w_max), ("k_s", self.k_s)]
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cc::testing::ack;
+
+    fn cubic() -> Cubic {
+        Cubic::new(&CcConfig { mss: 1448, init_cwnd: 10, seed: 0 })
+    }
+
+    #[test]
+    fn reduces_by_beta_and_regrows_toward_w_max() {
+        let mut c = cubic();
+        c.on_ack(&ack(0, 90, CaState::Open));
+        assert_eq!(c.cwnd(), 100);
+        c.on_congestion_event(1_000, 100);
+        assert_eq!(c.cwnd(), 70, "beta = 0.7");
+        // Concave growth back toward W_max = 100 over K = cbrt(30 / 0.4) ≈ 4.2 s.
+        let mut t = 1_000;
+        for _ in 0..2000 {
+            t += 2_000;
+            c.on_ack(&ack(t, 1, CaState::Open));
+        }
+        let w = c.cwnd();
+        assert!(w > 85 && w <= 101, "after 4 s cwnd {w} should approach W_max 100");
+    }
+
+    #[test]
+    fn fast_convergence_lowers_w_max() {
+        let mut c = cubic();
+        c.on_ack(&ack(0, 90, CaState::Open));
+        c.on_congestion_event(1, 100);
+        // A second loss below the previous W_max: W_max = cwnd (1 + beta) / 2.
+        c.on_congestion_event(2, 70);
+        assert!((c.w_max - 70.0 * 1.7 / 2.0).abs() < 1e-9);
+        assert_eq!(c.cwnd(), 49);
+    }
+}

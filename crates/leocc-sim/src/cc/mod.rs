@@ -196,6 +196,37 @@ impl WindowedMax {
     }
 }
 
+/// Helpers for the controls' unit tests.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::{AckSample, CaState};
+
+    /// An ACK at `now` delivering `acked` packets, with no rate sample and no RTT.
+    pub(crate) fn ack(now: u64, acked: u32, ca_state: CaState) -> AckSample {
+        AckSample {
+            now_us: now,
+            acked_sacked: acked,
+            losses: 0,
+            delivered: -1,
+            interval_us: -1,
+            prior_delivered: 0,
+            rtt_us: None,
+            prior_in_flight: 0,
+            in_flight: 0,
+            app_limited: false,
+            is_retrans: false,
+            tx_in_flight: 0,
+            lost: 0,
+            ca_state,
+            delivered_total: 0,
+            lost_total: 0,
+            min_rtt_us: 20_000,
+            srtt_us: 20_000,
+            mss: 1448,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

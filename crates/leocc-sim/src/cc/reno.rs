@@ -114,3 +114,26 @@ impl Controller for Reno {
         vec![("ssthresh", self.w.ssthresh.min(1 << 30) as f64)]
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cc::testing::ack;
+
+    #[test]
+    fn slow_start_then_halving_then_linear_growth() {
+        let mut r = Reno::new(&CcConfig { mss: 1448, init_cwnd: 10, seed: 0 });
+        r.on_ack(&ack(0, 10, CaState::Open));
+        assert_eq!(r.cwnd(), 20, "slow start: +1 per ACKed packet");
+        r.on_congestion_event(1, 20);
+        assert_eq!(r.cwnd(), 10, "halved on loss");
+        r.on_ack(&ack(2, 5, CaState::Recovery));
+        assert_eq!(r.cwnd(), 10, "no growth in recovery");
+        for i in 0..10 {
+            r.on_ack(&ack(3 + i, 1, CaState::Open));
+        }
+        assert_eq!(r.cwnd(), 11, "+1 per window in congestion avoidance");
+        r.on_rto(100);
+        assert_eq!(r.cwnd(), 1);
+    }
+}

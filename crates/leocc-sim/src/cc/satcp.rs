@@ -81,3 +81,24 @@ impl Controller for Satcp {
         v
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cc::testing::ack;
+    use crate::cc::CaState;
+
+    #[test]
+    fn keeps_its_window_through_a_handover_but_not_after() {
+        let mut s = Satcp::new(&CcConfig { mss: 1448, init_cwnd: 10, seed: 0 });
+        s.on_ack(&ack(0, 90, CaState::Open));
+        assert_eq!(s.cwnd(), 100);
+        s.on_reconfig(&ReconfigEvent { time_us: 1_000_000, seq: 1, now_us: 1_000_000 });
+        s.on_congestion_event(1_050_000, 100);
+        assert_eq!(s.cwnd(), 100, "loss during the freeze is not congestion");
+        s.on_rto(1_100_000);
+        assert_eq!(s.cwnd(), 100, "nor is a timeout");
+        s.on_congestion_event(1_000_000 + FREEZE_US + 1, 100);
+        assert_eq!(s.cwnd(), 70, "after the freeze it is CUBIC again");
+    }
+}

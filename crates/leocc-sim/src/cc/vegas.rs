@@ -103,6 +103,7 @@ impl Controller for Vegas {
     }
 
     fn state(&self) -> Vec<(&'static str, f64)> {
-        vec![("base_rtt_ms", self.base_rtt_us as f64 / 1e3)]
+        let base = if self.base_rtt_us == u64::MAX { 0.0 } else { self.base_rtt_us as f64 / 1e3 };
+        vec![("base_rtt_ms", base)]
     }
 }
