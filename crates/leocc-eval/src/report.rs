@@ -498,3 +498,43 @@ mod tests {
         assert_eq!(pct_change(1.0, 0.0), "n/a");
     }
 }
+
+/// The README's results table (markdown) from a set of records: one row per engine, trace and
+/// single-flow control, means over seeds, plus LeoCC's changes against the paper's rivals.
+pub fn markdown(records: &[Record]) -> String {
+    let cells = by_cell(records);
+    let mut s = String::from(
+        "| engine | trace | control | throughput Mbit/s | utilisation % | RTT p95 ms | queueing delay mean / p95 ms | loss % | runs |\n\
+         |---|---|---|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for ((engine, trace, scenario, label), runs) in &cells {
+        if scenario != "single" {
+            continue;
+        }
+        let m = |f: &str, k: f64, d: usize| stat(runs, f).map_or("–".to_string(), |x| format!("{:.d$}", x.mean * k));
+        let _ = writeln!(
+            s,
+            "| {engine} | {trace} | {} | {} | {} | {} | {} / {} | {} | {} |",
+            if label == "leocc" { "**leocc**".to_string() } else { label.clone() },
+            m("throughput_mbps", 1.0, 1),
+            m("utilization", 100.0, 1),
+            m("rtt_p95_ms", 1.0, 1),
+            m("qdelay_avg_ms", 1.0, 1),
+            m("qdelay_p95_ms", 1.0, 1),
+            m("loss_rate", 100.0, 2),
+            runs.len()
+        );
+    }
+    s.push('\n');
+    for ((engine, trace, scenario, label), runs) in &cells {
+        if scenario != "single" || label != "leocc" {
+            continue;
+        }
+        let mean = |cc: &str, f: &str| cells.get(&(engine.clone(), trace.clone(), scenario.clone(), cc.to_string())).and_then(|r| stat(r, f)).map(|x| x.mean);
+        let (Some(thr), Some(p95)) = (stat(runs, "throughput_mbps"), stat(runs, "rtt_p95_ms")) else { continue };
+        let thr_vs: Vec<String> = THROUGHPUT_RIVALS.iter().filter_map(|cc| mean(cc, "throughput_mbps").map(|t| format!("{cc} {}", pct_change(thr.mean, t)))).collect();
+        let rtt_vs: Vec<String> = DELAY_RIVALS.iter().filter_map(|cc| mean(cc, "rtt_p95_ms").map(|t| format!("{cc} {}", pct_change(p95.mean, t)))).collect();
+        let _ = writeln!(s, "- {engine}, {trace}: LeoCC throughput vs {}; p95 RTT vs {}.", thr_vs.join(", "), rtt_vs.join(", "));
+    }
+    s
+}

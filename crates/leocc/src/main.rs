@@ -25,6 +25,8 @@ enum Command {
     Eval(cmd::eval::EvalArgs),
     /// The main job: LeoCC against eight controls on bundled traces, with a report.
     Demo(cmd::eval::DemoArgs),
+    /// Remake report.html, or print the README's results table, from an eval's results.jsonl.
+    Report(cmd::eval::ReportArgs),
     /// Run a command behind an emulated LEO path (namespaces, TUN, trace replay).
     Emu(cmd::emu::EmuArgs),
     /// Measure the emulator's accuracy and speed.
@@ -47,6 +49,7 @@ fn main() {
         Command::Kernel(c) => cmd::kernel::run(c),
         Command::Eval(a) => cmd::eval::eval(a),
         Command::Demo(a) => cmd::eval::demo(a),
+        Command::Report(a) => cmd::eval::report(a),
         Command::Probe(a) => cmd::probe::run(a),
         Command::Emu(a) => cmd::emu::run(a),
         Command::BenchEmu(a) => cmd::emu::bench(a),

@@ -184,3 +184,28 @@ pub fn demo(a: DemoArgs) -> Result<()> {
     println!("\nreport: {}", a.out.join("report.html").display());
     Ok(())
 }
+
+#[derive(Args)]
+pub struct ReportArgs {
+    /// An eval output directory (with results.jsonl).
+    dir: PathBuf,
+    /// Print the README's markdown results table instead of rewriting report.html.
+    #[arg(long)]
+    markdown: bool,
+}
+
+/// Remakes report.html (or prints the markdown table) from a directory's results.jsonl.
+pub fn report(a: ReportArgs) -> Result<()> {
+    let path = runner::results_path(&a.dir);
+    let records = results::read(&path)?;
+    if records.is_empty() {
+        bail!("{}: no results (run `leocc eval ... -o {}` first)", path.display(), a.dir.display());
+    }
+    if a.markdown {
+        print!("{}", report::markdown(&records));
+    } else {
+        let out = report::write(&a.dir, &records, &command_line())?;
+        println!("report: {}", out.display());
+    }
+    Ok(())
+}
