@@ -379,8 +379,8 @@ fn satellite(rng: &mut Rng, p: &SatParams, duration_ms: u64, outages: &[Span]) -
         // After the outage, the delay spikes for a few tens of ms and decays.
         let end = (o.end_us() / 1000) as usize;
         let (h, len) = (rng.range(SPIKE_MS.0, SPIKE_MS.1), rng.range(SPIKE_LEN_MS.0, SPIKE_LEN_MS.1));
-        for ms in end..(end + len as usize).min(n) {
-            delay_ms[ms] += h * (1.0 - (ms - end) as f64 / len);
+        for (k, d) in delay_ms.iter_mut().skip(end).take(len as usize).enumerate() {
+            *d += h * (1.0 - k as f64 / len);
         }
     }
     // One delay value per 10 ms (LeoReplayer), in whole ms as the real series.
@@ -485,7 +485,7 @@ mod tests {
         let t = generate(Profile::StarlinkDown, 60_000, 9, "x").unwrap();
         // Seed 9 draws one aperiodic reconfiguration besides the four periodic ones.
         assert_eq!(t.reconfigurations.len(), 5, "{:?}", t.reconfigurations);
-        let periodic: Vec<u64> = t.reconfigurations.iter().copied().filter(|r| (r - t.reconfigurations[0]) % 15_000_000 == 0).collect();
+        let periodic: Vec<u64> = t.reconfigurations.iter().copied().filter(|r| (r - t.reconfigurations[0]).is_multiple_of(15_000_000)).collect();
         assert!(periodic.len() >= 4, "{:?}", t.reconfigurations);
         for o in &t.outages {
             assert!((45_000..=130_000).contains(&o.len_us), "{o:?}");

@@ -99,7 +99,7 @@ pub fn parse_delay(file: &Path, data: &[u8]) -> Result<DelaySeries, TraceError> 
 pub fn render_delay(d: &DelaySeries, period_us: u64) -> Result<String, String> {
     let values: Vec<u64> = if d.interval_us == LEOREPLAYER_INTERVAL_US {
         d.values_us.to_vec()
-    } else if d.interval_us % LEOREPLAYER_INTERVAL_US == 0 {
+    } else if d.interval_us.is_multiple_of(LEOREPLAYER_INTERVAL_US) {
         (0..period_us.div_ceil(LEOREPLAYER_INTERVAL_US)).map(|i| d.at(i * LEOREPLAYER_INTERVAL_US)).collect()
     } else {
         return Err(format!("delay interval is {} µs; LeoReplayer files need a multiple of 10 ms", d.interval_us));

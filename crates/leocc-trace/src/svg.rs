@@ -82,7 +82,7 @@ pub struct Figure {
 
 /// Ticks at 1, 2 or 5 × 10^k covering [lo, hi].
 pub fn nice_ticks(lo: f64, hi: f64) -> Vec<f64> {
-    if !(hi > lo) || !lo.is_finite() || !hi.is_finite() {
+    if hi.partial_cmp(&lo) != Some(std::cmp::Ordering::Greater) || !lo.is_finite() || !hi.is_finite() {
         return vec![lo];
     }
     let raw = (hi - lo) / TARGET_TICKS;
