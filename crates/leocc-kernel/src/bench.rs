@@ -240,8 +240,8 @@ impl std::fmt::Display for BenchReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(
             f,
-            "{:<7} {:>11} {:>9} {:>12} {:>16} {:>16}  {}",
-            "cc", "goodput", "ACKs", "CPU/ACK", "CPU/MB", "cc time/ACK", "measured by"
+            "{:<7} {:>11} {:>9} {:>12} {:>16} {:>16}  measured by",
+            "cc", "goodput", "ACKs", "CPU/ACK", "CPU/MB", "cc time/ACK"
         )?;
         for fig in [&self.baseline, &self.leocc] {
             let (cc_time, how) = match fig.cc_ns_per_call() {

@@ -12,6 +12,10 @@ use std::time::{Duration, Instant};
 pub const CLIENT_ADDR: &str = "10.77.0.1";
 /// Server-side address on the veth.
 pub const SERVER_ADDR: &str = "10.77.0.2";
+/// Client-side IPv6 address on the veth (unique local).
+pub const CLIENT_ADDR6: &str = "fd77::1";
+/// Server-side IPv6 address on the veth.
+pub const SERVER_ADDR6: &str = "fd77::2";
 /// How long an iperf3 server gets to start listening.
 const LISTEN_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -88,11 +92,13 @@ impl NetnsPair {
             "-n", &pair.client, "link", "add", "veth0", "type", "veth", "peer", "name", "veth1",
             "netns", &pair.server,
         ])?;
-        for (ns, dev, addr) in [
-            (&pair.client, "veth0", CLIENT_ADDR),
-            (&pair.server, "veth1", SERVER_ADDR),
+        for (ns, dev, addr, addr6) in [
+            (&pair.client, "veth0", CLIENT_ADDR, CLIENT_ADDR6),
+            (&pair.server, "veth1", SERVER_ADDR, SERVER_ADDR6),
         ] {
             ip(&["-n", ns, "addr", "add", &format!("{addr}/24"), "dev", dev])?;
+            // nodad: usable at once, no duplicate address detection delay.
+            ip(&["-n", ns, "addr", "add", &format!("{addr6}/64"), "dev", dev, "nodad"])?;
             ip(&["-n", ns, "link", "set", dev, "up"])?;
             ip(&["-n", ns, "link", "set", "lo", "up"])?;
         }
@@ -197,10 +203,22 @@ impl Drop for Iperf3Server {
 
 /// An iperf3 client run: `iperf3 -c SERVER -p port -C cc -t secs -P parallel -J`.
 pub fn iperf3_client(pair: &NetnsPair, port: u16, cc: &str, secs: u32, parallel: u32) -> Command {
+    iperf3_client_to(pair, SERVER_ADDR, port, cc, secs, parallel)
+}
+
+/// [`iperf3_client`] to another server address (e.g. [`SERVER_ADDR6`]).
+pub fn iperf3_client_to(
+    pair: &NetnsPair,
+    server: &str,
+    port: u16,
+    cc: &str,
+    secs: u32,
+    parallel: u32,
+) -> Command {
     let mut c = pair.command(Side::Client, "iperf3");
     c.args([
         "-c",
-        SERVER_ADDR,
+        server,
         "-p",
         &port.to_string(),
         "-C",

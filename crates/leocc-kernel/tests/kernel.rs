@@ -11,7 +11,7 @@ use std::process::Stdio;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use leocc_kernel::lab::{self, GlobalLock, Iperf3Server, NetnsPair, SERVER_ADDR};
+use leocc_kernel::lab::{self, GlobalLock, Iperf3Server, NetnsPair, SERVER_ADDR, SERVER_ADDR6};
 use leocc_kernel::loader::{self, LoadOptions, LoadOutcome};
 use leocc_kernel::signal::{self, Signal};
 use leocc_kernel::stats::{self, FlowStats};
@@ -103,12 +103,20 @@ fn sysctl_available() -> String {
 
 /// Polls the stats map until `pred` holds for the flows to the test server, or times out.
 fn wait_flows(timeout: Duration, pred: impl Fn(&[FlowStats]) -> bool) -> Vec<FlowStats> {
+    wait_flows_to(SERVER_ADDR, timeout, pred)
+}
+
+fn wait_flows_to(
+    server: &str,
+    timeout: Duration,
+    pred: impl Fn(&[FlowStats]) -> bool,
+) -> Vec<FlowStats> {
     let deadline = Instant::now() + timeout;
     loop {
         let flows: Vec<FlowStats> = stats::read_stats()
             .expect("stats map readable")
             .into_iter()
-            .filter(|f| f.remote.ip().to_string() == SERVER_ADDR && f.remote.port() == PORT)
+            .filter(|f| f.remote.ip().to_string() == server && f.remote.port() == PORT)
             .collect();
         if pred(&flows) || Instant::now() > deadline {
             return flows;
@@ -236,6 +244,28 @@ fn three_flows_keep_own_state_and_all_see_a_reconfiguration() {
         assert!(f.core_last_reconfig_us + 100_000 > when / 1000, "{f:?}");
         assert_eq!(f.term_pop_rtt_us, 25_000);
     }
+}
+
+#[test]
+fn ipv6_flows_run_leocc_and_are_listed() {
+    let Some(_x) = exclusive("ipv6_flows") else { return };
+    load();
+    let pair = NetnsPair::new("v6").expect("netns pair");
+    let _server = Iperf3Server::start(&pair, PORT).expect("iperf3 server");
+    let client = lab::iperf3_client_to(&pair, SERVER_ADDR6, PORT, "leocc", 2, 1)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("iperf3 client");
+    let flows = wait_flows_to(SERVER_ADDR6, Duration::from_secs(2), |f| {
+        f.len() == 1 && f[0].acks > 100
+    });
+    let out = client.wait_with_output().expect("iperf3 finishes");
+    let r = lab::parse_iperf3_json(&String::from_utf8_lossy(&out.stdout)).expect("v6 run");
+    assert_eq!(r.sender_cc, "leocc");
+    assert_eq!(flows.len(), 1, "the IPv6 flow is listed under its addresses: {flows:?}");
+    assert_eq!(flows[0].local.ip().to_string(), lab::CLIENT_ADDR6);
+    let left = wait_flows_to(SERVER_ADDR6, Duration::from_secs(2), |f| f.is_empty());
+    assert!(left.is_empty(), "closed IPv6 flow still listed: {left:?}");
 }
 
 #[test]
