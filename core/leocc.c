@@ -720,8 +720,10 @@ LEOCC_INTERNAL void run_cruise(struct leocc_state *s, const struct leocc_ack_sam
 	leocc_u64 elapsed = a->now_us - s->phase_start_us;
 	leocc_u32 l = rtt_l(s), queue_free;
 
-	if (a->losses && s->congested && s->cycle_phase != PHASE_DRAIN) {
-		/* Loss with the RTT above the band range: the queue overflowed; drain now. */
+	if (a->losses && is_congested(s) && s->cycle_phase != PHASE_DRAIN) {
+		/* Loss with the RTT above the band range now: the queue overflowed; drain now.
+		 * (The latched verdict would not do: random loss would then restart the drain
+		 * phase before the verdict is taken again, and the rate would spiral down.) */
 		set_phase(s, PHASE_DRAIN, a->now_us);
 		return;
 	}

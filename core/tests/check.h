@@ -36,6 +36,7 @@ void test_path_change_at_reconfig(void);
 void test_drop_at_reconfig(void);
 void test_drop_without_reconfig(void);
 void test_random_loss(void);
+void test_loss_with_drift(void);
 void test_band_switch(void);
 void test_no_detector(void);
 void test_bottleneck_discrimination(void);

@@ -7,6 +7,9 @@
 #define NEVER UINT64_MAX
 /* The detector's probe period (paper 4.1.1: ICMP every 10 ms). */
 #define PROBE_PERIOD_US 10000ull
+/* Retransmission timeout when everything in flight is lost: Linux's RTO floor (200 ms) plus
+ * the path's RTT. Without it a window of lost packets would stall the model for ever. */
+#define RTO_MIN_US 200000ull
 
 void sim_init(struct sim *s, uint64_t cap_Bps, uint32_t rtt_us, uint64_t seed)
 {
@@ -123,8 +126,10 @@ static void send_one(struct sim *s)
 {
 	struct sim_pkt *p = pkt(s, s->sent);
 
-	if (in_flight(s) == 0)
+	if (in_flight(s) == 0) {
 		s->first_tx_us = s->delivered_mstamp = s->now;
+		s->last_progress_us = s->now;
+	}
 	p->sent_us = s->now;
 	p->delivered_at_send = s->delivered_total;
 	p->delivered_mstamp = s->delivered_mstamp;
@@ -202,7 +207,9 @@ static void ack_one(struct sim *s, uint64_t idx)
 	a.prior_in_flight = prior;
 	a.in_flight = (uint32_t)in_flight(s);
 	a.mss = s->mss;
-	a.ca_state = losses ? 3 : 0;
+	a.ca_state = s->in_loss_state ? 4 : losses ? 3 : 0;
+	s->in_loss_state = 0;
+	s->last_progress_us = s->now;
 	leocc_on_ack(&s->cc, &a, &s->out);
 	s->acks++;
 	{
@@ -225,6 +232,9 @@ void sim_run_until(struct sim *s, uint64_t t_end)
 		uint64_t ackidx = next_departed(s);
 		uint64_t t_ack = ackidx != NEVER ? pkt(s, ackidx)->ack_us : NEVER;
 		uint64_t t_evt = NEVER, t_probe = s->path_probe ? s->next_probe_us : NEVER, t;
+		/* Everything in flight lost: nothing will ever be acked; time out. */
+		uint64_t t_rto = in_flight(s) > 0 && ackidx == NEVER && s->queue_bytes == 0 ?
+					 s->last_progress_us + RTO_MIN_US + s->segs[0].rtt_us : NEVER;
 		const struct sim_outage *o = NULL;
 
 		if (s->next_outage_event < s->noutages) {
@@ -236,12 +246,21 @@ void sim_run_until(struct sim *s, uint64_t t_end)
 		if (t_ack < t) t = t_ack;
 		if (t_evt < t) t = t_evt;
 		if (t_probe < t) t = t_probe;
+		if (t_rto < t) t = t_rto;
 		if (t > t_end) {
 			s->now = t_end;
 			break;
 		}
 		s->now = t;
-		if (t == t_dep) {
+		if (t == t_rto) {
+			/* The lost window is given up (its data would be retransmitted). */
+			s->lost_total += in_flight(s);
+			s->una = s->qhead = s->sent;
+			s->in_loss_state = 1;
+			s->rtos++;
+			s->first_tx_us = s->delivered_mstamp = s->now;
+			s->last_progress_us = s->now;
+		} else if (t == t_dep) {
 			depart_one(s);
 		} else if (t == t_ack) {
 			ack_one(s, ackidx);

@@ -84,6 +84,9 @@ struct sim {
 	uint64_t rcf_seq;
 	uint64_t min_rtt_us;
 	uint64_t delivered_bytes;   /* for throughput measurements */
+	uint64_t last_progress_us;  /* last ACK or send into an empty pipe (RTO timer base) */
+	uint64_t rtos;              /* retransmission timeouts */
+	int in_loss_state;          /* after an RTO until the next ACK: ca_state Loss */
 	uint64_t acks;
 	struct sim_pkt ring[SIM_RING];
 };

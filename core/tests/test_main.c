@@ -29,6 +29,7 @@ static const struct test tests[] = {
 	{"drop_at_reconfig", test_drop_at_reconfig},
 	{"drop_without_reconfig", test_drop_without_reconfig},
 	{"random_loss", test_random_loss},
+	{"loss_with_drift", test_loss_with_drift},
 	{"band_switch", test_band_switch},
 	{"no_detector", test_no_detector},
 	{"bottleneck_discrimination", test_bottleneck_discrimination},

@@ -298,6 +298,31 @@ void test_random_loss(void)
 	free(s);
 }
 
+/* Random loss while the capacity drifts (+-10 % every second, no reconfiguration): a real
+ * queue now and then sets the congested verdict, and random losses must not turn it into a
+ * spiral of drain phases (each loss restarting the drain before the verdict is re-taken). */
+void test_loss_with_drift(void)
+{
+	struct sim *s = new_sim(MBPS(150), 50000, 13);
+	struct window_stats w;
+	uint64_t t, cap_bytes = 0;
+	int j;
+	double u;
+
+	s->loss_ppm = 18000;
+	for (j = 1; j < 20; j++)
+		sim_add_seg(s, (uint64_t)j * SEC, MBPS(150) * (uint64_t)(j % 3 == 1 ? 90 : 100 + j % 3 * 5) / 100, 50000);
+	w = run_window(s, 3 * SEC, 20 * SEC);
+	for (t = 3 * SEC; t < 20 * SEC; t += MS)
+		cap_bytes += sim_seg_at(s, t)->cap_Bps / 1000;
+	u = (double)w.bytes / (double)cap_bytes;
+	show("1.8 % loss, +-10 % drift, 3-20 s", s, &w, u);
+	/* Goodput >= 88 % of the capacity (1.8 % is lost) with a mean queue under 10 ms. */
+	CHECK(u >= 0.88, "utilisation %.3f", u);
+	CHECK(mean_q_ms(&w) <= 10.0, "mean queueing delay %.1f ms", mean_q_ms(&w));
+	free(s);
+}
+
 /* The base RTT switches between two bands 15 ms apart (more than Delta_RTT) every 500 ms,
  * with no reconfiguration. A rise into the upper band is not congestion: eq. 4 must not turn
  * to the moderate estimate for it, and once both bands are in the window the range covers
