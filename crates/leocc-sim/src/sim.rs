@@ -166,22 +166,7 @@ impl World {
             });
         }
         let detector = Detector::new(trace.link(Dir::Up), trace.link(Dir::Down), sc.probe_interval_us, sc.outage_threshold_us);
-        let mut oracle = Vec::new();
-        let period = trace.duration_us().max(1);
-        let rc = trace.reconfigurations_us();
-        if !rc.is_empty() {
-            let mut k = 0;
-            'outer: loop {
-                for &t in rc {
-                    let at = k * period + t;
-                    if at > sc.duration_us {
-                        break 'outer;
-                    }
-                    oracle.push(at);
-                }
-                k += 1;
-            }
-        }
+        let oracle = oracle_times(trace, sc.duration_us);
         let mut w = World {
             ev: EventQueue::default(),
             hops,
@@ -673,6 +658,32 @@ impl World {
             timeseries: std::mem::take(&mut self.ts),
         }
     }
+}
+
+/// Ground-truth reconfiguration times as LeoCC's core wants them: when the new path began,
+/// i.e. the end of the outage a reconfiguration opens (its own time if it opens none),
+/// repeated every loop of the trace, up to `end_us`.
+fn oracle_times(trace: &leocc_trace::Trace, end_us: u64) -> Vec<u64> {
+    let period = trace.duration_us().max(1);
+    let begins: Vec<u64> = trace
+        .reconfigurations_us()
+        .iter()
+        .map(|&t| trace.outages.iter().find(|o| o.start_us <= t && t < o.end_us()).map_or(t, |o| o.end_us()))
+        .collect();
+    let mut out = Vec::new();
+    if begins.is_empty() {
+        return out;
+    }
+    for k in 0.. {
+        for &t in &begins {
+            let at = k * period + t;
+            if at > end_us {
+                return out;
+            }
+            out.push(at);
+        }
+    }
+    out
 }
 
 #[derive(Clone, Copy)]

@@ -5,8 +5,11 @@
 //! (as Linux does). The Reno-friendly estimate W_est = W_max β + 3(1 − β)/(1 + β) · t/RTT
 //! (RFC 9438 §4.3) takes over when it is larger. Multiplicative decrease β = 0.7; fast
 //! convergence (§4.7) lowers W_max when a flow releases bandwidth. Growth is at most 1.5×
-//! per RTT (Linux caps the ACK count per increment at 2). HyStart is not modelled: slow
-//! start runs until the first loss (Linux with hystart=0).
+//! per RTT (Linux caps the ACK count per increment at 2). HyStart as Linux runs it by
+//! default (Ha & Rhee 2011; tcp_cubic.c `hystart_update`): once cwnd ≥ 16, slow start ends
+//! (ssthresh = cwnd) when, within a round, ACKs spaced ≤ 2 ms keep coming for longer than
+//! half the minimum delay (ACK train), or when the smallest of the round's first 8 RTT
+//! samples exceeds the minimum delay by clamp(min/8, 4 ms, 16 ms) (delay increase).
 
 use super::reno::RenoWindow;
 use super::{AckSample, CaState, CcConfig, Controller};
@@ -17,6 +20,64 @@ pub(crate) const BETA: f64 = 0.7;
 const C: f64 = 0.4;
 /// Floor of ssthresh, packets.
 const MIN_SSTHRESH: u32 = 2;
+/// HyStart acts only above this window (tcp_cubic.c hystart_low_window).
+const HYSTART_LOW_WINDOW: u32 = 16;
+/// ACKs closer than this form a train (hystart_ack_delta_us).
+const HYSTART_ACK_DELTA_US: u64 = 2_000;
+/// RTT samples per round for the delay test (HYSTART_MIN_SAMPLES).
+const HYSTART_MIN_SAMPLES: u32 = 8;
+/// Bounds of the delay-increase threshold (HYSTART_DELAY_MIN / HYSTART_DELAY_MAX).
+const HYSTART_DELAY_MIN_US: u64 = 4_000;
+const HYSTART_DELAY_MAX_US: u64 = 16_000;
+
+/// HyStart's per-round state (struct bictcp's hystart fields).
+#[derive(Clone, Debug, Default)]
+struct Hystart {
+    found: bool,
+    round_end: u64,
+    round_start_us: u64,
+    last_ack_us: u64,
+    curr_rtt_us: u64,
+    sample_cnt: u32,
+    delay_min_us: u64,
+}
+
+impl Hystart {
+    /// One ACK in slow start; true when slow start should end now.
+    fn update(&mut self, s: &AckSample, cwnd: u32) -> bool {
+        if self.found {
+            return false;
+        }
+        let Some(delay) = s.rtt_us else { return false };
+        if self.delay_min_us == 0 || delay < self.delay_min_us {
+            self.delay_min_us = delay;
+        }
+        if s.prior_delivered >= self.round_end {
+            self.round_end = s.delivered_total;
+            self.round_start_us = s.now_us;
+            self.last_ack_us = s.now_us;
+            self.curr_rtt_us = u64::MAX;
+            self.sample_cnt = 0;
+        }
+        if cwnd < HYSTART_LOW_WINDOW {
+            return false;
+        }
+        if s.now_us - self.last_ack_us <= HYSTART_ACK_DELTA_US {
+            self.last_ack_us = s.now_us;
+            // Unpaced senders: a train longer than half the minimum RTT fills the pipe.
+            if s.now_us - self.round_start_us > self.delay_min_us / 2 {
+                self.found = true;
+            }
+        }
+        self.curr_rtt_us = self.curr_rtt_us.min(delay);
+        if self.sample_cnt < HYSTART_MIN_SAMPLES {
+            self.sample_cnt += 1;
+        } else if self.curr_rtt_us > self.delay_min_us + (self.delay_min_us / 8).clamp(HYSTART_DELAY_MIN_US, HYSTART_DELAY_MAX_US) {
+            self.found = true;
+        }
+        self.found
+    }
+}
 
 /// CUBIC's state; also the base of SaTCP.
 #[derive(Clone, Debug)]
@@ -30,6 +91,7 @@ pub struct Cubic {
     epoch_start_us: Option<u64>,
     w_est: f64,
     min_rtt_us: u64,
+    hystart: Hystart,
 }
 
 impl Cubic {
@@ -44,6 +106,7 @@ impl Cubic {
             epoch_start_us: None,
             w_est: 0.0,
             min_rtt_us: 0,
+            hystart: Hystart::default(),
         }
     }
 
@@ -85,6 +148,8 @@ impl Cubic {
     }
 
     pub(crate) fn timeout(&mut self) {
+        // Linux resets CUBIC (and HyStart) on entering the Loss state.
+        self.hystart = Hystart::default();
         self.reduce();
         self.cwnd_f = 1.0;
         self.w.cwnd = 1;
@@ -106,6 +171,9 @@ impl Controller for Cubic {
         }
         if s.ca_state != CaState::Open || s.acked_sacked == 0 {
             return;
+        }
+        if self.w.in_slow_start() && self.hystart.update(s, self.w.cwnd) {
+            self.w.ssthresh = self.w.cwnd;
         }
         let mut acked = s.acked_sacked;
         if self.w.in_slow_start() {
@@ -164,6 +232,33 @@ mod tests {
         }
         let w = c.cwnd();
         assert!(w > 85 && w <= 101, "after 4 s cwnd {w} should approach W_max 100");
+    }
+
+    #[test]
+    fn hystart_ends_slow_start_when_delay_rises() {
+        let mut c = cubic();
+        let mut delivered = 0;
+        let send = |c: &mut Cubic, now: u64, rtt: u64, round_start: bool, delivered: &mut u64| {
+            let mut s = ack(now, 2, CaState::Open);
+            s.rtt_us = Some(rtt);
+            s.prior_delivered = if round_start { *delivered } else { 0 };
+            *delivered += 2;
+            s.delivered_total = *delivered;
+            c.on_ack(&s);
+        };
+        // ACKs 5 ms apart (no ACK train) at the base RTT: slow start goes on past 16.
+        send(&mut c, 0, 20_000, true, &mut delivered);
+        for i in 1..10 {
+            send(&mut c, i * 5_000, 20_000, false, &mut delivered);
+        }
+        assert!(c.w.in_slow_start() && c.cwnd() == 30);
+        // Next round: the queue builds, RTT 30 ms > 20 + max(20/8, 4) ms.
+        send(&mut c, 60_000, 30_000, true, &mut delivered);
+        for i in 1..9 {
+            send(&mut c, 60_000 + i * 5_000, 30_000, false, &mut delivered);
+        }
+        assert!(!c.w.in_slow_start(), "HyStart did not fire (cwnd {})", c.cwnd());
+        assert!(c.w.ssthresh >= 30 && c.w.ssthresh < 60);
     }
 
     #[test]
