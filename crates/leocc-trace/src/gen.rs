@@ -274,7 +274,7 @@ pub fn generate(profile: Profile, duration_ms: u64, seed: u64, command: &str) ->
                 Profile::Oneweb => (&ONEWEB, &ONEWEB_DOWN),
                 _ => (&STARLINK, &STARLINK_DOWN),
             };
-            let events = reconfigurations(&mut rng, sched, duration_ms);
+            let (events, start_of_minute_ms) = reconfigurations(&mut rng, sched, duration_ms);
             let outages: Vec<Span> = events
                 .iter()
                 .map(|&e| Span { start_us: e * 1000, len_us: rng.range(OUTAGE_MS.0, OUTAGE_MS.1).round() as u64 * 1000 })
@@ -288,10 +288,17 @@ pub fn generate(profile: Profile, duration_ms: u64, seed: u64, command: &str) ->
             } else {
                 t.down = dir;
             }
-            t.meta.notes = format!("{} reconfiguration period {} ms; the other direction mirrors this one", profile, sched.period_ms);
+            t.meta.notes = format!(
+                "{profile}: reconfiguration period {} ms, trace starts {} s past the minute; the other direction mirrors this one",
+                sched.period_ms,
+                crate::text::us_as_ms(start_of_minute_ms)
+            );
             if profile == Profile::BottleneckShift {
                 t.terrestrial = Some(terrestrial(&mut rng, duration_ms));
-                t.meta.notes = "Starlink downlink plus a terrestrial segment (800 Mbit/s, narrowed to 30-80 Mbit/s for 4-12 s at a time)".into();
+                t.meta.notes = format!(
+                    "Starlink downlink (trace starts {} s past the minute) plus a terrestrial segment (800 Mbit/s, narrowed to 30-80 Mbit/s for 4-12 s at a time)",
+                    crate::text::us_as_ms(start_of_minute_ms)
+                );
             }
         }
         Profile::Geo => {
@@ -315,8 +322,9 @@ pub fn generate(profile: Profile, duration_ms: u64, seed: u64, command: &str) ->
     Ok(t)
 }
 
-/// Reconfiguration times (ms): the periodic slots at a random phase plus Poisson ones.
-fn reconfigurations(rng: &mut Rng, s: &Schedule, duration_ms: u64) -> Vec<u64> {
+/// Reconfiguration times (ms): the periodic slots at a random phase plus Poisson ones; and
+/// the ms of the minute the trace starts at (the phase).
+fn reconfigurations(rng: &mut Rng, s: &Schedule, duration_ms: u64) -> (Vec<u64>, u64) {
     // The trace starts at a random ms of the minute; the first slot follows from the phase.
     let start_of_minute = (rng.f64() * 60_000.0) as u64;
     let first = (s.slot_ms + s.period_ms * 8 - start_of_minute % s.period_ms) % s.period_ms;
@@ -335,7 +343,7 @@ fn reconfigurations(rng: &mut Rng, s: &Schedule, duration_ms: u64) -> Vec<u64> {
     ev.sort_unstable();
     // Keep whole outages (and the spike after them) inside the trace.
     ev.retain(|&e| e > 0 && e + END_MARGIN_MS <= duration_ms);
-    ev
+    (ev, start_of_minute)
 }
 
 /// Per-ms multiplicative factors around 1 with stationary sd `sd` (Ornstein-Uhlenbeck).
@@ -500,6 +508,21 @@ mod tests {
         }
         assert!(s.period_ms.is_some_and(|p| (p - 15_000.0).abs() < 50.0), "{:?}", s.period_ms);
         assert!((50.0..=400.0).contains(&s.capacity_mbps.p50), "{:?}", s.capacity_mbps);
+    }
+
+    #[test]
+    fn periodic_reconfigurations_fall_on_seconds_12_27_42_57() {
+        for seed in 0..20 {
+            let t = generate(Profile::StarlinkUp, 30_000, seed, "x").unwrap();
+            let start: f64 = t.meta.notes.split("starts ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+            let start_ms = (start * 1000.0).round() as u64;
+            let on_schedule = |r: &u64| [12_000, 27_000, 42_000, 57_000].contains(&((start_ms + r / 1000) % 60_000));
+            let n = t.reconfigurations.iter().filter(|r| on_schedule(r)).count();
+            // Every slot of the wall-clock schedule inside the trace holds one.
+            let slots = (1..=30_000 - END_MARGIN_MS).filter(|ms| on_schedule(&(ms * 1000))).count();
+            assert_eq!(n, slots, "seed {seed}: {:?} start {start}", t.reconfigurations);
+            assert!(slots >= 1);
+        }
     }
 
     #[test]
