@@ -73,6 +73,13 @@
 #define MPF_BASE_MARGIN_BINS 8u
 /* A bin needs at least this many samples to be a band, whatever its share (noise floor). */
 #define MPF_MIN_BAND_COUNT 3u
+/* Histogram packing: 16-bit lanes, four per u64 word. */
+#define MPF_LANES 4u
+#define MPF_LANES_ONE 0x0001000100010001ull   /* 1 in every lane */
+#define MPF_LANES_LOW15 0x7fff7fff7fff7fffull /* clears what a right shift moves across lanes */
+/* A counter is halved (with its whole half) before it exceeds this, so that two halves' counters
+ * add within a lane's 15 bits. */
+#define MPF_COUNT_MAX 0x3fffu
 /* A round of fresh RA samples is "link-limited" when its delivery rate is below this % of what
  * the capped inflight could deliver at the fresh bRTT_l (measured here; leaves room for ACK
  * compression and the partial round that follows the outage). */
@@ -113,8 +120,9 @@
  * drain phase during the first steady phase. Eq. 4's verdict is taken from here on. */
 #define PHASE_FIRST_VERDICT 3u
 
-/* mpf_range collects the dense bins in one u64 bitmap. */
+/* mpf_range collects the dense bins in one u64 bitmap; the bins pack four to a word. */
 _Static_assert(LEOCC_MPF_BINS <= 64, "LEOCC_MPF_BINS must fit a 64-bit bitmap");
+_Static_assert(LEOCC_MPF_BINS == LEOCC_MPF_WORDS * 4, "LEOCC_MPF_BINS must be 4 x words");
 
 LEOCC_INTERNAL leocc_u64 min_u64(leocc_u64 a, leocc_u64 b) { return a < b ? a : b; }
 LEOCC_INTERNAL leocc_u64 max_u64(leocc_u64 a, leocc_u64 b) { return a > b ? a : b; }
@@ -235,14 +243,20 @@ LEOCC_INTERNAL void kal_update(struct leocc_kalman *k, leocc_u64 z, const struct
 /* ---------------------------------------------------------------------------------------- */
 /* Middle-pass filter over RTT bands. A histogram of RTT samples in bins of mpf_bin_us, split in
  * two halves of W_RT/2 so that old samples expire: the window is the current half plus the
- * previous one (W_RT/2 .. W_RT of history). */
+ * previous one (W_RT/2 .. W_RT of history).
+ *
+ * The bins are 16-bit counters packed four to a u64 (bin 4w + k in bits 16k .. 16k+15 of word
+ * w), and every loop runs over the 12 words, not the 48 bins: the BPF verifier walks each loop
+ * iteration on each path, and per-bin loops made on_ack cost 340 000 verified instructions of
+ * the 1 000 000 allowed. A counter stays below MPF_COUNT_MAX, so the two halves' counters add
+ * lane by lane without carrying into the next lane. */
 
 LEOCC_INTERNAL void mpf_half_clear(struct leocc_mpf_half *h)
 {
 	leocc_u32 i;
 
-	for (i = 0; i < LEOCC_MPF_BINS; i++)
-		h->count[i] = 0;
+	for (i = 0; i < LEOCC_MPF_WORDS; i++)
+		h->count4[i] = 0;
 	h->total = 0;
 	h->min_rtt_us = 0;
 	h->nonsat_min_us = 0;
@@ -277,52 +291,66 @@ LEOCC_INTERNAL leocc_u32 mpf_total(const struct leocc_mpf *m)
 	return m->half[0].total + m->half[1].total;
 }
 
-/* Move the bins of one half up by `shift` (a lower sample arrived); the top ones overflow. */
-LEOCC_INTERNAL void mpf_half_shift(struct leocc_mpf_half *h, leocc_u32 shift)
+/* Move the bins of one half up by `words` x 4 bins (a lower sample arrived); the top ones
+ * overflow (they stay in the total, out of every bin). */
+LEOCC_INTERNAL void mpf_half_shift(struct leocc_mpf_half *h, leocc_u32 words)
 {
-	leocc_u32 i, j;
+	leocc_u32 i, j, src;
 
-	for (i = 0; i < LEOCC_MPF_BINS; i++) {
-		j = LEOCC_MPF_BINS - 1 - i;
-		h->count[j] = j >= shift ? h->count[j - shift] : 0;
+	for (i = 0; i < LEOCC_MPF_WORDS; i++) {
+		j = LEOCC_MPF_WORDS - 1 - i;
+		/* src wraps above LEOCC_MPF_WORDS when j < words; the one bounds check on the
+		 * index itself is also what the BPF verifier needs to see. */
+		src = j - words;
+		h->count4[j] = src < LEOCC_MPF_WORDS ? h->count4[src] : 0;
 	}
 }
 
-/* Counts are u16: when one saturates, halve the half (keeps the shares, bounded memory). */
+/* A counter reached MPF_COUNT_MAX: halve the half (keeps the shares, bounded memory). */
 LEOCC_INTERNAL void mpf_half_halve(struct leocc_mpf_half *h)
 {
 	leocc_u32 i;
 
-	for (i = 0; i < LEOCC_MPF_BINS; i++)
-		h->count[i] = h->count[i] / 2;
+	for (i = 0; i < LEOCC_MPF_WORDS; i++)
+		h->count4[i] = (h->count4[i] >> 1) & MPF_LANES_LOW15;
 	h->total = h->total / 2;
 }
 
 LEOCC_INTERNAL void mpf_add(struct leocc_mpf *m, leocc_u32 rtt_us, leocc_u32 bin_us)
 {
 	struct leocc_mpf_half *h = &m->half[m->cur & 1];
-	leocc_u32 margin = MPF_BASE_MARGIN_BINS * bin_us, shift, idx;
+	leocc_u32 margin = MPF_BASE_MARGIN_BINS * bin_us, words, idx, lane;
 
 	if (mpf_total(m) == 0)
 		m->base_us = rtt_us > margin ? rtt_us - margin : 0;
 	if (rtt_us < m->base_us) {
-		shift = (m->base_us - rtt_us + bin_us - 1) / bin_us + MPF_BASE_MARGIN_BINS / 2;
-		shift = min_u32(shift, LEOCC_MPF_BINS);
-		mpf_half_shift(&m->half[0], shift);
-		mpf_half_shift(&m->half[1], shift);
-		m->base_us = m->base_us > shift * bin_us ? m->base_us - shift * bin_us : 0;
+		/* Shift by the fewest whole words that bring the sample in: every bin shifted in
+		 * at the bottom pushes one out at the top. */
+		words = ((m->base_us - rtt_us + bin_us - 1) / bin_us + MPF_LANES - 1) / MPF_LANES;
+		words = min_u32(words, LEOCC_MPF_WORDS);
+		mpf_half_shift(&m->half[0], words);
+		mpf_half_shift(&m->half[1], words);
+		m->base_us = m->base_us > words * MPF_LANES * bin_us ?
+				     m->base_us - words * MPF_LANES * bin_us : 0;
 		if (rtt_us < m->base_us) /* far below everything: every bin overflowed anyway */
 			m->base_us = rtt_us > margin ? rtt_us - margin : 0;
 	}
 	idx = (rtt_us - m->base_us) / bin_us;
 	if (idx < LEOCC_MPF_BINS) {
-		if (h->count[idx] == 0xffff)
+		lane = (idx % MPF_LANES) * 16;
+		if (((h->count4[idx / MPF_LANES] >> lane) & 0xffff) >= MPF_COUNT_MAX)
 			mpf_half_halve(h);
-		h->count[idx]++;
+		h->count4[idx / MPF_LANES] += 1ull << lane;
 	}
 	h->total++;
 	if (h->min_rtt_us == 0 || rtt_us < h->min_rtt_us)
 		h->min_rtt_us = rtt_us;
+}
+
+/* One bin's count in one half (for tests and logs). */
+LEOCC_INTERNAL leocc_u32 mpf_count(const struct leocc_mpf_half *h, leocc_u32 bin)
+{
+	return (leocc_u32)((h->count4[bin / MPF_LANES] >> ((bin % MPF_LANES) * 16)) & 0xffff);
 }
 
 LEOCC_INTERNAL leocc_u32 mpf_raw_min(const struct leocc_mpf *m)
@@ -363,21 +391,25 @@ LEOCC_INTERNAL leocc_u32 highest_bit(leocc_u64 x)
 }
 
 /* bRTT_l and bRTT_h: the lowest and highest dense bins. Returns 0 when the window is empty.
- * The dense bins are collected as a bitmap without branching (see highest_bit). */
+ * The dense bins are collected as a bitmap without branching (see highest_bit): per word, the
+ * two halves' lanes are added, then 0x8000 - thresh is added to each lane, which sets a lane's
+ * top bit exactly when its count is >= thresh (counts < 0x8000, so no carry between lanes). */
 LEOCC_INTERNAL int mpf_range(const struct leocc_mpf *m, const struct leocc_params *p,
 			     leocc_u32 *lo, leocc_u32 *hi)
 {
 	leocc_u32 total = mpf_total(m), i, first, last;
 	leocc_u32 raw_min = mpf_raw_min(m);
-	leocc_u64 thresh, c, dense = 0;
+	leocc_u64 thresh, bias, t, dense = 0;
 
 	if (total == 0)
 		return 0;
 	thresh = max_u32(MPF_MIN_BAND_COUNT, total * p->mpf_band_share_pct / 100);
-	for (i = 0; i < LEOCC_MPF_BINS; i++) {
-		c = (leocc_u64)m->half[0].count[i] + m->half[1].count[i];
-		/* bit 63 of thresh - 1 - c is set iff c >= thresh (both far below 2^63) */
-		dense |= ((thresh - 1 - c) >> 63) << i;
+	thresh = min_u64(thresh, 0x8000); /* a threshold above any count: no band */
+	bias = (0x8000 - thresh) * MPF_LANES_ONE;
+	for (i = 0; i < LEOCC_MPF_WORDS; i++) {
+		t = (m->half[0].count4[i] + m->half[1].count4[i] + bias) >> 15;
+		t &= MPF_LANES_ONE;
+		dense |= ((t | t >> 15 | t >> 30 | t >> 45) & 0xf) << (i * MPF_LANES);
 	}
 	if (dense == 0) {
 		/* No band yet (too few samples): the raw minimum is all we know. */

@@ -33,6 +33,7 @@
 /* Number of RTT histogram bins of the middle-pass filter (each params.mpf_bin_us wide; at
  * most 64, the band search keeps them in one bitmap). */
 #define LEOCC_MPF_BINS 48
+#define LEOCC_MPF_WORDS (LEOCC_MPF_BINS / 4) /* 16-bit counters packed four per u64 */
 
 /* Modes of the state machine (leocc_view.mode). Paper Fig. 9 plus BBR's Drain. */
 #define LEOCC_MODE_STARTUP 0u /* exponential search for the bottleneck bandwidth */
@@ -149,7 +150,7 @@ struct leocc_kalman {             /* scalar Kalman filter, random-walk model */
 };
 
 struct leocc_mpf_half {           /* one half of the middle-pass filter window */
-	leocc_u16 count[LEOCC_MPF_BINS];
+	leocc_u64 count4[LEOCC_MPF_WORDS]; /* bin 4w+k: bits 16k..16k+15 of word w */
 	leocc_u32 total;              /* samples in this half, bins and overflow */
 	leocc_u32 min_rtt_us;         /* raw minimum of this half (0 = none) */
 	leocc_u32 nonsat_min_us;      /* minimum RTT_non-sat seen in this half (0 = none) */
