@@ -3,11 +3,13 @@
 //!
 //! Capacity is summarised over 100 ms bins, one-way delay over its own intervals. Outages are
 //! runs of at least 20 ms without a delivery opportunity. Reconfigurations are detected from
-//! three signals, in order of trust:
+//! four signals, in order of trust:
 //!  1. an outage of at least 45 ms (the paper's Δoutage: a reconfiguration interrupts the link
 //!     for 45-130 ms), timed at the outage start;
-//!  2. a level step in the one-way delay (each reconfiguration moves to a new base delay);
-//!  3. a level step in capacity (each reconfiguration moves to a new capacity level).
+//!  2. a spike of the one-way delay well above the median of the second before (the real
+//!     series jump by 12-40 ms for a few tens of ms right after each reconfiguration);
+//!  3. a level step in the one-way delay (each reconfiguration moves to a new base delay);
+//!  4. a level step in capacity (each reconfiguration moves to a new capacity level).
 //!
 //! A step compares the medians of the windows before and after a point; medians ignore the
 //! short spikes around an outage and the RTT-band jitter. A later signal only adds an event
@@ -27,6 +29,12 @@ pub const RECONFIG_OUTAGE_MIN_US: u64 = 45_000;
 pub const MERGE_WINDOW_US: u64 = 1_000_000;
 /// Window on each side of a candidate step: 1 s (reconfigurations are >= several s apart).
 pub const STEP_WINDOW_US: u64 = 1_000_000;
+/// A delay spike rises at least this far above the median of the preceding second: 12 ms.
+/// In the real series (site-A downlink, the uplink example) spikes at reconfigurations rise
+/// 12-40 ms while the band jitter stays within ~6 ms.
+pub const DELAY_SPIKE_MIN_US: f64 = 12_000.0;
+/// ... and at least this fraction of that median (long, jittery ISL paths need more).
+pub const DELAY_SPIKE_MIN_FRAC: f64 = 0.5;
 /// A delay step must move the median base delay by at least this much: 4 ms, above the
 /// 1-3 ms band jitter of the real uplink example.
 pub const DELAY_STEP_MIN_US: f64 = 4_000.0;
@@ -177,6 +185,7 @@ pub fn detect_reconfigurations(trace: &Trace, dir: Dir) -> Vec<u64> {
     let delay = delay_samples_us(trace, dir);
     let times: Vec<u64> = delay.iter().map(|s| s.0).collect();
     let values: Vec<f64> = delay.iter().map(|s| s.1 as f64).collect();
+    add_unless_near(&mut events, delay_spikes(&times, &values, step_samples(trace.delay(dir).interval_us)));
     add_unless_near(&mut events, level_steps(&times, &values, step_samples(trace.delay(dir).interval_us), is_delay_step));
     let bins = capacity_bins_mbps(&link);
     let bin_times: Vec<u64> = (0..bins.len() as u64).map(|b| b * CAPACITY_BIN_US).collect();
@@ -206,6 +215,24 @@ fn add_unless_near(events: &mut Vec<u64>, new: Vec<u64>) {
             events.insert(i, t);
         }
     }
+}
+
+/// Samples that rise above the median of the `w` samples before them by a spike (see
+/// [`DELAY_SPIKE_MIN_US`]); one event per spike (the first sample), later samples of the
+/// same spike are merged by the caller's window.
+fn delay_spikes(times: &[u64], values: &[f64], w: usize) -> Vec<u64> {
+    let mut out: Vec<u64> = Vec::new();
+    let mut buf = Vec::with_capacity(w);
+    for i in w..values.len() {
+        if out.last().is_some_and(|&e| times[i] - e < MERGE_WINDOW_US) {
+            continue;
+        }
+        let base = median(&values[i - w..i], &mut buf);
+        if values[i] - base >= DELAY_SPIKE_MIN_US.max(DELAY_SPIKE_MIN_FRAC * base) {
+            out.push(times[i]);
+        }
+    }
+    out
 }
 
 /// Points where the median of the `w` samples after differs from the median of the `w`
@@ -426,6 +453,16 @@ mod tests {
         assert_eq!(ev.len(), 2, "{ev:?}");
         assert!(ev[0].abs_diff(10_000_000) <= 20_000, "{ev:?}");
         assert!(ev[1].abs_diff(20_000_000) <= 100_000, "{ev:?}");
+    }
+
+    #[test]
+    fn delay_spikes_are_found_once_and_jitter_is_not_a_spike() {
+        let times: Vec<u64> = (0..1000).map(|i| i * 10_000).collect();
+        let mut v: Vec<f64> = (0..1000).map(|i| 10_000.0 + (i % 4) as f64 * 1500.0).collect();
+        for (i, x) in v.iter_mut().enumerate().skip(500).take(4) {
+            *x += 25_000.0 - (i - 500) as f64 * 5000.0;
+        }
+        assert_eq!(delay_spikes(&times, &v, 100), vec![5_000_000]);
     }
 
     #[test]

@@ -64,3 +64,31 @@ fn stat_finds_the_eight_reconfigurations_and_the_15s_period() {
     assert!((p - 15000.0).abs() <= 50.0, "{p}");
     assert!((s.capacity_mbps.mean - 48.7).abs() < 0.2, "{:?}", s.capacity_mbps);
 }
+
+#[test]
+fn site_a_delay_series_show_the_15s_schedule_from_delay_spikes_alone() {
+    use leocc_trace::{Capacity, DirTrace, Loss, Measured, Meta};
+    let Some(dir) = common::real("leocc-siteA-downlink-delay") else { return };
+    // Delay only: a flat 12 Mbit/s capacity without outages, so every event comes from delay.
+    let flat = Capacity::new((1..=120_000).map(|ms| ms * 1000).collect(), None).unwrap();
+    for n in [1, 12, 19, 25] {
+        let p = dir.join(format!("delay_{n}.txt"));
+        let delay = mahimahi::parse_delay(&p, &std::fs::read(&p).unwrap()).unwrap();
+        let t = Trace {
+            meta: Meta { name: format!("siteA-{n}"), direction: Measured::Down, ..Meta::default() },
+            down: DirTrace { capacity: Some(flat.clone()), delay: Some(delay), loss: Loss::Constant(0.0) },
+            up: DirTrace::default(),
+            reconfigurations: vec![],
+            outages: vec![],
+            terrestrial: None,
+        };
+        let s = leocc_trace::stats::stats(&t, Dir::Down);
+        println!("delay_{n}: {:?} period {:?}", s.reconfigurations_ms, s.period_ms);
+        if n == 19 {
+            continue; // the irregular series (README: a hard case); no claim
+        }
+        assert!(s.reconfigurations_ms.len() >= 6, "delay_{n}: {:?}", s.reconfigurations_ms);
+        let p = s.period_ms.unwrap_or_else(|| panic!("delay_{n}: no period in {:?}", s.reconfigurations_ms));
+        assert!((p - 15_000.0).abs() <= 50.0, "delay_{n}: {p}");
+    }
+}
