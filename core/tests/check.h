@@ -26,6 +26,7 @@ void test_mpf_bands(void);
 void test_mpf_expiry(void);
 void test_window_cut(void);
 void test_event_dedup(void);
+void test_reconfig_in_startup(void);
 void test_params_sanitized(void);
 void test_state_size(void);
 void test_garbage_inputs(void);

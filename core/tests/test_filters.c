@@ -236,6 +236,32 @@ void test_event_dedup(void)
 	CHECK(s.window_start_us == t, "cut clamped to now");
 }
 
+void test_reconfig_in_startup(void)
+{
+	struct leocc_params p;
+	struct leocc_state s;
+	struct leocc_reconfig_event e;
+	struct leocc_view v;
+	leocc_u64 t = 0, d = 0, bw;
+
+	leocc_default_params(&p);
+	leocc_init(&s, &p, 0);
+	feed(&s, &t, &d, 2000000, 40000, 30); /* a few ACKs: still in Startup */
+	leocc_view(&s, &v);
+	CHECK(v.mode == LEOCC_MODE_STARTUP && v.bbw_a > 0, "startup with an estimate, mode %u",
+	      v.mode);
+	bw = v.bbw_a;
+	e.time_us = t;
+	e.seq = 1;
+	CHECK(leocc_on_reconfig(&s, &e) == LEOCC_RCF_CUT_ONLY, "startup: windows cut only");
+	leocc_view(&s, &v);
+	/* Still searching, from the old estimate (kept as a short-lived seed), not from zero. */
+	CHECK(v.mode == LEOCC_MODE_STARTUP && v.bbw_a == bw && v.bbw_m == 0 && v.brtt_latest == 0,
+	      "mode %u bBW_a %llu (was %llu) bBW_m %llu", v.mode, (unsigned long long)v.bbw_a,
+	      (unsigned long long)bw, (unsigned long long)v.bbw_m);
+	CHECK(v.reconfigs == 1, "counted");
+}
+
 void test_params_sanitized(void)
 {
 	struct leocc_params p;

@@ -19,6 +19,7 @@ static const struct test tests[] = {
 	{"mpf_expiry", test_mpf_expiry},
 	{"window_cut", test_window_cut},
 	{"event_dedup", test_event_dedup},
+	{"reconfig_in_startup", test_reconfig_in_startup},
 	{"params_sanitized", test_params_sanitized},
 	{"state_size", test_state_size},
 	{"garbage_inputs", test_garbage_inputs},
