@@ -17,7 +17,8 @@
  *                                        fine to call it on every ACK with the latest event
  *   leocc_on_path(&s, now_us, rtt_us);   whenever a terminal-PoP RTT probe result is known
  *   leocc_view(&s, &view);               read-only snapshot for logs and plots
- * All times passed in must come from the same clock (e.g. CLOCK_MONOTONIC in microseconds).
+ * All times passed in must come from one monotonic clock (e.g. CLOCK_MONOTONIC in microseconds,
+ * which is what TCP's tcp_clock_us() and bpf_ktime_get_ns() use).
  *
  * See docs/algorithm.md for the model, every parameter and what differs from the authors'
  * kernel module.
@@ -166,7 +167,7 @@ struct leocc_mpf {                /* RTT-band histogram over the last W_RT/2..W_
 
 /*
  * Per-flow state. Fits in BPF sk_storage; sizeof(struct leocc_state) is 664 bytes on x86-64
- * and BPF (checked by core/tests). Treat every field as private.
+ * and BPF (checked by core/tests, host and BPF builds). Treat every field as private.
  */
 struct leocc_state {
 	struct leocc_params p;

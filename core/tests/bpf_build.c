@@ -8,6 +8,9 @@
 #include "bpf_types.h"
 #include "../leocc.c"
 
+/* The state size leocc.h documents, as the BPF target lays it out. */
+_Static_assert(sizeof(struct leocc_state) == 664, "struct leocc_state size changed: update leocc.h");
+
 __attribute__((section("struct_ops/leocc_test"), used)) int leocc_test_ack(
 	struct leocc_state *s, const struct leocc_ack_sample *a, struct leocc_output *out,
 	const struct leocc_reconfig_event *e, struct leocc_view *v)

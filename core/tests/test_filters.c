@@ -285,6 +285,8 @@ void test_state_size(void)
 	CHECK(leocc_state_size() == sizeof(struct leocc_state), "size function");
 	/* BPF sk_storage holds it comfortably; keep it under 1 KiB. */
 	CHECK(sizeof(struct leocc_state) <= 1024, "state is %zu bytes", sizeof(struct leocc_state));
+	CHECK(sizeof(struct leocc_state) == 664, "state is %zu bytes, leocc.h says 664",
+	      sizeof(struct leocc_state));
 	CHECK(sizeof(struct leocc_state) % 8 == 0, "8-byte multiple");
 	/* The FFI layouts crates/leocc-core-sys mirrors (asserted there with the same numbers). */
 	CHECK(sizeof(struct leocc_params) == 120, "params %zu", sizeof(struct leocc_params));
