@@ -575,7 +575,9 @@ LEOCC_INTERNAL void update_bw(struct leocc_state *s, const struct leocc_ack_samp
 		return;
 	maxfilt_update(&s->bw_max, s->p.bw_win_rounds, s->round, bw);
 	s->round_bw = max_u64(s->round_bw, bw);
-	if (s->mode == LEOCC_MODE_RECONF)
+	/* An app-limited round says nothing about the new link's capacity: with no other sample
+	 * ra_bw stays 0 and the adaptation keeps rate*_target. */
+	if (s->mode == LEOCC_MODE_RECONF && !a->app_limited)
 		s->ra_bw = max_u64(s->ra_bw, bw);
 }
 
