@@ -54,7 +54,7 @@ pub struct BenchOptions {
 pub fn constant_link(mbps: f64) -> Result<LinkModel> {
     let gap_us = PKT_BITS / mbps; // µs between opportunities
     let n = (1_000_000.0 / gap_us).round().max(1.0) as u64;
-    let times: Vec<u64> = (1..=n).map(|i| (i as f64 * gap_us).round() as u64).collect();
+    let times: Vec<u64> = (1..=n).map(|i| ((i as f64 * gap_us).round() as u64).min(1_000_000)).collect();
     link_from(times, 1_000_000)
 }
 

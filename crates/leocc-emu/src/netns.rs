@@ -21,6 +21,11 @@ pub fn unique_base() -> String {
     format!("{NS_PREFIX}{}-{}", std::process::id(), NEXT_ID.fetch_add(1, Ordering::Relaxed))
 }
 
+/// How many namespace base names this process has handed out so far.
+pub fn bases_created() -> u32 {
+    NEXT_ID.load(Ordering::Relaxed)
+}
+
 /// A named network namespace that is deleted when dropped.
 #[derive(Debug)]
 pub struct NetNs {

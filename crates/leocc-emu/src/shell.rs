@@ -192,9 +192,10 @@ fn wait_until_listening(pid: u32) {
 /// /proc/PID/net shows the network namespace of PID.
 fn has_socket(pid: u32) -> bool {
     const TCP_LISTEN: &str = "0A";
-    let tcp = std::fs::read_to_string(format!("/proc/{pid}/net/tcp")).unwrap_or_default();
-    let udp = std::fs::read_to_string(format!("/proc/{pid}/net/udp")).unwrap_or_default();
-    tcp.lines().skip(1).any(|l| l.split_whitespace().nth(3) == Some(TCP_LISTEN)) || udp.lines().count() > 1
+    let read = |t: &str| std::fs::read_to_string(format!("/proc/{pid}/net/{t}")).unwrap_or_default();
+    let listening = |text: String| text.lines().skip(1).any(|l| l.split_whitespace().nth(3) == Some(TCP_LISTEN));
+    let bound = |text: String| text.lines().count() > 1;
+    listening(read("tcp")) || listening(read("tcp6")) || bound(read("udp")) || bound(read("udp6"))
 }
 
 #[cfg(test)]

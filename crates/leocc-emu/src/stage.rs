@@ -335,3 +335,141 @@ pub fn percentile(v: &mut [u32], p: f64) -> Option<u32> {
     let i = ((p / 100.0) * (v.len() - 1) as f64).round() as usize;
     Some(v[i.min(v.len() - 1)])
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use leocc_trace::{Capacity, DelaySeries, Loss, Span};
+
+    /// A link with opportunities at `times` (µs, one period), constant delay and loss.
+    fn link(times: Vec<u64>, period: u64, delay_us: u64, loss: f64, outages: &[Span]) -> LinkModel {
+        let cap = Capacity::new(times, Some(period)).unwrap();
+        LinkModel::new(&cap, DelaySeries::constant(delay_us), Loss::Constant(loss), outages, 1000)
+    }
+
+    fn data_stage(m: &LinkModel, queue: QueueLimit) -> Stage<Vec<u8>> {
+        Stage::new(StageConfig {
+            capacity: Some(m.clone()),
+            delay: DelaySource::Model(m.clone()),
+            loss_model: Some(m.clone()),
+            extra_loss: 0.0,
+            drop_in_outage: false,
+            queue,
+            seed: 7,
+        })
+    }
+
+    fn drain(s: &mut Stage<Vec<u8>>, until: u64) -> Vec<(u64, usize)> {
+        s.advance(until);
+        let mut out = Vec::new();
+        while let Some((t, p)) = s.pop_due(until) {
+            out.push((t, p.len()));
+        }
+        out
+    }
+
+    #[test]
+    fn full_packets_take_one_opportunity_each_and_wait_for_it() {
+        // One opportunity per ms (12 Mbit/s), 5 ms delay.
+        let m = link(vec![1000], 1000, 5000, 0.0, &[]);
+        let mut s = data_stage(&m, QueueLimit::default());
+        for _ in 0..3 {
+            s.push(200, vec![0; 1500]);
+        }
+        let out = drain(&mut s, 100_000);
+        assert_eq!(out, vec![(6000, 1500), (7000, 1500), (8000, 1500)]);
+        assert_eq!(s.stats.queue_delay_us, vec![800, 1800, 2800]);
+    }
+
+    #[test]
+    fn small_packets_share_an_opportunity_and_big_ones_span_several() {
+        let m = link(vec![1000], 1000, 0, 0.0, &[]);
+        let mut s = data_stage(&m, QueueLimit::default());
+        for _ in 0..20 {
+            s.push(0, vec![0; 75]); // 20 x 75 = 1500 B: all leave at the first opportunity
+        }
+        s.push(0, vec![0; 2000]); // needs the rest of nothing + two more opportunities
+        let out = drain(&mut s, 10_000);
+        assert!(out[..20].iter().all(|&(t, _)| t == 1000));
+        assert_eq!(out[20], (3000, 2000));
+    }
+
+    #[test]
+    fn a_packet_cannot_use_an_opportunity_before_it_arrived() {
+        let m = link(vec![1000], 1000, 0, 0.0, &[]);
+        let mut s = data_stage(&m, QueueLimit::default());
+        s.advance(1500);
+        s.push(1500, vec![0; 100]);
+        assert_eq!(drain(&mut s, 5000), vec![(2000, 100)]);
+    }
+
+    #[test]
+    fn schedule_loops_and_counts_offered_capacity() {
+        // Two opportunities in a 10 ms period.
+        let m = link(vec![2000, 4000], 10_000, 0, 0.0, &[]);
+        let mut s = data_stage(&m, QueueLimit::default());
+        s.advance(30_000 - 1);
+        assert_eq!(s.stats.opportunities, 6);
+        s.push(30_000, vec![0; 1500]);
+        assert_eq!(drain(&mut s, 40_000), vec![(32_000, 1500)]);
+    }
+
+    #[test]
+    fn delay_never_lets_a_packet_overtake() {
+        // Delay 50 ms for the first 10 ms of the trace, then 10 ms.
+        let cap = Capacity::new((1..=40).map(|i| i * 1000).collect(), Some(40_000)).unwrap();
+        let delay = DelaySeries { interval_us: 10_000, values_us: vec![50_000, 10_000, 10_000, 10_000].into() };
+        let m = LinkModel::new(&cap, delay, Loss::Constant(0.0), &[], 1000);
+        let mut s = data_stage(&m, QueueLimit::default());
+        s.push(8000, vec![0; 1500]); // leaves at 9 ms, release 59 ms
+        s.push(8000, vec![0; 1500]); // leaves at 10 ms, release would be 20 ms: held to 59
+        let out = drain(&mut s, 100_000);
+        assert_eq!(out, vec![(59_000, 1500), (59_000, 1500)]);
+    }
+
+    #[test]
+    fn droptail_limits_packets_and_bytes() {
+        let m = link(vec![1000], 1000, 0, 0.0, &[]);
+        let mut s = data_stage(&m, QueueLimit { packets: Some(2), bytes: None });
+        let v: Vec<_> = (0..3).map(|_| s.push(0, vec![0; 100])).collect();
+        assert_eq!(v, vec![Verdict::Accepted, Verdict::Accepted, Verdict::QueueFull]);
+        let mut s = data_stage(&m, QueueLimit { packets: None, bytes: Some(1000) });
+        assert_eq!(s.push(0, vec![0; 600]), Verdict::Accepted);
+        assert_eq!(s.push(0, vec![0; 600]), Verdict::QueueFull);
+        assert_eq!(s.push(0, vec![0; 400]), Verdict::Accepted);
+        assert_eq!(s.stats.dropped_queue, 1);
+    }
+
+    #[test]
+    fn random_loss_matches_its_probability_and_is_seeded() {
+        let m = link(vec![1], 1, 0, 0.1, &[]);
+        let run = |seed| {
+            let mut s: Stage<Vec<u8>> = Stage::new(StageConfig { seed, extra_loss: 0.1, ..data_stage(&m, QueueLimit::default()).cfg });
+            (0..20_000).map(|i| s.push(i, vec![0; 10]) == Verdict::Lost).collect::<Vec<_>>()
+        };
+        let a = run(1);
+        assert_eq!(a, run(1), "same seed, same losses");
+        assert_ne!(a, run(2));
+        let rate = a.iter().filter(|&&l| l).count() as f64 / a.len() as f64;
+        // 1 - 0.9 * 0.9 = 0.19
+        assert!((rate - 0.19).abs() < 0.01, "loss rate {rate}");
+    }
+
+    #[test]
+    fn icmp_lane_has_no_queue_and_drops_in_outages() {
+        let m = link((1..=1000).map(|i| i * 1000).collect(), 1_000_000, 20_000, 0.0, &[Span { start_us: 100_000, len_us: 50_000 }]);
+        let mut s: Stage<Vec<u8>> = Stage::new(StageConfig {
+            capacity: None,
+            delay: DelaySource::Model(m.clone()),
+            loss_model: Some(m.clone()),
+            extra_loss: 0.0,
+            drop_in_outage: true,
+            queue: QueueLimit::default(),
+            seed: 1,
+        });
+        assert_eq!(s.push(10_000, vec![0; 84]), Verdict::Accepted);
+        assert_eq!(s.push(120_000, vec![0; 84]), Verdict::Outage);
+        assert_eq!(s.push(160_000, vec![0; 84]), Verdict::Accepted);
+        assert_eq!(drain(&mut s, 1_000_000), vec![(30_000, 84), (180_000, 84)]);
+    }
+}
