@@ -68,8 +68,8 @@
 #define KAL_P_SCALE 256u
 /* Kalman gain precision (Q16). */
 #define KAL_GAIN_SHIFT 16
-/* Bins kept below the first RTT sample so that lower bands fit without a shift (measured
- * here: Starlink bands span about 5-30 ms around the first sample). */
+/* Bins kept below the first RTT sample so that lower bands fit without a shift (ours: the
+ * first sample is not necessarily in the lowest band). */
 #define MPF_BASE_MARGIN_BINS 8u
 /* A bin needs at least this many samples to be a band, whatever its share (noise floor). */
 #define MPF_MIN_BAND_COUNT 3u
@@ -80,9 +80,9 @@
 /* A counter is halved (with its whole half) before it exceeds this, so that two halves' counters
  * add within a lane's 15 bits. */
 #define MPF_COUNT_MAX 0x3fffu
-/* A round of fresh RA samples is "link-limited" when its delivery rate is below this % of what
- * the capped inflight could deliver at the fresh bRTT_l (measured here; leaves room for ACK
- * compression and the partial round that follows the outage). */
+/* A capped RA round is suspected "link-limited" when its delivery rate is below this % of what
+ * the capped inflight delivers at the base RTT (ours; leaves room for ACK compression and the
+ * partial round that follows the outage). */
 #define RA_SATURATED_PCT 80u
 /* The second capped round (see ra_link_limited) confirms a link-limited path when its RTT fell
  * below this % of the first round's, or its delivery rate held at this % of the first round's
@@ -98,8 +98,8 @@
 #define RA_MEASURE_AGAIN 1
 #define RA_LINK_LIMITED 2
 #define RA_PATH_LONGER 3
-/* Give up waiting for inflight to come down to the RA cap after this long (measured here: a
- * 4 x BDP backlog at a tenth of the old capacity drains in well under a second). */
+/* Give up waiting for inflight to come down to the RA cap after this long (ours: a 4 x BDP
+ * backlog at a tenth of the old capacity drains in well under a second). */
 #define RA_MAX_UNCAPPED_US 1000000ull
 /* RA step 0 sub-steps (leocc_state.ra_capped). */
 #define RA_CAP_NOT_YET 0u   /* inflight still above the cap */
@@ -111,7 +111,7 @@
 #define BW_SEED_ROUNDS 2u
 /* Bytes per packet until the first ACK tells (Ethernet MTU with TCP timestamps). */
 #define DEFAULT_MSS 1448u
-/* Lowest cruise phase that runs at gain 1.0 (0 = burst, 1 = drain). */
+/* Cruise phases: 0 burst (bco), 1 drain (dco), 2 .. cycle_len-1 steady (gain 1.0). */
 #define PHASE_BURST 0u
 #define PHASE_DRAIN 1u
 #define PHASE_FIRST_STEADY 2u
