@@ -456,21 +456,21 @@ LEOCC_API void leocc_default_params(struct leocc_params *p)
 	p->dco = LEOCC_UNIT * 3 / 4;                    /* paper 4.2.1 */
 	p->bco_congested = LEOCC_UNIT * 21 / 20;        /* authors' module: 1.05 */
 	p->ra_inflight_gain = LEOCC_UNIT / 2;           /* paper 4.2.2 */
-	p->ra_probe_gain = LEOCC_UNIT * 3 / 2;          /* measured here, see algorithm.md */
+	p->ra_probe_gain = LEOCC_UNIT * 3 / 2;          /* ours; tests step_up, path_change */
 	p->cycle_len = 8;                               /* authors' CYCLE_LEN */
 	p->bw_win_rounds = 8 + 2;                       /* authors: CYCLE_LEN + 2 */
 	p->rtt_win_us = 10 * 1000 * 1000;               /* W_RT, ours: 10 s (authors' min-RTT
 							 * window is 20 s; Starlink intervals
 							 * are 15 s, so events cut it first) */
 	p->delta_rtt_us = 10 * 1000;                    /* Delta_RTT; authors: 5-20 ms useful */
-	p->mpf_bin_us = 1000;                           /* measured here: bands >= ~2 ms apart */
-	p->mpf_band_share_pct = 5;                      /* measured here */
+	p->mpf_bin_us = 1000;                           /* ours: 1 ms resolution of the bands */
+	p->mpf_band_share_pct = 5;                      /* ours; tests mpf_bands, band_switch */
 	p->kal_q = 4;                                   /* authors' var_Q */
 	p->kal_r = 4;                                   /* authors' var_R */
 	p->kal_p0 = 25;                                 /* authors' initial p_post */
 	p->full_bw_growth_pct = 25;                     /* BBR; authors */
 	p->full_bw_rounds = 3;                          /* BBR; authors */
-	p->ra_min_rtt_samples = 8;                      /* measured here */
+	p->ra_min_rtt_samples = 8;                      /* ours */
 	p->ra_max_drain_us = 200 * 1000;                /* authors' ProbeRTT duration */
 	p->ra_probe_max_rounds = 8;                     /* ours: bound on the probe */
 	p->drain_phase_max_rounds = 4;                  /* ours: bound on the drain phase */
