@@ -242,14 +242,17 @@ const TERR_NARROW_LEN_S: (f64, f64) = (4.0, 12.0);
 const TERR_WIDE_MEAN_S: f64 = 15.0;
 const TERR_OWD_US: u64 = 8_000;
 
+/// Longest trace the generator makes: 1 h (a 400 Mbit/s hour is 120 M opportunities, ~1 GB).
+pub const MAX_DURATION_MS: u64 = 3600 * 1000;
+
 /// Generates a trace of `duration_ms` for `profile` from `seed`. `command` is recorded as the
 /// trace's source.
 pub fn generate(profile: Profile, duration_ms: u64, seed: u64, command: &str) -> Result<Trace, String> {
     if duration_ms < 1000 {
         return Err("duration must be at least 1 s".into());
     }
-    if duration_ms > 24 * 3600 * 1000 {
-        return Err("duration must be at most 24 h".into());
+    if duration_ms > MAX_DURATION_MS {
+        return Err(format!("duration must be at most {} s (memory: ~8 bytes per opportunity)", MAX_DURATION_MS / 1000));
     }
     let mut rng = Rng::new(seed);
     let mut t = Trace {

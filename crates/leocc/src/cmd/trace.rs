@@ -218,6 +218,21 @@ mod tests {
     }
 
     #[test]
+    fn plot_png_through_chromium() {
+        if !std::path::Path::new(plot::CHROMIUM).exists() {
+            eprintln!("SKIP: {} is absent; PNG plots need it", plot::CHROMIUM);
+            return;
+        }
+        let d = scratch("png");
+        let tr = d.join("g.trace");
+        run(TraceCmd::Gen { profile: "oneweb".into(), duration: 15, seed: 1, output: tr.clone() }).unwrap();
+        run(TraceCmd::Plot { trace: tr, output: d.join("p.png") }).unwrap();
+        let png = std::fs::read(d.join("p.png")).unwrap();
+        assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000, "{} bytes", png.len());
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
     fn bad_input_is_an_error_naming_the_file() {
         let d = scratch("bad");
         let e = run(TraceCmd::Gen { profile: "leo".into(), duration: 10, seed: 1, output: d.join("x") }).unwrap_err();
