@@ -9,6 +9,7 @@
 //!   packets per round (slope doubling each round).
 //! - bw_lo / inflight_lo (short-term): in every round with loss outside bandwidth probing,
 //!   set to max(latest, β × previous); reset when the next probe starts (REFILL).
+//!
 //! Modes: STARTUP (pacing gain 2.77 = 4 ln 2, cwnd gain 2) ends on a bandwidth plateau
 //! (3 rounds < 25 % growth) or on high loss (≥ 6 lossy ACKs in a round with inflight too
 //! high, setting inflight_hi = BDP); DRAIN (pacing 0.35) until inflight ≤ BDP; PROBE_BW as

@@ -38,8 +38,7 @@ impl std::fmt::Debug for Leocc {
 impl Leocc {
     /// A LeoCC controller with the core's default parameters.
     pub fn new(cfg: &CcConfig) -> Self {
-        let mut params = Params::default();
-        params.init_cwnd = cfg.init_cwnd;
+        let params = Params { init_cwnd: cfg.init_cwnd, ..Params::default() };
         let core = LeoccCore::new(params);
         let v = core.view();
         Leocc { core, out: Output { pacing_rate: v.pacing_rate, cwnd: v.cwnd.max(1) }, adapted: 0, skipped: 0 }

@@ -79,7 +79,7 @@ impl Controller for Vegas {
             self.end_of_round();
             self.round_min_rtt_us = u64::MAX;
         }
-        if self.w.in_slow_start() && self.rounds % 2 == 0 {
+        if self.w.in_slow_start() && self.rounds.is_multiple_of(2) {
             // Vegas's slow start grows only every other round trip.
             self.w.slow_start(s.acked_sacked);
         }

@@ -4,8 +4,11 @@
 //! sends at one rate x and, once all its packets are ACKed or lost, scores it with the
 //! latency-aware utility (paper §3, eq. 1 with the published constants):
 //!     u(x) = x^t − b · x · dRTT/dT − c · x · L,   t = 0.9, b = 900, c = 11.35, x in Mbit/s,
-//! where dRTT/dT is the slope of a least-squares fit of the MI's RTT samples against their
-//! send times and L its loss rate. |dRTT/dT| below 0.01 is treated as noise (0).
+//! where dRTT/dT is the slope of a least-squares fit of the RTT samples of packets sent in
+//! the MI (one per ACK, the newest packet's, which excludes the receiver's delayed-ACK wait)
+//! against their send times, and L its loss rate. As the authors' implementation does
+//! (PCC-Uspace, pcc_vivace_ucalc.cpp), RTT inflation below 0.02 — and so any decrease —
+//! counts as 0: draining the queue a previous trial built is not rewarded.
 //! Starting phase: double the rate every MI while the utility grows; at the first decrease
 //! go back to the previous rate and start online learning. Online learning (§4): two trial
 //! MIs at r(1 + ε) and r(1 − ε), ε = 0.05, in random order; gradient γ = (u₊ − u₋) / (2εr);
@@ -34,8 +37,8 @@ const THETA: f64 = 1.0;
 const OMEGA0: f64 = 0.05;
 /// Increment δ of the change boundary (paper §4.2).
 const OMEGA_STEP: f64 = 0.1;
-/// RTT-gradient magnitudes below this are noise.
-const GRADIENT_FILTER: f64 = 0.01;
+/// RTT inflation below this (and any deflation) is noise (PCC-Uspace kRTTFilter).
+const GRADIENT_FILTER: f64 = 0.02;
 /// Slowest rate, Mbit/s.
 const MIN_RATE_MBPS: f64 = 0.5;
 /// MI length when no RTT is known yet.
@@ -79,7 +82,7 @@ impl Mi {
         let loss = self.lost as f64 / resolved;
         let denom = self.n * self.sxx - self.sx * self.sx;
         let mut grad = if self.n >= 2.0 && denom.abs() > 1e-18 { (self.n * self.sxy - self.sx * self.sy) / denom } else { 0.0 };
-        if grad.abs() < GRADIENT_FILTER {
+        if grad < GRADIENT_FILTER {
             grad = 0.0;
         }
         x.powf(T_EXP) - B_LATENCY * x * grad - C_LOSS * x * loss
@@ -268,8 +271,6 @@ impl Controller for Vivace {
         if s.srtt_us > 0 {
             self.srtt_us = s.srtt_us;
         }
-        // The regression uses the ACK's RTT sample (its newest packet), which excludes the
-        // receiver's delayed-ACK wait that the older packets of the ACK carry.
         if let Some(rtt) = s.rtt_us {
             let sent = s.now_us - rtt;
             if let Some(m) = self.mis.iter_mut().find(|m| sent >= m.start_us && sent < m.end_us) {
