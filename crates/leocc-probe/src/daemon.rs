@@ -151,6 +151,8 @@ pub struct Summary {
     pub replies: u64,
     /// Reconfigurations detected.
     pub events: u64,
+    /// Long response intervals explained by our own send pauses (not events).
+    pub suppressed: u64,
 }
 
 struct Log {
@@ -333,7 +335,7 @@ pub fn run(opts: Options, publisher: Option<Box<dyn Publisher>>) -> Result<Summa
     d.write_state();
     let c = d.detector.counters();
     println!("leocc probe: stopped after {} probes, {} replies, {} reconfigurations", d.sent, c.replies, c.events);
-    Ok(Summary { sent: d.sent, replies: c.replies, events: c.events })
+    Ok(Summary { sent: d.sent, replies: c.replies, events: c.events, suppressed: c.suppressed })
 }
 
 impl Daemon {

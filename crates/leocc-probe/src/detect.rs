@@ -42,7 +42,8 @@ pub const WALL_JUMP_NS: i64 = 100_000_000;
 /// Sends kept for the self-stall check: 512 probes = 5 s at the 10 ms probe interval.
 const SEND_HISTORY: usize = 512;
 /// A gap between our own consecutive sends larger than this share of Δoutage means the probe
-/// stream itself paused, so a long RI over that stretch is not evidence of an outage.
+/// stream itself paused, so a long RI over that stretch is weaker evidence of an outage (see
+/// `explained_by_stall`).
 const SELF_STALL_FRACTION: (u64, u64) = (1, 2);
 /// EWMA gain of the smoothed RTT as a shift: srtt += (rtt − srtt) / 8 (RFC 6298).
 const SRTT_GAIN_SHIFT: u32 = 3;
@@ -280,8 +281,7 @@ impl Detector {
     /// Decides what a long RI is: an event, a merge into the previous event, or our own stall.
     fn judge_outlier(&mut self, r: &Reply, prev: u64, ri: u64, out: &mut Vec<Output>) {
         let stall = self.longest_send_gap(prev, r.recv_mono_ns);
-        let limit = self.cfg.threshold_ns * SELF_STALL_FRACTION.0 / SELF_STALL_FRACTION.1;
-        if stall > limit {
+        if self.explained_by_stall(ri, stall) {
             self.counters.suppressed += 1;
             // The gap is not monitored: slots inside it are neither hits nor misses.
             self.covered_since_wall = Some(r.recv_wall_ns);
@@ -325,6 +325,21 @@ impl Detector {
             reply_seq: r.seq,
             rtt: self.rtt,
         }));
+    }
+
+    /// Whether our own send pause `stall` explains the long interval `ri`. A short pause
+    /// (at most Δoutage/2) explains nothing: that is the normal probe spacing. A pause longer
+    /// than Δoutage makes the stream too sparse to tell an outage from silence. In between (the
+    /// daemon was descheduled for a few tens of ms), the interval counts only if what remains
+    /// after removing the pause still exceeds Δoutage, so an outage that overlaps a short
+    /// stall is still detected.
+    fn explained_by_stall(&self, ri: u64, stall: u64) -> bool {
+        let t = self.cfg.threshold_ns;
+        let normal = t * SELF_STALL_FRACTION.0 / SELF_STALL_FRACTION.1;
+        if stall <= normal {
+            return false;
+        }
+        stall > t || ri.saturating_sub(stall) <= t
     }
 
     /// Longest pause of our own probe stream that could explain the gap (prev, now], in ns.
@@ -527,6 +542,47 @@ mod tests {
         }
         out = d.on_reply(reply(60, 605));
         assert_eq!(events(&out).len(), 1, "{out:?}");
+    }
+
+    /// Feeds probes sent at `sends` (ms) whose replies come back after `rtt(send)` ms (None:
+    /// lost), in time order; returns every output.
+    fn probe_run(d: &mut Detector, sends: &[u64], rtt: impl Fn(u64) -> Option<u64>) -> Vec<Output> {
+        let mut ev: Vec<(u64, Option<u64>)> = sends.iter().map(|&s| (s, None)).collect();
+        ev.extend(sends.iter().filter_map(|&s| rtt(s).map(|r| (s + r, Some(r)))));
+        ev.sort_by_key(|&(t, r)| (t, r.is_some()));
+        let mut out = Vec::new();
+        for (i, (t, r)) in ev.into_iter().enumerate() {
+            match r {
+                None => d.on_send(t * MS),
+                Some(rtt) => out.extend(d.on_reply(Reply {
+                    seq: i as u16,
+                    recv_mono_ns: t * MS,
+                    recv_wall_ns: WALL0 + (t * MS) as i64,
+                    rtt_ns: Some(rtt * MS),
+                })),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn outage_overlapping_a_short_stall_is_still_detected() {
+        // Sends every 10 ms, a 30 ms stall after 190, and the link drops the probes sent from
+        // 220 to 270: RI 90 ms, of which our stall explains 30.
+        let mut sends = steady(0, 200, 10);
+        sends.extend(steady(220, 400, 10));
+        let mut d = Detector::new(DetectorConfig::default());
+        let out = probe_run(&mut d, &sends, |s| if (220..280).contains(&s) { None } else { Some(30) });
+        let ev = events(&out);
+        assert_eq!(ev.len(), 1, "{out:?}");
+        assert_eq!(ev[0].ri_ns, 90 * MS);
+        // A 35 ms stall and no outage, with RTT jitter: RI 52 ms, explained by the stall.
+        let mut sends = steady(0, 200, 10);
+        sends.extend(steady(225, 400, 10));
+        let mut d = Detector::new(DetectorConfig::default());
+        let out = probe_run(&mut d, &sends, |s| Some(if (225..240).contains(&s) { 47 } else { 30 }));
+        assert!(events(&out).is_empty(), "{out:?}");
+        assert!(matches!(out[..], [Output::Suppressed { ri_ns, send_gap_ns }] if ri_ns == 52 * MS && send_gap_ns == 35 * MS), "{out:?}");
     }
 
     #[test]

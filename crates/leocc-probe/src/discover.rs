@@ -82,12 +82,12 @@ pub fn choose_pop(hops: &[Hop], prefixes: &[Prefix]) -> Option<IpAddr> {
 #[derive(Debug, thiserror::Error)]
 pub enum DiscoverError {
     /// Socket trouble (no CAP_NET_RAW, no route).
-    #[error("PoP discovery toward {dest}: {source}")]
+    #[error("PoP discovery toward {dest}: {error}")]
     Io {
         /// The destination.
         dest: String,
         /// The error.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The path was traced but no hop was in the prefixes.
     #[error("PoP discovery toward {dest}: no hop in {prefixes} among {hops}; give --pop ADDR or --pop-prefix")]
@@ -103,7 +103,7 @@ pub enum DiscoverError {
 
 /// Traces toward `dest` and returns the PoP and the hops seen.
 pub fn discover(dest: Target, prefixes: &[Prefix], max_ttl: u8) -> Result<(Target, Vec<Hop>), DiscoverError> {
-    let io = |source| DiscoverError::Io { dest: dest.to_string(), source };
+    let io = |error| DiscoverError::Io { dest: dest.to_string(), error };
     let sock = IcmpSocket::open(dest.addr.is_ipv6()).map_err(io)?;
     let id = random_u64() as u16;
     let secret = random_u64();

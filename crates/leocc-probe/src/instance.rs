@@ -35,17 +35,17 @@ pub enum InstanceError {
         lock: String,
     },
     /// A file operation failed.
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         /// The path.
         path: String,
         /// The error.
-        source: io::Error,
+        error: io::Error,
     },
 }
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> InstanceError + '_ {
-    move |source| InstanceError::Io { path: path.display().to_string(), source }
+    move |error| InstanceError::Io { path: path.display().to_string(), error }
 }
 
 /// The run directory: `$LEOCC_RUN_DIR` or /run/leocc.
@@ -154,7 +154,7 @@ pub fn read_status(dir: &Path) -> Result<Status, InstanceError> {
     let state = match fs::read(&state_path) {
         Ok(b) => Some(serde_json::from_slice(&b).map_err(|e| InstanceError::Io {
             path: state_path.display().to_string(),
-            source: io::Error::new(io::ErrorKind::InvalidData, e),
+            error: io::Error::new(io::ErrorKind::InvalidData, e),
         })?),
         Err(e) if e.kind() == io::ErrorKind::NotFound => None,
         Err(e) => return Err(io_err(&state_path)(e)),

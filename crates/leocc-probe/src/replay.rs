@@ -22,12 +22,12 @@ use crate::schedule::Schedule;
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
     /// I/O error on the file.
-    #[error("{file}: {source}")]
+    #[error("{file}: {error}")]
     Io {
         /// The file.
         file: String,
         /// The error.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// A reply line with a missing or malformed field.
     #[error("{file}:{line}: {problem}")]
@@ -92,7 +92,7 @@ pub fn parse_ping_d(text: &str, file: &str) -> Result<Vec<PingLine>, ReplayError
 /// Reads and parses a `ping -D` file.
 pub fn load_ping_d(path: &Path) -> Result<Vec<PingLine>, ReplayError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| ReplayError::Io { file: file.clone(), source })?;
+    let text = std::fs::read_to_string(path).map_err(|error| ReplayError::Io { file: file.clone(), error })?;
     parse_ping_d(&text, &file)
 }
 

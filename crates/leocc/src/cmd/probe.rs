@@ -85,6 +85,9 @@ enum ProbeAction {
         /// Stop each run after this many seconds even if the trace is longer.
         #[arg(long)]
         max_seconds: Option<f64>,
+        /// Keep each run's event log as DIR/run-N.jsonl (N counts the traces from 1).
+        #[arg(long, value_name = "DIR")]
+        keep_logs: Option<PathBuf>,
     },
 }
 
@@ -183,7 +186,9 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<()> {
         Some(ProbeAction::Simulate { traces, threshold_ms, interval_ms, seed, json }) => {
             simulate_cmd(&traces.load()?, threshold_ms, interval_ms, seed, json)
         }
-        Some(ProbeAction::Emulate { traces, threshold_ms, max_seconds }) => emulate_cmd(&traces.load()?, threshold_ms, max_seconds),
+        Some(ProbeAction::Emulate { traces, threshold_ms, max_seconds, keep_logs }) => {
+            emulate_cmd(&traces.load()?, threshold_ms, max_seconds, keep_logs.as_deref())
+        }
         None => run_daemon(a.run),
     }
 }
@@ -424,7 +429,12 @@ fn simulate_cmd(traces: &[(String, leocc_trace::Trace)], threshold_ms: f64, inte
 /// The daemon stops this long before a trace would loop in the emulator, ms.
 const EMU_END_MARGIN_MS: u64 = 300;
 
-fn emulate_cmd(traces: &[(String, leocc_trace::Trace)], threshold_ms: f64, max_seconds: Option<f64>) -> anyhow::Result<()> {
+fn emulate_cmd(
+    traces: &[(String, leocc_trace::Trace)],
+    threshold_ms: f64,
+    max_seconds: Option<f64>,
+    keep_logs: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
     use leocc_emu::{EmuConfig, Emulator, Side, POP_ADDR};
     use leocc_probe::sim::score_log;
     leocc_emu::shell::check_privileges()?;
@@ -432,7 +442,10 @@ fn emulate_cmd(traces: &[(String, leocc_trace::Trace)], threshold_ms: f64, max_s
     let (mut truth, mut dets, mut matched) = (0usize, 0usize, 0usize);
     let mut delays = Vec::new();
     let (mut sent, mut secs) = (0u64, 0.0f64);
-    for (name, trace) in traces {
+    if let Some(k) = keep_logs {
+        std::fs::create_dir_all(k).with_context(|| format!("--keep-logs {}", k.display()))?;
+    }
+    for (n, (name, trace)) in traces.iter().enumerate() {
         let (truth_us, source) = leocc_probe::sim::truth_of(trace);
         let mut run_ms = trace.duration_us() / 1000 - EMU_END_MARGIN_MS.min(trace.duration_us() / 1000);
         if let Some(m) = max_seconds {
@@ -464,10 +477,15 @@ fn emulate_cmd(traces: &[(String, leocc_trace::Trace)], threshold_ms: f64, max_s
         emu.stop();
         let summary = run?.map_err(anyhow::Error::msg)?;
         let s = score_log(&std::fs::read_to_string(&log)?, t0, &truth_us, end_us).map_err(anyhow::Error::msg)?;
+        if let Some(k) = keep_logs {
+            let dest = k.join(format!("run-{}.jsonl", n + 1));
+            std::fs::copy(&log, &dest).with_context(|| format!("keeping the log as {}", dest.display()))?;
+            println!("{name}: log kept as {} (trace time zero at CLOCK_MONOTONIC {t0} ns)", dest.display());
+        }
         std::fs::remove_dir_all(&dir)?;
         println!(
-            "{name}: truth {} ({source}), detections {}, matched {}, missed {:?} us, false {:?} us, {} probes, {} replies",
-            s.truth, s.detections, s.matched, s.missed, s.false_positives, summary.sent, summary.replies
+            "{name}: truth {} ({source}), detections {}, matched {}, missed {:?} us, false {:?} us, {} probes, {} replies, {} suppressed",
+            s.truth, s.detections, s.matched, s.missed, s.false_positives, summary.sent, summary.replies, summary.suppressed
         );
         truth += s.truth;
         dets += s.detections;
