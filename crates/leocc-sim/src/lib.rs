@@ -76,7 +76,11 @@ impl std::str::FromStr for QueueLimit {
         if v == 0 {
             return Err(format!("bad queue size '{s}': must be positive"));
         }
-        Ok(if bytes { QueueLimit::Bytes(v * mult) } else { QueueLimit::Packets(v) })
+        if bytes {
+            v.checked_mul(mult).map(QueueLimit::Bytes).ok_or_else(|| format!("bad queue size '{s}': too large"))
+        } else {
+            Ok(QueueLimit::Packets(v))
+        }
     }
 }
 
@@ -297,6 +301,7 @@ mod tests {
         assert_eq!("1MB".parse::<QueueLimit>().unwrap(), QueueLimit::Bytes(1_000_000));
         assert!("0".parse::<QueueLimit>().is_err());
         assert!("lots".parse::<QueueLimit>().is_err());
+        assert!("99999999999999999MB".parse::<QueueLimit>().is_err());
     }
 
     #[test]

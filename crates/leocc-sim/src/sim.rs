@@ -570,6 +570,11 @@ impl World {
         &self.detector
     }
 
+    /// Raw measurements of flow `f`.
+    pub fn stats(&self, f: usize) -> &FlowStats {
+        &self.flows[f].stats
+    }
+
     /// The sender of flow `f` (tests and benchmarks look at its state).
     pub fn sender(&self, f: usize) -> &Sender {
         &self.flows[f].sender

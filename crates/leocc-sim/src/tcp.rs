@@ -770,7 +770,7 @@ impl Sender {
             self.transmit(now, seq, io);
             if let Some(r) = rate {
                 let gap_ns = (MSS as f64 * 1e9 / r) as u64;
-                self.next_send_ns = self.next_send_ns.max(now * 1000) + gap_ns.max(1);
+                self.next_send_ns = self.next_send_ns.max(now * 1000).saturating_add(gap_ns.max(1));
             }
         }
     }

@@ -122,3 +122,53 @@ fn no_outage_no_detection() {
     assert!(w.detector().detections_us.is_empty());
     assert!(w.detector().replies > 400, "probes every 10 ms should be answered");
 }
+
+#[test]
+fn a_narrower_terrestrial_segment_is_the_bottleneck() {
+    let mut t = constant_trace(30.0, 10 * MS, 10 * S, &[]);
+    let ground = constant_trace(10.0, 5 * MS, 10 * S, &[]);
+    t.terrestrial = Some(leocc_trace::Segment {
+        capacity: ground.down.capacity.clone().unwrap(),
+        delay: leocc_trace::DelaySeries::constant(5 * MS),
+        loss: leocc_trace::Loss::Constant(0.0),
+    });
+    let t = Arc::new(t);
+    for cc in ["cubic", "bbr"] {
+        let mut sc = Scenario::new(t.clone(), "terrestrial", cc, 20 * S);
+        let r = run(&sc).unwrap();
+        // 10 Mbit/s on the wire; the utilization is measured against the narrower segment.
+        assert!(r.throughput_mbps > 9.0 && r.throughput_mbps <= 10.05, "{cc}: {} Mbit/s", r.throughput_mbps);
+        assert!(r.utilization > 0.9, "{cc}: utilization {}", r.utilization);
+        // Base RTT = 2 x (10 + 5) ms.
+        assert!(r.rtt_p50_ms >= 30.0, "{cc}: rtt {}", r.rtt_p50_ms);
+        sc.terrestrial = false;
+        let r = run(&sc).unwrap();
+        assert!(r.throughput_mbps > 25.0, "{cc} without the segment: {} Mbit/s", r.throughput_mbps);
+    }
+}
+
+#[test]
+fn a_byte_limited_queue_bounds_the_queueing_delay() {
+    // 45 000 bytes = 30 packets = 18 ms at 20 Mbit/s.
+    let mut sc = scenario(20.0, "cubic", 10, 1);
+    sc.queue = QueueLimit::Bytes(45_000);
+    let r = run(&sc).unwrap();
+    assert!(r.loss_rate > 0.0);
+    assert!(r.qdelay_p95_ms < 18.0 + 5.0, "queueing delay p95 {} ms", r.qdelay_p95_ms);
+    assert!(r.qdelay_p95_ms > 9.0, "queue never filled: p95 {} ms", r.qdelay_p95_ms);
+}
+
+#[test]
+fn uplink_data_with_random_loss_still_conserves_and_reports_loss() {
+    let mut sc = scenario(20.0, "bbr", 6, 100);
+    sc.data_dir = leocc_trace::Dir::Up;
+    sc.loss = 0.02;
+    let mut w = World::new(&sc).unwrap();
+    w.run(&mut |_| {});
+    let (sent, arrived, dropped, in_net) = w.packet_balance(0);
+    assert_eq!(sent, arrived + dropped + in_net);
+    let random = w.stats(0).dropped_random as f64 / sent as f64;
+    assert!((random - 0.02).abs() < 0.004, "random drop rate {random} for 2 % random loss");
+    let r = w.result(&sc);
+    assert!(r.loss_rate >= random, "loss rate {} counts every drop", r.loss_rate);
+}
