@@ -166,10 +166,11 @@ impl DelaySeries {
         DelaySeries { interval_us: 1_000_000, values_us: vec![us].into() }
     }
 
-    /// The delay at folded time `t_us` (already reduced modulo the period).
+    /// The delay at folded time `t_us` (already reduced modulo the period). Total even on a
+    /// series that `Trace::validate` would reject: no value means 0, a 0 interval means 1 µs.
     pub fn at(&self, t_us: u64) -> u64 {
-        let i = (t_us / self.interval_us) as usize;
-        self.values_us[i.min(self.values_us.len() - 1)]
+        let i = (t_us / self.interval_us.max(1)) as usize;
+        self.values_us.get(i.min(self.values_us.len().saturating_sub(1))).copied().unwrap_or(0)
     }
 }
 
@@ -188,11 +189,14 @@ pub enum Loss {
 }
 
 impl Loss {
-    /// The probability at folded time `t_us`.
+    /// The probability at folded time `t_us` (total, like [`DelaySeries::at`]).
     pub fn at(&self, t_us: u64) -> f64 {
         match self {
             Loss::Constant(p) => *p,
-            Loss::Series { interval_us, values } => values[((t_us / interval_us) as usize).min(values.len() - 1)],
+            Loss::Series { interval_us, values } => {
+                let i = (t_us / (*interval_us).max(1)) as usize;
+                values.get(i.min(values.len().saturating_sub(1))).copied().unwrap_or(0.0)
+            }
         }
     }
 
@@ -200,6 +204,7 @@ impl Loss {
     pub fn mean(&self) -> f64 {
         match self {
             Loss::Constant(p) => *p,
+            Loss::Series { values, .. } if values.is_empty() => 0.0,
             Loss::Series { values, .. } => values.iter().sum::<f64>() / values.len() as f64,
         }
     }
