@@ -27,6 +27,8 @@ enum Command {
     Demo(cmd::eval::DemoArgs),
     /// Remake report.html, or print the README's results table, from an eval's results.jsonl.
     Report(cmd::eval::ReportArgs),
+    /// One emulator run of kernel TCP flows, printed as JSON (what `eval --engine emu` runs).
+    EmuRun(cmd::eval::EmuRunArgs),
     /// Run a command behind an emulated LEO path (namespaces, TUN, trace replay).
     Emu(cmd::emu::EmuArgs),
     /// Measure the emulator's accuracy and speed.
@@ -50,6 +52,7 @@ fn main() {
         Command::Eval(a) => cmd::eval::eval(a),
         Command::Demo(a) => cmd::eval::demo(a),
         Command::Report(a) => cmd::eval::report(a),
+        Command::EmuRun(a) => cmd::eval::emu_run(a),
         Command::Probe(a) => cmd::probe::run(a),
         Command::Emu(a) => cmd::emu::run(a),
         Command::BenchEmu(a) => cmd::emu::bench(a),

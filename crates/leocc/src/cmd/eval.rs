@@ -209,3 +209,53 @@ pub fn report(a: ReportArgs) -> Result<()> {
     }
     Ok(())
 }
+
+#[derive(Args)]
+pub struct EmuRunArgs {
+    /// Trace file.
+    #[arg(long)]
+    trace: PathBuf,
+    /// Flows: CC@START-STOP,... (seconds), as `leocc sim --flows`.
+    #[arg(long)]
+    flows: String,
+    /// Seconds.
+    #[arg(long)]
+    duration: f64,
+    /// Seed of the emulator's random loss.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Droptail queue in packets (default: the emulator's 500).
+    #[arg(long)]
+    queue: Option<u32>,
+    /// Extra random loss on the satellite segment.
+    #[arg(long)]
+    loss: Option<f64>,
+    /// Not supported by the emulator engine (the kernel gets reconfigurations from the detector).
+    #[arg(long)]
+    oracle_reconfig: bool,
+    /// Print the result as one JSON line (always on; kept for the runner's common arguments).
+    #[arg(long)]
+    json: bool,
+    /// Per-100 ms CSV time series.
+    #[arg(long)]
+    timeseries: Option<PathBuf>,
+}
+
+/// One emulator run of kernel TCP flows (what `leocc eval --engine emu` runs per cell).
+pub fn emu_run(a: EmuRunArgs) -> Result<()> {
+    if a.oracle_reconfig {
+        bail!("--oracle-reconfig is a simulator ablation; the emulator engine always uses the detector");
+    }
+    let rec = leocc_eval::emu_engine::run(&leocc_eval::emu_engine::EmuRun {
+        trace: a.trace,
+        flows: a.flows,
+        duration_s: a.duration,
+        seed: a.seed,
+        queue: a.queue,
+        loss: a.loss,
+        timeseries: a.timeseries,
+        leocc_exe: std::env::current_exe()?,
+    })?;
+    println!("{rec}");
+    Ok(())
+}

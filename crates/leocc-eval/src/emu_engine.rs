@@ -1,0 +1,292 @@
+//! The emulator engine of `leocc eval`: the flows of one run as real kernel TCP (iperf3 with
+//! `-C cc`) through `leocc-emu`'s trace-driven link, measured into the same JSON fields the
+//! simulator reports.
+//!
+//! Topology and roles. Data goes in the trace's measured direction: for a downlink trace the
+//! senders are in the server namespace and the receivers (iperf3 -s) in the client namespace
+//! behind the satellite segment; for an uplink trace the other way round. For LeoCC flows the
+//! reconfiguration detector (`leocc probe`) runs in the client namespace against the emulated
+//! PoP and publishes to the kernel's pinned signal map; both namespaces share one kernel, so
+//! this is LeoCC with a detector on its host (the remote TCP-option path is measured apart).
+//!
+//! What is measured, and how it differs from the simulator (the report's sim/emu table reads
+//! in this light):
+//! - throughput: bytes the receiver got (iperf3's end summary) over the flow's configured time;
+//! - RTT: the sender's smoothed RTT (tcpi_rtt) every 100 ms from iperf3's intervals, not
+//!   per-packet samples; percentiles are over those 100 ms samples;
+//! - one-way delay: each RTT sample minus the trace's reverse-path base delay at that moment;
+//! - queueing delay: RTT sample minus the trace's base RTT at that moment;
+//! - loss: the emulator's drops (queue and random) over packets that entered the data
+//!   direction; retransmissions: iperf3's retransmit count over segments sent.
+
+use anyhow::{anyhow, bail, Context, Result};
+use leocc_emu::{EmuConfig, Emulator, QueueLimit, Side};
+use leocc_trace::{Dir, LinkModel, Trace};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The controls the kernel here can run (LeoCC through BPF struct_ops).
+pub const KERNEL_CCS: [&str; 4] = ["reno", "cubic", "bbr", "leocc"];
+/// First iperf3 port; flow i uses BASE_PORT + i.
+const BASE_PORT: u16 = 5301;
+/// iperf3 reporting interval, s: one RTT and throughput sample per 100 ms, like the simulator.
+const INTERVAL_S: f64 = 0.1;
+/// Payload bytes per segment, to turn iperf3's bytes into segments for the retransmit rate.
+const MSS_BYTES: f64 = 1448.0;
+/// Grace for iperf3 to connect and exit around its own timing, s.
+const SLACK_S: f64 = 15.0;
+
+/// One emulator run, as `leocc emu-run` receives it.
+pub struct EmuRun {
+    pub trace: PathBuf,
+    pub flows: String,
+    pub duration_s: f64,
+    pub seed: u64,
+    pub queue: Option<u32>,
+    pub loss: Option<f64>,
+    pub timeseries: Option<PathBuf>,
+    /// The `leocc` binary (to start the detector and load the kernel module).
+    pub leocc_exe: PathBuf,
+}
+
+/// Checks what the run needs before any namespace exists: root, iperf3, the controls.
+fn preflight(ccs: &[String], exe: &Path) -> Result<()> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        bail!("the emulator engine needs root (network namespaces and TUN)");
+    }
+    which("iperf3").context("iperf3 not found (scripts/setup.sh installs it)")?;
+    let available = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control").unwrap_or_default();
+    for cc in ccs {
+        if !KERNEL_CCS.contains(&cc.as_str()) {
+            bail!("control '{cc}' has no kernel implementation here (the emulator engine runs {})", KERNEL_CCS.join(", "));
+        }
+        if cc == "leocc" && !available.split_whitespace().any(|a| a == "leocc") {
+            let st = Command::new(exe).args(["kernel", "load"]).status().context("running leocc kernel load")?;
+            if !st.success() {
+                bail!("leocc is not loaded and `leocc kernel load` failed");
+            }
+        }
+    }
+    Ok(())
+}
+
+fn which(program: &str) -> Result<PathBuf> {
+    std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+        .ok_or_else(|| anyhow!("{program} not in PATH"))
+}
+
+struct Flow {
+    cc: String,
+    start_s: f64,
+    stop_s: f64,
+    port: u16,
+}
+
+/// Runs the flows and returns the run's JSON record (the simulator's fields).
+pub fn run(r: &EmuRun) -> Result<Value> {
+    let trace = Trace::load(&r.trace).map_err(|e| anyhow!("{e}"))?;
+    let specs = leocc_sim::parse_flows(&r.flows, "cubic", (r.duration_s * 1e6) as u64).map_err(|e| anyhow!(e))?;
+    let flows: Vec<Flow> = specs
+        .iter()
+        .enumerate()
+        .map(|(i, f)| Flow { cc: f.cc.clone(), start_s: f.start_us as f64 / 1e6, stop_s: f.stop_us as f64 / 1e6, port: BASE_PORT + i as u16 })
+        .collect();
+    let ccs: Vec<String> = flows.iter().map(|f| f.cc.clone()).collect();
+    preflight(&ccs, &r.leocc_exe)?;
+
+    let data_dir = trace.meta.direction.primary();
+    let (fwd, back) = (trace.link(data_dir), trace.link(if data_dir == Dir::Up { Dir::Down } else { Dir::Up }));
+    let mut cfg = EmuConfig::new(trace.link(Dir::Up), trace.link(Dir::Down));
+    cfg.terrestrial = trace.terrestrial();
+    cfg.seed = r.seed;
+    cfg.loss = r.loss.unwrap_or(0.0);
+    if let Some(q) = r.queue {
+        cfg.queue = QueueLimit { packets: Some(q as usize), bytes: None };
+    }
+    cfg.label = trace.meta.name.clone();
+    let (send_side, recv_side, recv_addr) = match data_dir {
+        Dir::Down => (Side::Server, Side::Client, leocc_emu::CLIENT_ADDR),
+        Dir::Up => (Side::Client, Side::Server, leocc_emu::SERVER_ADDR),
+    };
+
+    let emu = Emulator::start(&cfg).map_err(|e| anyhow!("{e}"))?;
+    let mut children: Vec<Child> = Vec::new();
+    let result = (|| -> Result<Vec<Value>> {
+        for f in &flows {
+            let c = emu
+                .command(recv_side, "iperf3")
+                .args(["-s", "-1", "-p", &f.port.to_string()])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .context("starting iperf3 -s")?;
+            children.push(c);
+        }
+        if ccs.iter().any(|c| c == "leocc") {
+            let c = emu
+                .command(Side::Client, &r.leocc_exe.to_string_lossy())
+                .args(["probe", "--pop", &leocc_emu::POP_ADDR.to_string(), "--duration", &format!("{}", r.duration_s + 2.0)])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .context("starting leocc probe")?;
+            children.push(c);
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        let t0 = Instant::now();
+        let handles: Vec<_> = flows
+            .iter()
+            .map(|f| {
+                let mut cmd = emu.command(send_side, "iperf3");
+                cmd.args([
+                    "-c",
+                    &recv_addr.to_string(),
+                    "-p",
+                    &f.port.to_string(),
+                    "-C",
+                    &f.cc,
+                    "-t",
+                    &format!("{}", f.stop_s - f.start_s),
+                    "-i",
+                    &INTERVAL_S.to_string(),
+                    "-J",
+                ]);
+                let start = f.start_s;
+                std::thread::spawn(move || -> Result<Value> {
+                    let wait = Duration::from_secs_f64(start).saturating_sub(t0.elapsed());
+                    std::thread::sleep(wait);
+                    let out = cmd.stderr(Stdio::piped()).output().context("running iperf3 -c")?;
+                    let v: Value = serde_json::from_slice(&out.stdout).context("parsing iperf3 -J output")?;
+                    if let Some(e) = v.get("error").and_then(Value::as_str) {
+                        bail!("iperf3: {e}");
+                    }
+                    Ok(v)
+                })
+            })
+            .collect();
+        let deadline = r.duration_s + SLACK_S;
+        let mut outs = Vec::new();
+        for h in handles {
+            outs.push(h.join().map_err(|_| anyhow!("iperf3 thread panicked"))??);
+        }
+        if t0.elapsed().as_secs_f64() > deadline {
+            eprintln!("emu-run: flows took {:.1} s for a {:.1} s run", t0.elapsed().as_secs_f64(), r.duration_s);
+        }
+        Ok(outs)
+    })();
+    for mut c in children {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    let summary = emu.stop();
+    let outs = result?;
+
+    let data = match data_dir {
+        Dir::Down => &summary.downlink,
+        Dir::Up => &summary.uplink,
+    };
+    let loss_rate = if data.arrived_pkts > 0 { (data.dropped_queue + data.dropped_loss) as f64 / data.arrived_pkts as f64 } else { 0.0 };
+    measure(&flows, &outs, &fwd, &back, r, loss_rate)
+}
+
+/// Turns the iperf3 outputs into the record and writes the time series.
+fn measure(flows: &[Flow], outs: &[Value], fwd: &LinkModel, back: &LinkModel, r: &EmuRun, loss_rate: f64) -> Result<Value> {
+    let mut all_rtt = Vec::new();
+    let mut all_owd = Vec::new();
+    let mut all_q = Vec::new();
+    let mut flow_recs = Vec::new();
+    let mut ts = String::from("t_s,flow,flow_cc,throughput_mbps,rtt_ms,cwnd\n");
+    let (mut sent_segs, mut retrans, mut total_bytes) = (0.0, 0.0, 0.0);
+    for (i, (f, out)) in flows.iter().zip(outs).enumerate() {
+        let end = &out["end"];
+        let recv_bytes = end["sum_received"]["bytes"].as_f64().unwrap_or(0.0);
+        let sent_bytes = end["sum_sent"]["bytes"].as_f64().unwrap_or(0.0);
+        let rtx = end["sum_sent"]["retransmits"].as_f64().unwrap_or(0.0);
+        let (mut rtts, mut owds, mut qs) = (Vec::new(), Vec::new(), Vec::new());
+        for iv in out["intervals"].as_array().map_or(&[][..], Vec::as_slice) {
+            let Some(s) = iv["streams"].get(0) else { continue };
+            let t_end = f.start_s + s["end"].as_f64().unwrap_or(0.0);
+            let rtt_ms = s["rtt"].as_f64().unwrap_or(0.0) / 1000.0;
+            let mbps = s["bits_per_second"].as_f64().unwrap_or(0.0) / 1e6;
+            let _ = std::fmt::Write::write_fmt(&mut ts, format_args!("{t_end:.3},{i},{},{mbps:.3},{rtt_ms:.3},{}\n", f.cc, s["snd_cwnd"].as_f64().unwrap_or(0.0) / MSS_BYTES));
+            if rtt_ms > 0.0 {
+                let t_us = (t_end * 1e6) as u64;
+                let base_back = back.delay_us(t_us) as f64 / 1000.0;
+                let base_rtt = base_back + fwd.delay_us(t_us) as f64 / 1000.0;
+                rtts.push(rtt_ms);
+                owds.push((rtt_ms - base_back).max(0.0));
+                qs.push((rtt_ms - base_rtt).max(0.0));
+            }
+        }
+        let active_s = f.stop_s - f.start_s;
+        let thr = recv_bytes * 8.0 / active_s / 1e6;
+        let cap = fwd.mean_capacity_bps((f.start_s * 1e6) as u64, (f.stop_s * 1e6) as u64) / 1e6;
+        flow_recs.push(json!({
+            "flow": i, "cc": f.cc, "start_s": f.start_s, "stop_s": f.stop_s,
+            "throughput_mbps": thr,
+            "utilization": if cap > 0.0 { thr / cap } else { 0.0 },
+            "rtt_avg_ms": mean(&rtts), "rtt_p50_ms": pct(&rtts, 0.5), "rtt_p95_ms": pct(&rtts, 0.95), "rtt_p99_ms": pct(&rtts, 0.99),
+            "owd_p95_ms": pct(&owds, 0.95), "qdelay_avg_ms": mean(&qs), "qdelay_p95_ms": pct(&qs, 0.95),
+            "retrans_rate": if sent_bytes > 0.0 { rtx / (sent_bytes / MSS_BYTES) } else { 0.0 },
+        }));
+        sent_segs += sent_bytes / MSS_BYTES;
+        retrans += rtx;
+        total_bytes += recv_bytes;
+        all_rtt.extend(rtts);
+        all_owd.extend(owds);
+        all_q.extend(qs);
+    }
+    let span_s = flows.iter().map(|f| f.stop_s).fold(0.0, f64::max) - flows.iter().map(|f| f.start_s).fold(f64::MAX, f64::min);
+    let thr = total_bytes * 8.0 / span_s / 1e6;
+    let cap = fwd.mean_capacity_bps(0, (r.duration_s * 1e6) as u64) / 1e6;
+    let per: Vec<f64> = flow_recs.iter().filter_map(|f| f["throughput_mbps"].as_f64()).collect();
+    let (s, s2) = (per.iter().sum::<f64>(), per.iter().map(|x| x * x).sum::<f64>());
+    if let Some(p) = &r.timeseries {
+        std::fs::write(p, ts).with_context(|| format!("writing {}", p.display()))?;
+    }
+    let cc: Vec<&str> = flows.iter().map(|f| f.cc.as_str()).collect();
+    Ok(json!({
+        "engine": "emu", "cc": cc.join("+"), "trace": r.trace.display().to_string(), "seed": r.seed, "duration_s": r.duration_s,
+        "throughput_mbps": thr, "utilization": if cap > 0.0 { thr / cap } else { 0.0 },
+        "rtt_avg_ms": mean(&all_rtt), "rtt_p50_ms": pct(&all_rtt, 0.5), "rtt_p95_ms": pct(&all_rtt, 0.95), "rtt_p99_ms": pct(&all_rtt, 0.99),
+        "owd_p95_ms": pct(&all_owd, 0.95), "qdelay_avg_ms": mean(&all_q), "qdelay_p95_ms": pct(&all_q, 0.95),
+        "loss_rate": loss_rate, "retrans_rate": if sent_segs > 0.0 { retrans / sent_segs } else { 0.0 },
+        "jain": if s2 > 0.0 { s * s / (per.len() as f64 * s2) } else { 1.0 },
+        "flows": flow_recs,
+    }))
+}
+
+fn mean(v: &[f64]) -> f64 {
+    if v.is_empty() { 0.0 } else { v.iter().sum::<f64>() / v.len() as f64 }
+}
+
+/// Nearest-rank percentile (0 when empty).
+fn pct(v: &[f64], q: f64) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    s[((q * s.len() as f64).ceil() as usize).clamp(1, s.len()) - 1]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let v: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(pct(&v, 0.95), 95.0);
+        assert_eq!(pct(&v, 0.5), 50.0);
+        assert_eq!(pct(&[], 0.5), 0.0);
+        assert_eq!(mean(&[1.0, 3.0]), 2.0);
+    }
+}
