@@ -28,10 +28,10 @@ pub struct SimArgs {
     /// Trace file (our format, a mahimahi capacity file, or a mahimahi/LeoReplayer directory).
     #[arg(long)]
     pub trace: PathBuf,
-    /// Congestion control(s), comma separated; one run each. Known: reno, cubic, vegas, bbr,
-    /// bbr3, copa, vivace, satcp, leocc.
-    #[arg(long, value_delimiter = ',', default_value = "cubic")]
-    pub cc: Vec<String>,
+    /// Congestion control(s), comma separated; one run each [default: cubic]. Known: reno,
+    /// cubic, vegas, bbr, bbr3, copa, vivace, satcp, leocc.
+    #[arg(long, value_delimiter = ',')]
+    pub cc: Option<Vec<String>>,
     /// Flows: a number N (N flows of each --cc) or a list like 'cubic@0-60,leocc@20-80' (one run).
     #[arg(long)]
     pub flows: Option<String>,
@@ -95,7 +95,14 @@ pub fn scenarios(a: &SimArgs) -> anyhow::Result<Vec<Scenario>> {
     let name = a.trace.display().to_string();
     let named_flows = a.flows.as_deref().filter(|f| f.trim().parse::<u32>().is_err());
     let mut out = Vec::new();
-    let ccs: Vec<String> = if named_flows.is_some() { vec![String::new()] } else { a.cc.clone() };
+    if named_flows.is_some() && a.cc.is_some() {
+        bail!("give either --cc or a --flows list that names the controls, not both");
+    }
+    let ccs: Vec<String> = match (named_flows, &a.cc) {
+        (Some(_), _) => vec![String::new()],
+        (None, Some(ccs)) => ccs.clone(),
+        (None, None) => vec!["cubic".to_string()],
+    };
     for cc in ccs {
         let flows = match (&a.flows, named_flows) {
             (_, Some(spec)) => parse_flows(spec, "", duration_us),
