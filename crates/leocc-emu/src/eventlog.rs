@@ -61,3 +61,34 @@ impl EventLog {
         self.out.flush()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The checks mm-throughput-graph applies: a single base timestamp, and event lines of
+    /// integer ms, a known event type, integer bytes, and for departures a delay that does
+    /// not reach before time zero.
+    #[test]
+    fn lines_follow_the_mahimahi_log_grammar() {
+        let dir = std::env::temp_dir().join(format!("leocc-log-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("down.log");
+        let mut log = EventLog::create(&path, "downlink [t]", 1_700_000_000_000).unwrap();
+        log.arrival(1_500, 1500);
+        log.opportunity(2_000);
+        log.departure(2_000, 1500, 1_500);
+        log.arrival(2_100, 60);
+        log.drop_packet(2_100, 60);
+        log.flush().unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].starts_with("# "));
+        assert_eq!(lines[1], "# base timestamp: 1700000000000");
+        assert_eq!(
+            &lines[2..],
+            ["1700000000001 + 1500", "1700000000002 # 1500", "1700000000002 - 1500 1", "1700000000002 + 60", "1700000000002 d 60"]
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
