@@ -59,6 +59,9 @@ pub struct DemoArgs {
     /// Seeds per control.
     #[arg(long, default_value_t = 2)]
     runs: u32,
+    /// Simulator only, even when the emulator could run.
+    #[arg(long)]
+    no_emu: bool,
 }
 
 fn cores() -> usize {
@@ -167,9 +170,9 @@ fn find_bundled(rel: &str) -> Result<PathBuf> {
 pub fn demo(a: DemoArgs) -> Result<()> {
     let traces = DEMO_TRACES.iter().map(|t| find_bundled(t)).collect::<Result<Vec<_>>>()?;
     eprintln!("demo: LeoCC against eight controls on {} bundled LEO traces in the simulator ({} seeds each)", traces.len(), a.runs);
-    let m = Matrix {
+    let sim = Matrix {
         engine: Engine::Sim,
-        traces,
+        traces: traces.clone(),
         ccs: ALL_CCS.split(',').map(String::from).collect(),
         scenarios: vec![Scenario::Single],
         runs: a.runs.max(1),
@@ -179,10 +182,50 @@ pub fn demo(a: DemoArgs) -> Result<()> {
         loss: None,
         oracle_reconfig: false,
     };
-    let records = run_matrix(&m, &a.out, cores(), &command_line())?;
+    let mut records = run_matrix(&sim, &a.out, cores(), &command_line())?;
+    match emulator_unavailable() {
+        Some(why) if !a.no_emu => eprintln!("demo: skipping the emulator part: {why}"),
+        _ if a.no_emu => {}
+        _ => {
+            eprintln!(
+                "demo: kernel reno, cubic, bbr and LeoCC (BPF) through the emulator on {} for {DEMO_EMU_SECONDS} s each (real time)",
+                traces[0].display()
+            );
+            let emu = Matrix {
+                engine: Engine::Emu,
+                traces: vec![traces[0].clone()],
+                ccs: leocc_eval::emu_engine::KERNEL_CCS.iter().map(|s| s.to_string()).collect(),
+                runs: 1,
+                duration_s: Some(DEMO_EMU_SECONDS),
+                ..sim
+            };
+            match run_matrix(&emu, &a.out, 1, &command_line()) {
+                Ok(r) => records.extend(r),
+                Err(e) => eprintln!("demo: the emulator part failed ({e:#}); the simulator results stand"),
+            }
+        }
+    }
     print_table(&records);
     println!("\nreport: {}", a.out.join("report.html").display());
     Ok(())
+}
+
+/// Seconds per emulator run in the demo: four real-time runs keep the demo under five minutes.
+const DEMO_EMU_SECONDS: f64 = 30.0;
+
+/// Why the emulator engine cannot run here, if it cannot.
+fn emulator_unavailable() -> Option<String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("not root (namespaces, TUN and BPF need root)".into());
+    }
+    if !Path::new("/sys/kernel/btf/vmlinux").exists() {
+        return Some("the kernel has no BTF, so LeoCC cannot load as BPF struct_ops".into());
+    }
+    if !std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("iperf3").is_file())) {
+        return Some("iperf3 is not installed (scripts/setup.sh installs it)".into());
+    }
+    None
 }
 
 #[derive(Args)]
