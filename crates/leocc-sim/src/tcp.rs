@@ -144,6 +144,25 @@ struct RateSample {
     lost_at_send: u64,
 }
 
+/// What one ACK's processing accumulates before the rate sample is generated.
+#[derive(Clone, Copy, Debug, Default)]
+struct AckScratch {
+    rs: RateSample,
+    /// Packets newly delivered.
+    newly: u32,
+    /// Send time and sequence of the most recently sent newly delivered packet (never
+    /// retransmitted): Linux's `last_ackt`, the source of ca_rtt.
+    newest: Option<(u64, u64)>,
+    /// Earliest send time among newly cumulatively ACKed packets (Linux `first_ackt`).
+    oldest_cum: Option<u64>,
+    /// Earliest send time among newly SACKed packets (Linux `first_sackt`).
+    oldest_sack: Option<u64>,
+    /// Processing the cumulative ACK (after the SACK blocks).
+    cumulative: bool,
+    /// Highest SACKed sequence before this ACK, for reordering detection.
+    highest_sacked_before: u64,
+}
+
 /// Counters a sender keeps for the run's results.
 #[derive(Clone, Debug, Default)]
 pub struct SenderStats {
@@ -314,18 +333,16 @@ impl Sender {
         }
         let prior_in_flight = self.in_flight();
         let prior_una = self.snd_una;
-        let highest_sacked_before = self.highest_sacked;
-        let mut rs = RateSample::default();
-        let mut newly = 0u32;
-        let mut newest_rtt: Option<(u64, u64)> = None; // (xmit time, rtt)
+        let mut sc = AckScratch { highest_sacked_before: self.highest_sacked, ..AckScratch::default() };
 
-        self.process_sacks(now, ack, highest_sacked_before, &mut rs, &mut newly, &mut newest_rtt);
+        self.process_sacks(now, ack, &mut sc);
         let cum = ack.cum.min(self.snd_nxt);
+        sc.cumulative = true;
         while self.snd_una < cum {
             let seq = self.snd_una;
             let seg = self.segs.pop_front().expect("scoreboard covers snd_una..snd_nxt");
             if seg.flags & SACKED == 0 {
-                self.deliver_one(now, seq, seg, highest_sacked_before, &mut rs, &mut newly, &mut newest_rtt);
+                self.deliver_one(now, seq, seg, &mut sc);
             } else {
                 self.sacked_out -= 1;
             }
@@ -337,16 +354,21 @@ impl Sender {
             }
             self.snd_una += 1;
         }
-        let rtt = newest_rtt.map(|(_, r)| r);
-        if let Some(r) = rtt {
-            self.update_rtt(now, r);
+        // Linux: the estimators take the oldest newly delivered packet (cumulatively ACKed
+        // first, else SACKed: seq_rtt / sack_rtt), min_rtt and the control the newest (ca_rtt).
+        let ca_rtt = sc.newest.map(|(t, _)| now - t);
+        if let Some(t) = sc.oldest_cum.or(sc.oldest_sack) {
+            self.update_srtt(now - t);
+        }
+        if let Some(r) = ca_rtt {
+            self.update_min_rtt(now, r);
         }
         let lost_before = self.lost_total;
         self.rack_mark_lost(now, io);
         let newly_lost = (self.lost_total - lost_before) as u32;
         self.advance_recovery_state(now, newly_lost, prior_in_flight);
 
-        let sample = self.rate_gen(now, newly, newly_lost, rs, rtt, prior_in_flight);
+        let sample = self.rate_gen(now, sc.newly, newly_lost, sc.rs, ca_rtt, prior_in_flight);
         self.cc.on_ack(&sample);
 
         if self.snd_una > prior_una {
@@ -354,18 +376,10 @@ impl Sender {
             self.rearm_rto(now, io);
         }
         self.try_send(now, io);
-        AckOutcome { rtt_us: rtt }
+        AckOutcome { rtt_us: ca_rtt }
     }
 
-    fn process_sacks(
-        &mut self,
-        now: u64,
-        ack: &AckInfo,
-        highest_before: u64,
-        rs: &mut RateSample,
-        newly: &mut u32,
-        newest_rtt: &mut Option<(u64, u64)>,
-    ) {
+    fn process_sacks(&mut self, now: u64, ack: &AckInfo, sc: &mut AckScratch) {
         let blocks: Vec<(u64, u64)> = ack.sacks[..ack.nsacks as usize].to_vec();
         for &(s, e) in &blocks {
             let (s, e) = (s.max(self.snd_una).max(ack.cum), e.min(self.snd_nxt));
@@ -395,7 +409,7 @@ impl Sender {
             }
             for (a, b) in pieces {
                 for seq in a..b {
-                    self.sack_one(now, seq, highest_before, rs, newly, newest_rtt);
+                    self.sack_one(now, seq, sc);
                 }
             }
             self.highest_sacked = self.highest_sacked.max(e);
@@ -403,15 +417,7 @@ impl Sender {
         self.sack_cache = blocks;
     }
 
-    fn sack_one(
-        &mut self,
-        now: u64,
-        seq: u64,
-        highest_before: u64,
-        rs: &mut RateSample,
-        newly: &mut u32,
-        newest_rtt: &mut Option<(u64, u64)>,
-    ) {
+    fn sack_one(&mut self, now: u64, seq: u64, sc: &mut AckScratch) {
         let i = (seq - self.snd_una) as usize;
         let seg = self.segs[i];
         if seg.flags & SACKED != 0 {
@@ -428,24 +434,15 @@ impl Sender {
             self.retrans_out -= 1;
         }
         self.segs[i].flags = f;
-        self.deliver_one(now, seq, seg, highest_before, rs, newly, newest_rtt);
+        self.deliver_one(now, seq, seg, sc);
     }
 
     /// Account one newly delivered segment (`tcp_rate_skb_delivered` and RACK advance).
-    #[allow(clippy::too_many_arguments)]
-    fn deliver_one(
-        &mut self,
-        now: u64,
-        seq: u64,
-        seg: Seg,
-        highest_before: u64,
-        rs: &mut RateSample,
-        newly: &mut u32,
-        newest_rtt: &mut Option<(u64, u64)>,
-    ) {
+    fn deliver_one(&mut self, now: u64, seq: u64, seg: Seg, sc: &mut AckScratch) {
         self.delivered += 1;
-        *newly += 1;
+        sc.newly += 1;
         let retransmitted = seg.flags & EVER_RETRANS != 0;
+        let rs = &mut sc.rs;
         if !rs.has_prior || sent_after(seg.xmit_us, seq, rs.last_xmit_us, rs.last_end_seq) {
             rs.has_prior = true;
             rs.prior_delivered = seg.delivered;
@@ -461,10 +458,14 @@ impl Sender {
         }
         let rtt = now - seg.xmit_us;
         if !retransmitted {
-            if newest_rtt.is_none_or(|(t, _)| seg.xmit_us >= t) {
-                *newest_rtt = Some((seg.xmit_us, rtt));
+            if sc.newest.is_none_or(|(t, s)| sent_after(seg.xmit_us, seq, t, s)) {
+                sc.newest = Some((seg.xmit_us, seq));
             }
-            if seq < highest_before {
+            let oldest = if sc.cumulative { &mut sc.oldest_cum } else { &mut sc.oldest_sack };
+            if oldest.is_none_or(|t| seg.xmit_us < t) {
+                *oldest = Some(seg.xmit_us);
+            }
+            if seq < sc.highest_sacked_before {
                 // Delivered below a SACKed segment without a retransmission: reordering.
                 self.rack.reord_seen = true;
             }
@@ -487,16 +488,20 @@ impl Sender {
         self.rack.advanced = true;
     }
 
-    /// RTT estimators: RFC 6298 srtt/rttvar and Linux's windowed min RTT.
-    fn update_rtt(&mut self, now: u64, rtt: u64) {
+    /// RFC 6298 srtt and rttvar (Linux `tcp_rtt_estimator`, without its mdev_max twist).
+    fn update_srtt(&mut self, rtt: u64) {
         if self.srtt_us == 0 {
-            self.srtt_us = rtt;
+            self.srtt_us = rtt.max(1);
             self.rttvar_us = rtt / 2;
         } else {
             let err = self.srtt_us.abs_diff(rtt);
             self.rttvar_us = (3 * self.rttvar_us + err) / 4;
-            self.srtt_us = (7 * self.srtt_us + rtt) / 8;
+            self.srtt_us = ((7 * self.srtt_us + rtt) / 8).max(1);
         }
+    }
+
+    /// Linux's windowed min RTT (`tcp_update_rtt_min`, window `tcp_min_rtt_wlen`).
+    fn update_min_rtt(&mut self, now: u64, rtt: u64) {
         if self.min_rtt_us == 0 || rtt <= self.min_rtt_us || now - self.min_rtt_stamp > MIN_RTT_WINDOW_US {
             self.min_rtt_us = rtt.max(1);
             self.min_rtt_stamp = now;
