@@ -14,6 +14,10 @@
 //!   during recovery unless reordering was seen. Transmissions are kept in send order
 //!   (Linux's tsorted list), so detection stops at the first segment not yet due.
 //! - Fast retransmit: lost segments are retransmitted first, in sequence order, within cwnd.
+//!   For controls that leave the window alone during recovery (Reno, CUBIC, Vegas), the
+//!   reduction to ssthresh is paced by Proportional Rate Reduction (RFC 6937, Linux
+//!   `tcp_cwnd_reduction`): each ACK may release about ssthresh/prior_cwnd of what it
+//!   delivered, plus slow-start-like catch-up when inflight falls below ssthresh.
 //! - RTO (RFC 6298, Linux bounds): srtt + max(4 rttvar, 200 ms), doubled per backoff, at
 //!   most 120 s; on expiry every unSACKed segment is marked lost (`tcp_enter_loss`).
 //! - Pacing: if the controller sets a rate, each segment's payload is spaced at that rate
@@ -144,6 +148,37 @@ struct RateSample {
     lost_at_send: u64,
 }
 
+/// Proportional Rate Reduction state of one recovery episode (RFC 6937).
+#[derive(Clone, Copy, Debug)]
+struct Prr {
+    prior_cwnd: u32,
+    ssthresh: u32,
+    delivered: u32,
+    out: u32,
+    /// The window PRR allows after the latest ACK.
+    cwnd: u32,
+}
+
+impl Prr {
+    /// Linux `tcp_cwnd_reduction`: the window after an ACK that delivered `newly`.
+    fn on_ack(&mut self, newly: u32, in_flight: u32, una_advanced: bool, newly_lost: u32) {
+        self.delivered += newly;
+        let sndcnt = if in_flight > self.ssthresh {
+            let allowed = (self.ssthresh as u64 * self.delivered as u64).div_ceil(self.prior_cwnd.max(1) as u64);
+            allowed.saturating_sub(self.out as u64) as u32
+        } else {
+            let mut n = self.delivered.saturating_sub(self.out).max(newly);
+            if una_advanced && newly_lost == 0 {
+                n += 1;
+            }
+            n.min(self.ssthresh - in_flight)
+        };
+        // Always allow the fast retransmit itself.
+        let sndcnt = sndcnt.max(u32::from(self.out == 0));
+        self.cwnd = in_flight + sndcnt;
+    }
+}
+
 /// What one ACK's processing accumulates before the rate sample is generated.
 #[derive(Clone, Copy, Debug, Default)]
 struct AckScratch {
@@ -220,6 +255,7 @@ pub struct Sender {
     rack_deadline: Option<u64>,
     ca_state: CaState,
     high_seq: u64,
+    prr: Option<Prr>,
     next_send_ns: u64,
     wake_at: Option<u64>,
     tx_counter: u64,
@@ -269,6 +305,7 @@ impl Sender {
             rack_deadline: None,
             ca_state: CaState::Open,
             high_seq: 0,
+            prr: None,
             next_send_ns: 0,
             wake_at: None,
             tx_counter: 0,
@@ -367,6 +404,10 @@ impl Sender {
         self.rack_mark_lost(now, io);
         let newly_lost = (self.lost_total - lost_before) as u32;
         self.advance_recovery_state(now, newly_lost, prior_in_flight);
+        let in_flight = self.in_flight();
+        if let Some(prr) = &mut self.prr {
+            prr.on_ack(sc.newly, in_flight, self.snd_una > prior_una, newly_lost);
+        }
 
         let sample = self.rate_gen(now, sc.newly, newly_lost, sc.rs, ca_rtt, prior_in_flight);
         self.cc.on_ack(&sample);
@@ -591,12 +632,18 @@ impl Sender {
     fn advance_recovery_state(&mut self, now: u64, newly_lost: u32, prior_in_flight: u32) {
         if self.ca_state != CaState::Open && self.snd_una >= self.high_seq {
             self.ca_state = CaState::Open;
+            self.prr = None;
             self.cc.on_recovery_exit(now);
         }
         if newly_lost > 0 && self.ca_state == CaState::Open {
             self.ca_state = CaState::Recovery;
             self.high_seq = self.snd_nxt;
+            let prior_cwnd = self.cc.cwnd();
             self.cc.on_congestion_event(now, prior_in_flight);
+            if self.cc.uses_prr() {
+                let ssthresh = self.cc.cwnd();
+                self.prr = Some(Prr { prior_cwnd, ssthresh, delivered: 0, out: 0, cwnd: ssthresh });
+            }
         }
     }
 
@@ -712,6 +759,7 @@ impl Sender {
         }
         self.ca_state = CaState::Loss;
         self.high_seq = self.snd_nxt;
+        self.prr = None;
         self.rack.advanced = false;
     }
 
@@ -726,7 +774,13 @@ impl Sender {
         self.rack_detect_loss(now, io);
         let newly_lost = (self.lost_total - lost_before) as u32;
         if newly_lost > 0 {
+            let was_open = self.ca_state == CaState::Open;
             self.advance_recovery_state(now, newly_lost, prior_in_flight);
+            let in_flight = self.in_flight();
+            if let (true, Some(prr)) = (was_open, &mut self.prr) {
+                // As Linux on entering recovery from this timer: one delivery's worth.
+                prr.on_ack(1, in_flight, false, newly_lost);
+            }
             self.try_send(now, io);
         }
     }
@@ -752,9 +806,14 @@ impl Sender {
         None
     }
 
+    /// The window in force: PRR's during fast recovery, else the control's.
+    fn window(&self) -> u32 {
+        self.prr.map_or(self.cc.cwnd(), |p| p.cwnd).max(1)
+    }
+
     /// Send what cwnd and pacing allow.
     pub fn try_send(&mut self, now: u64, io: &mut Io) {
-        while self.active && self.in_flight() < self.cc.cwnd().max(1) {
+        while self.active && self.in_flight() < self.window() {
             let rate = self.cc.pacing_rate().filter(|r| *r > 0.0);
             if rate.is_some() && now * 1000 < self.next_send_ns {
                 let at = self.next_send_ns.div_ceil(1000);
@@ -807,6 +866,9 @@ impl Sender {
             self.stats.retrans += 1;
         }
         self.stats.sent += 1;
+        if let Some(prr) = &mut self.prr {
+            prr.out += 1;
+        }
         let in_flight = self.in_flight();
         self.segs[i].tx_in_flight = in_flight;
         self.tsorted.push_back((seq, self.tx_counter));
@@ -1121,6 +1183,30 @@ mod tests {
         // The next timeout is twice as far out.
         let (t2, _) = ev.pop().unwrap();
         assert_eq!(t2, t + 2 * INIT_RTO_US);
+    }
+
+    #[test]
+    fn prr_spreads_the_reduction_over_the_recovery_round() {
+        let mut p = Prr { prior_cwnd: 20, ssthresh: 10, delivered: 0, out: 0, cwnd: 10 };
+        // 19 in flight after the loss was marked: far above ssthresh.
+        p.on_ack(1, 19, false, 1);
+        assert_eq!(p.cwnd, 20, "the fast retransmit goes out at once");
+        p.out += 1;
+        // Each further delivery releases ssthresh/prior_cwnd = half a packet.
+        let mut sent = 0;
+        let mut in_flight = 19;
+        for _ in 0..8 {
+            in_flight -= 1;
+            p.on_ack(1, in_flight, false, 0);
+            let can = p.cwnd.saturating_sub(in_flight);
+            p.out += can;
+            in_flight += can;
+            sent += can;
+        }
+        assert_eq!(sent, 4, "8 deliveries release 4 packets");
+        // Below ssthresh the window grows back toward it.
+        p.on_ack(2, 6, true, 0);
+        assert!(p.cwnd > 6 && p.cwnd <= 10, "cwnd {}", p.cwnd);
     }
 
     #[test]

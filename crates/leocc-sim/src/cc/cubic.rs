@@ -203,6 +203,10 @@ impl Controller for Cubic {
         None
     }
 
+    fn uses_prr(&self) -> bool {
+        true
+    }
+
     fn state(&self) -> Vec<(&'static str, f64)> {
         vec![("ssthresh", self.w.ssthresh.min(1 << 30) as f64), ("w_max", self.w_max), ("k_s", self.k_s)]
     }

@@ -126,6 +126,12 @@ pub trait Controller: Send {
     fn cwnd(&self) -> u32;
     /// Pacing rate in bytes per second, or None for no pacing.
     fn pacing_rate(&self) -> Option<f64>;
+    /// Whether the sender should pace the window reduction of fast recovery with
+    /// Proportional Rate Reduction, as Linux does for controls without `cong_control`
+    /// (Reno, CUBIC, Vegas). Controls that set their window on every ACK answer false.
+    fn uses_prr(&self) -> bool {
+        false
+    }
     /// Internal state for time series, as (name, value) pairs.
     fn state(&self) -> Vec<(&'static str, f64)> {
         Vec::new()

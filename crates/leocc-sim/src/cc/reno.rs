@@ -110,6 +110,10 @@ impl Controller for Reno {
         None
     }
 
+    fn uses_prr(&self) -> bool {
+        true
+    }
+
     fn state(&self) -> Vec<(&'static str, f64)> {
         vec![("ssthresh", self.w.ssthresh.min(1 << 30) as f64)]
     }

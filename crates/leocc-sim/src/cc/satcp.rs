@@ -74,6 +74,10 @@ impl Controller for Satcp {
         None
     }
 
+    fn uses_prr(&self) -> bool {
+        true
+    }
+
     fn state(&self) -> Vec<(&'static str, f64)> {
         let mut v = self.cubic.state();
         v.push(("frozen", self.frozen.is_some() as u8 as f64));

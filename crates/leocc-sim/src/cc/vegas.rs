@@ -102,6 +102,10 @@ impl Controller for Vegas {
         None
     }
 
+    fn uses_prr(&self) -> bool {
+        true
+    }
+
     fn state(&self) -> Vec<(&'static str, f64)> {
         let base = if self.base_rtt_us == u64::MAX { 0.0 } else { self.base_rtt_us as f64 / 1e3 };
         vec![("base_rtt_ms", base)]
