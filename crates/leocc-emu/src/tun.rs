@@ -30,7 +30,9 @@ impl Tun {
         let fd = std::thread::scope(|s| {
             s.spawn(|| -> Result<OwnedFd> {
                 ns.enter_current_thread()?;
-                open_tun(name)
+                let fd = open_tun(name)?;
+                disable_ipv6(name);
+                Ok(fd)
             })
             .join()
             .map_err(|_| EmuError::msg("TUN creation thread panicked"))?
@@ -51,6 +53,13 @@ impl Tun {
     pub fn raw_fd(&self) -> i32 {
         self.fd.as_raw_fd()
     }
+}
+
+/// The emulator forwards IPv4; without IPv6 the device stays quiet (no router
+/// solicitations or MLD reports in the captures). Net sysctls under /proc/sys/net belong
+/// to the namespace of the thread that opens them. Best effort: IPv6 may be compiled out.
+fn disable_ipv6(dev: &str) {
+    let _ = std::fs::write(format!("/proc/sys/net/ipv6/conf/{dev}/disable_ipv6"), "1");
 }
 
 fn open_tun(name: &str) -> Result<OwnedFd> {
