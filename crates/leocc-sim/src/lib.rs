@@ -18,6 +18,8 @@
 //! Entry point: [`run`] (or [`run_with_progress`]) on a [`Scenario`] returns a [`RunResult`]
 //! that serialises to the JSON line DESIGN.md specifies.
 
+#![warn(missing_docs)]
+
 pub mod cc;
 pub mod detector;
 pub mod event;

@@ -19,8 +19,12 @@
 
 use serde::Serialize;
 
+/// Histogram resolution: values below 2^8 µs are exact, above it each power of two is cut
+/// into 128 buckets (relative bucket width < 0.8 %, midpoint error < 0.4 %).
 const SUB_BITS: u32 = 8;
+/// Number of exact buckets.
 const SUB: u64 = 1 << SUB_BITS;
+/// Buckets per power of two above `SUB`.
 const HALF: u64 = SUB / 2;
 
 /// A log-linear histogram of non-negative integer values (µs).

@@ -26,9 +26,11 @@ use crate::{QueueLimit, Scenario, SimError};
 pub const SAMPLE_INTERVAL_US: u64 = 100_000;
 /// Resolution of the capacity integral when two bottlenecks are in series.
 const CAPACITY_BIN_US: u64 = 10_000;
-/// RNG stream ids (see `Rng::derive`).
+/// RNG stream of random loss (streams: see `Rng::derive`).
 const STREAM_LOSS: u64 = 1;
+/// RNG stream of the detector's probe phase.
 const STREAM_PROBE_PHASE: u64 = 2;
+/// First RNG stream of the controls (flow i uses STREAM_CC + i).
 const STREAM_CC: u64 = 100;
 
 struct Hop {

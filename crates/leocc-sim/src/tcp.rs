@@ -57,19 +57,27 @@ const MIN_RTT_WINDOW_US: u64 = 300_000_000;
 /// SACKed segments that make RACK drop its reordering window (Linux TCP_FASTRETRANS_THRESH).
 const DUPTHRESH: u32 = 3;
 
+/// Scoreboard flag: SACKed (Linux TCPCB_SACKED_ACKED).
 const SACKED: u8 = 1;
+/// Scoreboard flag: considered lost since its last transmission (Linux TCPCB_LOST).
 const LOST: u8 = 2;
 /// A retransmission of this segment is in flight (Linux TCPCB_SACKED_RETRANS).
 const RETRANS_OUT: u8 = 4;
 /// This segment was retransmitted at least once (Linux TCPCB_EVER_RETRANS).
 const EVER_RETRANS: u8 = 8;
+/// Sent while the sender was application-limited (Linux `tx.is_app_limited`).
 const APP_LIMITED: u8 = 16;
 
 /// What travels in a data or ACK packet.
 #[derive(Clone, Debug)]
 pub enum Body {
-    /// A data segment: its sequence number (in segments) and transmission number.
-    Data { seq: u64, tx_index: u64 },
+    /// A data segment.
+    Data {
+        /// Sequence number, in segments.
+        seq: u64,
+        /// Which transmission of the flow this is (retransmissions get new numbers).
+        tx_index: u64,
+    },
     /// An acknowledgement.
     Ack(AckInfo),
 }

@@ -44,6 +44,7 @@ const HEADROOM: f64 = 0.15;
 const FULL_LOSS_CNT: u32 = 6;
 /// Plateau detection as v1.
 const FULL_BW_THRESH: f64 = 1.25;
+/// Rounds without growth that mean the pipe is full (as v1).
 const FULL_BW_CNT: u32 = 3;
 /// Min RTT filter window (draft: MinRTTFilterLen 10 s).
 const MIN_RTT_WIN_US: u64 = 10_000_000;
@@ -55,6 +56,7 @@ const PROBE_RTT_US: u64 = 200_000;
 const PROBE_RTT_CWND_GAIN: f64 = 0.5;
 /// Base wait before the next bandwidth probe, plus a random 0–1 s (draft §5.3.3.5).
 const PROBE_WAIT_BASE_US: u64 = 2_000_000;
+/// Random part of the wait before the next bandwidth probe.
 const PROBE_WAIT_RAND_US: u64 = 1_000_000;
 /// Reno-coexistence cap on rounds between probes.
 const MAX_PROBE_ROUNDS: f64 = 63.0;

@@ -28,6 +28,7 @@ const HYSTART_ACK_DELTA_US: u64 = 2_000;
 const HYSTART_MIN_SAMPLES: u32 = 8;
 /// Bounds of the delay-increase threshold (HYSTART_DELAY_MIN / HYSTART_DELAY_MAX).
 const HYSTART_DELAY_MIN_US: u64 = 4_000;
+/// Upper bound of the delay-increase threshold.
 const HYSTART_DELAY_MAX_US: u64 = 16_000;
 
 /// HyStart's per-round state (struct bictcp's hystart fields).

@@ -18,7 +18,9 @@ use super::{AckSample, CaState, CcConfig, Controller, ReconfigEvent};
 
 /// Linux `enum tcp_ca_state` values the core expects.
 const TCP_CA_OPEN: u32 = 0;
+/// Linux TCP_CA_Recovery.
 const TCP_CA_RECOVERY: u32 = 3;
+/// Linux TCP_CA_Loss.
 const TCP_CA_LOSS: u32 = 4;
 
 /// LeoCC.
