@@ -1174,6 +1174,25 @@ mod tests {
     }
 
     #[test]
+    fn rack_waits_a_reordering_window_and_learns_reordering() {
+        let (mut s, _, events) = sender(10);
+        let (mut ev, mut out) = (EventQueue::default(), Vec::new());
+        s.start(0, &mut Io { ev: &mut ev, out: &mut out });
+        out.clear();
+        // Segment 1 arrives before segment 0: one SACKed segment is not enough to call 0
+        // lost before min_rtt/4 = 10 ms past its RTT; a timer is armed instead.
+        s.on_ack(40_000, &ack(0, &[(1, 2)]), &mut Io { ev: &mut ev, out: &mut out });
+        assert_eq!(s.stats.marked_lost, 0);
+        assert_eq!(s.rack_deadline, Some(50_000));
+        // Segment 0 shows up late: reordering, not loss.
+        s.on_ack(45_000, &ack(2, &[]), &mut Io { ev: &mut ev, out: &mut out });
+        assert!(s.rack.reord_seen);
+        s.on_rack_timer(50_000, &mut Io { ev: &mut ev, out: &mut out });
+        assert_eq!((s.stats.marked_lost, s.stats.retrans), (0, 0));
+        assert!(events.lock().unwrap().is_empty(), "no recovery for a reordered segment");
+    }
+
+    #[test]
     fn rto_marks_everything_lost_and_backs_off() {
         let (mut s, _, events) = sender(4);
         let (mut ev, mut out) = (EventQueue::default(), Vec::new());
