@@ -339,7 +339,7 @@ fn build_trace(cfg: &RecordConfig, arrivals_ns: &[u64], pings: &PingLog) -> Resu
 /// Delay per 10 ms interval (RTT / 2, gaps filled from the neighbours), loss per second
 /// (isolated losses only), and outages (runs of lost pings), all relative to `origin`.
 fn delay_and_loss(p: &PingLog, origin: u64, period: u64) -> (DelaySeries, Loss, Vec<Span>) {
-    let n_int = (period / PING_INTERVAL_US).max(1) as usize;
+    let n_int = period.div_ceil(PING_INTERVAL_US).max(1) as usize;
     let mut delay: Vec<Option<u64>> = vec![None; n_int];
     let n_loss = period.div_ceil(LOSS_INTERVAL_US).max(1) as usize;
     let (mut sent, mut lost) = (vec![0u32; n_loss], vec![0u32; n_loss]);
@@ -515,7 +515,11 @@ mod tests {
                 _ => Some(40 * ms),
             })
             .collect();
-        let (delay, loss, outages) = delay_and_loss(&PingLog { sent_ns, rtt_ns }, origin, 3_000_000);
+        let log = PingLog { sent_ns, rtt_ns };
+        // A period that is not a whole number of ping intervals must not overflow the series.
+        let (odd, _, _) = delay_and_loss(&log, origin, 2_995_000);
+        assert_eq!(odd.values_us.len(), 300);
+        let (delay, loss, outages) = delay_and_loss(&log, origin, 3_000_000);
         assert_eq!(delay.at(0), 20_000);
         assert_eq!(delay.at(500_000), 20_000, "an isolated loss is filled from before");
         assert_eq!(delay.at(1_500_000), 30_000);
