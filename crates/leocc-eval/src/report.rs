@@ -11,7 +11,7 @@
 
 use crate::results::{by_cell, stat, Record, Stat};
 use anyhow::{Context, Result};
-use leocc_plot::{bars, color, esc, Axis, Chart, Marker, Series, Style};
+use leocc_plot::{bars, color, esc, Axis, Chart, Marker, MarkerKind, Series, Style};
 use leocc_trace::{Dir, Trace};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
@@ -21,6 +21,17 @@ use std::path::{Path, PathBuf};
 pub const THROUGHPUT_RIVALS: [&str; 3] = ["cubic", "copa", "bbr3"];
 /// The controls LeoCC's p95 RTT is compared with (the paper's -44 to -56 %).
 pub const DELAY_RIVALS: [&str; 2] = ["bbr", "vivace"];
+/// Every control in a fixed order, so that a control has the same colour in every chart.
+const CC_ORDER: [&str; 9] = ["leocc", "cubic", "bbr", "bbr3", "copa", "vivace", "reno", "vegas", "satcp"];
+
+/// The colour of a control (or a mixed label) wherever it appears.
+fn cc_color(label: &str) -> &'static str {
+    color(CC_ORDER.iter().position(|c| *c == label).unwrap_or(CC_ORDER.len() + label.len()))
+}
+
+/// How ground-truth reconfigurations are drawn over time series.
+const RECONFIG_COLOR: &str = "#bbbbbb";
+const RECONFIG_DASH: &str = "3,3";
 /// Width of the time-series bins, in seconds (the engines write 100 ms rows).
 const BIN_S: f64 = 0.1;
 /// Time-series plots are thinned to at most this many points per series.
@@ -255,9 +266,9 @@ fn single_section(html: &mut String, out_dir: &Path, cells: &Cells, engine: &str
         Axis::new("throughput (Mbit/s)"),
     );
     chart.height = 420;
-    for (i, (label, rs)) in runs.iter().enumerate() {
+    for (label, rs) in &runs {
         let (Some(t), Some(d)) = (stat(rs, "throughput_mbps"), stat(rs, "owd_p95_ms")) else { continue };
-        let mut s = Series::new(*label, color(i), Style::Points, vec![(d.mean, t.mean)]).labelled();
+        let mut s = Series::new(*label, cc_color(label), Style::Points, vec![(d.mean, t.mean)]).labelled();
         if t.n > 1 {
             s.spread.push((d.min, d.max, t.min, t.max));
         }
@@ -338,8 +349,8 @@ fn timeseries_chart(title: &str, rows: &[TsRow], view: Option<&TraceView>, per_f
         c.series.push(Series::new("capacity", "#999999", Style::Area, thin(&cap)));
         let base: Vec<_> = v.base_rtt.iter().copied().filter(|p| p.0 <= horizon).collect();
         c.series.push(Series::new("base RTT", "#999999", Style::Line, thin(&base)).on_right().dashed());
-        c.markers = v.reconfig_s.iter().filter(|&&x| x <= horizon).map(|&x| Marker { x, color: "#bbbbbb".into() }).collect();
-        c.marker_label = Some("reconfiguration".into());
+        c.markers = v.reconfig_s.iter().filter(|&&x| x <= horizon).map(|&x| Marker::new(x, RECONFIG_COLOR, RECONFIG_DASH)).collect();
+        c.marker_kinds.push(MarkerKind { name: "reconfiguration".into(), color: RECONFIG_COLOR.into(), dash: RECONFIG_DASH.into() });
     }
     let flows = per_flow(rows);
     if per_flow_lines {

@@ -116,6 +116,23 @@ impl Series {
 pub struct Marker {
     pub x: f64,
     pub color: String,
+    /// SVG dash pattern, e.g. "3,3".
+    pub dash: String,
+}
+
+impl Marker {
+    /// A dashed marker at `x`.
+    pub fn new(x: f64, color: &str, dash: &str) -> Marker {
+        Marker { x, color: color.to_string(), dash: dash.to_string() }
+    }
+}
+
+/// A legend entry for a kind of marker.
+#[derive(Clone, Debug)]
+pub struct MarkerKind {
+    pub name: String,
+    pub color: String,
+    pub dash: String,
 }
 
 /// A chart with up to two y axes.
@@ -129,8 +146,8 @@ pub struct Chart {
     pub y2: Option<Axis>,
     pub series: Vec<Series>,
     pub markers: Vec<Marker>,
-    /// Legend entry for the markers, if any.
-    pub marker_label: Option<String>,
+    /// Legend entries for the kinds of markers.
+    pub marker_kinds: Vec<MarkerKind>,
 }
 
 const MARGIN_L: f64 = 64.0;
@@ -243,7 +260,7 @@ impl Chart {
             y2: None,
             series: Vec::new(),
             markers: Vec::new(),
-            marker_label: None,
+            marker_kinds: Vec::new(),
         }
     }
 
@@ -320,7 +337,7 @@ impl Chart {
         let _ = write!(s, "<clipPath id=\"{clip}\"><rect x=\"{x0}\" y=\"{y1}\" width=\"{}\" height=\"{}\"/></clipPath><g clip-path=\"url(#{clip})\">", x1 - x0, y0 - y1);
         for m in &self.markers {
             let px = sx.px(m.x);
-            let _ = write!(s, "<line x1=\"{px:.1}\" y1=\"{y1}\" x2=\"{px:.1}\" y2=\"{y0}\" stroke=\"{}\" stroke-width=\"1\" stroke-dasharray=\"3,3\"/>", m.color);
+            let _ = write!(s, "<line x1=\"{px:.1}\" y1=\"{y1}\" x2=\"{px:.1}\" y2=\"{y0}\" stroke=\"{}\" stroke-width=\"1\" stroke-dasharray=\"{}\"/>", m.color, m.dash);
         }
         for ser in &self.series {
             let scy = if ser.right { sy2.as_ref().unwrap_or(&sy) } else { &sy };
@@ -334,15 +351,16 @@ impl Chart {
 
     fn legend(&self, s: &mut String, x0: f64, y: f64) {
         let mut x = x0;
-        let mut items: Vec<(&str, &str, bool)> = self.series.iter().map(|se| (se.name.as_str(), se.color.as_str(), se.dashed)).collect();
-        if let (Some(label), Some(m)) = (&self.marker_label, self.markers.first()) {
-            items.push((label.as_str(), m.color.as_str(), true));
+        let mut items: Vec<(&str, &str, &str)> =
+            self.series.iter().map(|se| (se.name.as_str(), se.color.as_str(), if se.dashed { "5,3" } else { "" })).collect();
+        if !self.markers.is_empty() {
+            items.extend(self.marker_kinds.iter().map(|k| (k.name.as_str(), k.color.as_str(), k.dash.as_str())));
         }
-        for (name, color, dashed) in items {
+        for (name, color, dash) in items {
             if name.is_empty() {
                 continue;
             }
-            let dash = if dashed { " stroke-dasharray=\"4,3\"" } else { "" };
+            let dash = if dash.is_empty() { String::new() } else { format!(" stroke-dasharray=\"{dash}\"") };
             let _ = write!(s, "<line x1=\"{x}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{color}\" stroke-width=\"3\"{dash}/>\
                 <text x=\"{}\" y=\"{y}\">{}</text>", y - 4.0, x + 18.0, y - 4.0, x + 22.0, esc(name));
             x += 34.0 + 6.5 * name.chars().count() as f64;
@@ -401,6 +419,30 @@ fn draw_series(s: &mut String, ser: &Series, sx: &Scale, sy: &Scale, base_px: f6
             let _ = write!(s, "<path d=\"{d}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\"{dash}/>", ser.color);
         }
     }
+}
+
+/// Several charts stacked vertically in one SVG document (e.g. capacity above delay, sharing
+/// the time axis), under one title.
+pub fn stack(title: &str, charts: &[Chart]) -> String {
+    let width = charts.iter().map(|c| c.width).max().unwrap_or(900);
+    let title_h = 30u32;
+    let height = title_h + charts.iter().map(|c| c.height).sum::<u32>();
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\" {FONT}>\
+         <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\
+         <text x=\"{}\" y=\"21\" text-anchor=\"middle\" font-size=\"16\" font-weight=\"bold\">{}</text>",
+        width / 2,
+        esc(title)
+    );
+    let mut y = title_h;
+    for c in charts {
+        // A nested <svg> is positioned by x/y; its own width/height/viewBox keep its scale.
+        let inner = c.svg().replacen("<svg ", &format!("<svg x=\"0\" y=\"{y}\" "), 1);
+        s.push_str(&inner);
+        y += c.height;
+    }
+    s.push_str("</svg>");
+    s
 }
 
 /// A tiny stable hash for unique clip-path ids within one document.
@@ -492,12 +534,26 @@ mod tests {
     fn chart_renders_series_markers_and_escapes_text() {
         let mut c = Chart::new("a <b>", Axis::new("time (s)"), Axis::new("Mbit/s"));
         c.series.push(Series::new("cubic & co", color(0), Style::Line, vec![(0.0, 1.0), (1.0, 2.0)]));
-        c.markers.push(Marker { x: 0.5, color: "#888".into() });
+        c.markers.push(Marker::new(0.5, "#888", "3,3"));
         let svg = c.svg();
         assert!(svg.starts_with("<svg") && svg.ends_with("</svg>"));
         assert!(svg.contains("a &lt;b&gt;") && svg.contains("cubic &amp; co"));
         assert!(svg.contains("<path d=\"M"));
         assert_eq!(svg.matches("stroke-dasharray=\"3,3\"").count(), 1);
+    }
+
+    #[test]
+    fn stacked_charts_keep_their_heights_and_distinct_clips() {
+        let a = Chart::new("capacity", Axis::new("t"), Axis::new("Mbit/s"));
+        let mut b = Chart::new("delay", Axis::new("t"), Axis::new("ms"));
+        b.height = 200;
+        let svg = stack("trace x", &[a, b]);
+        assert!(svg.contains("height=\"590\""), "{}", &svg[..200]);
+        assert!(svg.contains("<svg x=\"0\" y=\"30\"") && svg.contains("<svg x=\"0\" y=\"390\""));
+        assert!(svg.contains("clip-path=\"url(#clip"));
+        let ids: Vec<&str> = svg.match_indices("<clipPath id=\"").map(|(i, _)| &svg[i + 15..i + 30]).collect();
+        assert_eq!(ids.len(), 2);
+        assert_ne!(ids[0], ids[1]);
     }
 
     #[test]

@@ -12,7 +12,6 @@ pub mod mahimahi;
 pub mod model;
 pub mod plot;
 pub mod stats;
-pub mod svg;
 pub mod text;
 
 pub use error::TraceError;
