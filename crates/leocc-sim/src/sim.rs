@@ -83,7 +83,8 @@ struct Flow {
     sender: Sender,
     receiver: Receiver,
     stats: FlowStats,
-    last_path_rtt: u64,
+    /// Probe replies already passed to the control (`AckInfo::term_pop_seq`).
+    last_path_seq: u64,
     ts_bytes: u64,
     ts_rtt_sum: u64,
     ts_rtt_n: u64,
@@ -161,7 +162,7 @@ impl World {
                 sender: Sender::new(i as u16, cc),
                 receiver: Receiver::new(i as u16, sc.delack_segs, sc.delack_timeout_us),
                 stats: FlowStats::default(),
-                last_path_rtt: 0,
+                last_path_seq: 0,
                 ts_bytes: 0,
                 ts_rtt_sum: 0,
                 ts_rtt_n: 0,
@@ -459,6 +460,7 @@ impl World {
                 info.reconfig_time_us = t;
             }
             info.term_pop_rtt_us = self.detector.term_pop_rtt_us;
+            info.term_pop_seq = self.detector.replies;
         }
         let p = Packet { flow: f as u16, size: ack_size(info.nsacks), sent_us: now, route: 1, hop: 0, body: Body::Ack(info) };
         let h = self.routes[1][0];
@@ -473,8 +475,8 @@ impl World {
             if info.reconfig_seq > 0 {
                 f.sender.on_reconfig(ReconfigEvent { time_us: info.reconfig_time_us, seq: info.reconfig_seq, now_us: now });
             }
-            if info.term_pop_rtt_us > 0 && info.term_pop_rtt_us != f.last_path_rtt && f.sender.is_active() {
-                f.last_path_rtt = info.term_pop_rtt_us;
+            if info.term_pop_rtt_us > 0 && info.term_pop_seq > f.last_path_seq && f.sender.is_active() {
+                f.last_path_seq = info.term_pop_seq;
                 f.sender.cc.on_path(now, info.term_pop_rtt_us);
             }
         }

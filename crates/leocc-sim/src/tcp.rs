@@ -98,6 +98,8 @@ pub struct AckInfo {
     pub reconfig_time_us: u64,
     /// Latest terminal-to-PoP RTT the receiver's host measured (0: none).
     pub term_pop_rtt_us: u64,
+    /// Number of probe replies behind that RTT, so a repeated value still counts as fresh.
+    pub term_pop_seq: u64,
 }
 
 /// A packet in the network.

@@ -172,3 +172,21 @@ fn uplink_data_with_random_loss_still_conserves_and_reports_loss() {
     let r = w.result(&sc);
     assert!(r.loss_rate >= random, "loss rate {} counts every drop", r.loss_rate);
 }
+
+#[test]
+fn leocc_keeps_a_fresh_terminal_pop_rtt_on_a_constant_path() {
+    // Satellite 10 ms each way, terrestrial 15 ms each way: RTT_non-sat = 30 ms all along,
+    // and the probe's terminal-PoP RTT never changes value, yet stays fresh.
+    let mut t = constant_trace(20.0, 10 * MS, 10 * S, &[]);
+    let ground = constant_trace(100.0, 15 * MS, 10 * S, &[]);
+    t.terrestrial = Some(leocc_trace::Segment {
+        capacity: ground.down.capacity.clone().unwrap(),
+        delay: leocc_trace::DelaySeries::constant(15 * MS),
+        loss: leocc_trace::Loss::Constant(0.0),
+    });
+    let sc = Scenario::new(Arc::new(t), "constant-path", "leocc", 20 * S);
+    let mut w = World::new(&sc).unwrap();
+    w.run(&mut |_| {});
+    let nonsat = state(&w, "rtt_nonsat_ms");
+    assert!((25.0..45.0).contains(&nonsat), "RTT_non-sat {nonsat} ms after 20 s, expected about 30");
+}
