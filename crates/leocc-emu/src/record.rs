@@ -120,7 +120,10 @@ pub fn record(cfg: &RecordConfig) -> Result<Recording> {
                 let start_ns = clock::mono_ns();
                 blast(&udp, to, cfg.rate_bps, cfg.duration);
                 let arrivals = read_arrivals(&mut reader)?;
-                Ok(arrivals.into_iter().map(|us| start_ns + us * 1000).collect())
+                // The server's clock is not ours: its first arrival is taken to be our first
+                // send plus half the first measured RTT.
+                let first_owd = pings.lock().ok().and_then(|l| l.rtt_ns.iter().flatten().next().copied()).unwrap_or(0) / 2;
+                Ok(arrivals.into_iter().map(|us| start_ns + first_owd + us * 1000).collect())
             }
         }
     })();

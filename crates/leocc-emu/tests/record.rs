@@ -46,24 +46,34 @@ fn original_bins(m: &LinkModel, start: u64, n: usize) -> Vec<f64> {
 }
 
 #[test]
-fn a_recording_through_the_emulator_matches_the_replayed_trace() {
-    if !can_run("record_roundtrip", &[]) {
-        return;
+fn a_downlink_recording_through_the_emulator_matches_the_replayed_trace() {
+    if can_run("record_roundtrip_down", &[]) {
+        roundtrip(Dir::Down, PORT);
     }
+}
+
+#[test]
+fn an_uplink_recording_through_the_emulator_matches_the_replayed_trace() {
+    if can_run("record_roundtrip_up", &[]) {
+        roundtrip(Dir::Up, PORT + 1);
+    }
+}
+
+fn roundtrip(dir: Dir, port: u16) {
     let _g = serial();
     let trace = known_trace();
-    let link = trace.link(Dir::Down);
+    let link = trace.link(dir);
     let emu = Emulator::start(&config(&trace)).unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let server = {
         let stop = stop.clone();
-        emu.spawn_in(Side::Server, "record-server", move || record::serve(PORT, true, &stop)).unwrap()
+        emu.spawn_in(Side::Server, "record-server", move || record::serve(port, true, &stop)).unwrap()
     };
     std::thread::sleep(Duration::from_millis(200));
     let cfg = RecordConfig {
-        server: SocketAddr::new(SERVER_ADDR.into(), PORT),
+        server: SocketAddr::new(SERVER_ADDR.into(), port),
         duration: Duration::from_secs(6),
-        dir: Dir::Down,
+        dir,
         rate_bps: 120_000_000,
         ping: None,
         name: "roundtrip".into(),
@@ -75,7 +85,7 @@ fn a_recording_through_the_emulator_matches_the_replayed_trace() {
 
     // Trace time 0 of the recording is this emulator time (same monotonic clock).
     let offset_us = (rec.origin_mono_ns - t0) / 1000;
-    let cap = rec.trace.capacity(Dir::Down).expect("recorded downlink capacity");
+    let cap = rec.trace.capacity(dir).expect("recorded capacity");
     let n_bins = ((cap.period_us() - 500_000) / BIN_US) as usize;
     let mut recorded = vec![0.0; n_bins];
     for &t in cap.times_us() {
@@ -93,9 +103,9 @@ fn a_recording_through_the_emulator_matches_the_replayed_trace() {
         .fold((0, f64::MIN), |best, x| if x.1 > best.1 { x } else { best });
     let total_orig: f64 = original_bins(&link, offset_us, n_bins).iter().sum();
     let total_rec: f64 = recorded.iter().sum();
-    eprintln!("capacity: correlation {corr:.3} at lag {lag} ms; recorded {total_rec} vs original {total_orig} opportunities");
+    eprintln!("{}: capacity: correlation {corr:.3} at lag {lag} ms; recorded {total_rec} vs original {total_orig} opportunities", dir.as_str());
 
-    let delay = rec.trace.delay(Dir::Down);
+    let delay = rec.trace.delay(dir);
     let mut errs: Vec<f64> = (0..delay.values_us.len() as u64)
         .map(|i| {
             let t = i * delay.interval_us;
