@@ -60,6 +60,23 @@ pub fn read(path: &Path) -> Result<Vec<Record>> {
     Ok(out)
 }
 
+/// Drops a torn last line (a run killed while appending), so that the next append starts on a
+/// line of its own. The file is rewritten through a temporary file and a rename.
+pub fn repair(path: &Path) -> Result<()> {
+    let text = match fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    if text.is_empty() || text.ends_with('\n') {
+        return Ok(());
+    }
+    let keep = text.rfind('\n').map_or(0, |i| i + 1);
+    let tmp = path.with_extension("jsonl.tmp");
+    fs::write(&tmp, &text[..keep]).with_context(|| format!("writing {}", tmp.display()))?;
+    fs::rename(&tmp, path).with_context(|| format!("replacing {}", path.display()))
+}
+
 /// The keys of the runs already in the file.
 pub fn finished_keys(records: &[Record]) -> HashSet<String> {
     records.iter().map(|r| r.str("key").to_string()).collect()
@@ -153,6 +170,11 @@ mod tests {
         assert_eq!(recs.len(), 2);
         let keys = finished_keys(&recs);
         assert!(keys.contains("a") && keys.contains("b") && !keys.contains("c"));
+        repair(&p).unwrap();
+        append(&p, &serde_json::json!({"key": "c"})).unwrap();
+        let keys = finished_keys(&read(&p).unwrap());
+        assert_eq!(keys.len(), 3);
+        assert!(keys.contains("c"));
         fs::remove_file(&p).unwrap();
     }
 

@@ -52,6 +52,7 @@ impl Runner {
         std::fs::create_dir_all(self.out_dir.join("logs"))?;
         let results_file = results_path(&self.out_dir);
         let done = results::finished_keys(&results::read(&results_file)?);
+        results::repair(&results_file)?;
         let todo: VecDeque<&RunSpec> = specs.iter().filter(|s| !done.contains(&s.key)).collect();
         let mut outcome = Outcome { skipped: specs.len() - todo.len(), ..Default::default() };
         if outcome.skipped > 0 && self.progress {

@@ -1,0 +1,79 @@
+//! `leocc eval` end to end on the simulator: the matrix runs, results.jsonl holds one object per
+//! run with the run's identity, report.html is written with its plots, and a rerun resumes
+//! (finished runs skipped, a run lost to an interruption run again).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn eval(out: &Path) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_leocc"))
+        .args(["eval", "--engine", "sim", "--trace", "traces/starlink-up-60s.trace", "--cc", "leocc,cubic"])
+        .args(["--scenario", "single,vs-bbr", "--runs", "2", "--duration", "8", "-o"])
+        .arg(out)
+        .current_dir(root())
+        .output()
+        .expect("run leocc eval")
+}
+
+fn lines(p: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(p).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+#[test]
+fn eval_runs_the_matrix_writes_the_report_and_resumes() {
+    let out = std::env::temp_dir().join(format!("leocc-eval-cli-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let o = eval(&out);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let results = out.join("results.jsonl");
+    let recs = lines(&results);
+    // (leocc, cubic) x 2 seeds + one leocc+bbr pair x 2 seeds
+    assert_eq!(recs.len(), 6);
+    for r in &recs {
+        for f in ["key", "engine", "trace", "scenario", "label", "throughput_mbps", "rtt_p95_ms", "owd_p95_ms", "utilization", "jain"] {
+            assert!(r.get(f).is_some(), "field {f} missing in {r}");
+        }
+        assert!(out.join(r["timeseries"].as_str().unwrap()).exists());
+    }
+    let pair = recs.iter().find(|r| r["label"] == "leocc+bbr").unwrap();
+    assert_eq!(pair["flows"].as_array().unwrap().len(), 2);
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("<svg") && html.contains("starlink-up-60s") && html.contains("Jain"));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("leocc") && stdout.contains("cubic"), "{stdout}");
+
+    // Interrupted: the last run's line is torn. The rerun skips five runs and redoes one.
+    let text = std::fs::read_to_string(&results).unwrap();
+    let keep = text.trim_end().rfind('\n').unwrap() + 1;
+    std::fs::write(&results, format!("{}{{\"key\": \"tor", &text[..keep])).unwrap();
+    let o = eval(&out);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("5 of 6 runs already"), "{err}");
+    assert!(err.contains("[1/1]"), "{err}");
+    std::fs::remove_dir_all(&out).unwrap();
+}
+
+#[test]
+fn eval_rejects_a_bad_trace_before_running_anything() {
+    let dir = std::env::temp_dir().join(format!("leocc-eval-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.trace");
+    std::fs::write(&bad, "5\n3\n").unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_leocc"))
+        .args(["eval", "--trace"])
+        .arg(&bad)
+        .arg("-o")
+        .arg(dir.join("out"))
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("bad.trace:2"), "{err}");
+    assert!(!dir.join("out/results.jsonl").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
