@@ -77,3 +77,37 @@ fn eval_rejects_a_bad_trace_before_running_anything() {
     assert!(!dir.join("out/results.jsonl").exists());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The emulator engine: kernel cubic and LeoCC (BPF) through the emulated link for a few
+/// seconds each, measured into the same fields as the simulator.
+#[test]
+fn eval_emulator_engine_runs_kernel_tcp() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 || !Path::new("/sys/kernel/btf/vmlinux").exists() {
+        eprintln!("SKIP: the emulator engine needs root and kernel BTF");
+        return;
+    }
+    let out = std::env::temp_dir().join(format!("leocc-eval-emu-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let o = Command::new(env!("CARGO_BIN_EXE_leocc"))
+        .args(["eval", "--engine", "emu", "--trace", "traces/starlink-up-60s.trace", "--cc", "cubic,leocc", "--duration", "6", "-o"])
+        .arg(&out)
+        .current_dir(root())
+        .output()
+        .expect("run leocc eval --engine emu");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let recs = lines(&out.join("results.jsonl"));
+    assert_eq!(recs.len(), 2);
+    for r in &recs {
+        assert_eq!(r["engine"], "emu");
+        let thr = r["throughput_mbps"].as_f64().unwrap();
+        let util = r["utilization"].as_f64().unwrap();
+        let rtt = r["rtt_p50_ms"].as_f64().unwrap();
+        // The uplink trace offers about 45 Mbit/s at about 20 ms base RTT.
+        assert!(thr > 1.0 && util <= 1.05, "{r}");
+        assert!(rtt >= 15.0 && rtt < 1000.0, "{r}");
+    }
+    let leocc = recs.iter().find(|r| r["label"] == "leocc").unwrap();
+    assert!(leocc["utilization"].as_f64().unwrap() > 0.5, "LeoCC should fill most of the uplink: {leocc}");
+    std::fs::remove_dir_all(&out).unwrap();
+}
