@@ -165,3 +165,35 @@ fn pings_to_the_pop_are_dropped_during_outages() {
     eprintln!("ping loss with 20 % outage time: {loss} %, outage drops {}", summary.uplink.dropped_outage);
     assert!((10.0..=32.0).contains(&loss), "loss {loss} %: about 20 % of the time is outage");
 }
+
+#[test]
+fn a_terrestrial_bottleneck_limits_tcp_but_not_the_pop_ping() {
+    if !can_run("terrestrial", &["iperf3", "ping"]) {
+        return;
+    }
+    let _g = serial();
+    let mut cfg = config(&constant_trace(50.0, 20));
+    cfg.terrestrial = Some(constant_trace(12.0, 0).link(Dir::Down));
+    cfg.terrestrial_delay_us = Some(5_000);
+    let emu = Emulator::start(&cfg).unwrap();
+    let server = KillOnDrop(emu.command(Side::Server, "iperf3").args(["-s", "-1", "-p", "5206"]).stdout(std::process::Stdio::null()).spawn().unwrap());
+    wait_listening(server.0.id(), 5206);
+    let client = emu
+        .command(Side::Client, "iperf3")
+        .args(["-c", &leocc_emu::SERVER_ADDR.to_string(), "-p", "5206", "-t", "6", "-C", "cubic", "-J"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let (pop_rtt, _) = ping(&emu, &leocc_emu::POP_ADDR.to_string(), 150);
+    let out = client.wait_with_output().unwrap();
+    drop(server);
+    stop_and_check(emu);
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mbps = j["end"]["sum_received"]["bits_per_second"].as_f64().unwrap() / 1e6;
+    let tcp_rtt = j["end"]["streams"][0]["sender"]["mean_rtt"].as_f64().unwrap() / 1000.0;
+    eprintln!("terrestrial bottleneck: {mbps:.1} Mbit/s, TCP RTT {tcp_rtt:.1} ms, PoP ping {pop_rtt:.2} ms");
+    assert!((9.5..=12.0).contains(&mbps), "{mbps:.1} Mbit/s through a 12 Mbit/s terrestrial segment");
+    assert!((pop_rtt - 40.0).abs() < 2.0, "PoP ping {pop_rtt:.2} ms should see the satellite delay only");
+    assert!(tcp_rtt > 60.0, "TCP RTT {tcp_rtt:.1} ms should include the terrestrial queue");
+}
