@@ -562,6 +562,7 @@ impl Daemon {
 
     fn reload(&mut self) {
         println!("leocc probe: SIGHUP: reopening the log and re-resolving the PoP");
+        self.log_line(json!({"type": "reload", "t_mono_ms": ms(net::mono_ns())}));
         if let Some(p) = self.opts.log.clone() {
             match Log::open(&p) {
                 Ok(l) => self.log = Some(l),

@@ -11,7 +11,8 @@
 //! Two things can stretch RI without any outage, and both are filtered here:
 //! - our own sending paused (the daemon was descheduled, or it backed off because the PoP was
 //!   unreachable): if the probes that could have produced replies inside the gap were not sent
-//!   regularly, the gap says nothing about the link and is *suppressed*;
+//!   regularly, the gap is *suppressed* unless what remains of it after removing our own pause
+//!   still exceeds Δoutage (an outage that overlaps a short stall is still an event);
 //! - a reply arriving twice, or late from the previous outage: callers pass only validated,
 //!   first-time replies (see `icmp::Outstanding`), so the detector never sees them.
 //!

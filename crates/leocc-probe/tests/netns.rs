@@ -59,14 +59,16 @@ impl Namespaces {
         name
     }
 
-    /// Joins `a` and `b` with a veth pair, addresses given with their prefix length.
-    fn link(&self, a: &str, a_addr: &str, b: &str, b_addr: &str) {
+    /// Joins `a` and `b` with a veth pair, addresses given with their prefix length; returns
+    /// the device name on `a`'s side.
+    fn link(&self, a: &str, a_addr: &str, b: &str, b_addr: &str) -> String {
         let (da, db) = (format!("v{}", rand_tag()), format!("w{}", rand_tag()));
         ip(&["link", "add", &da, "netns", a, "type", "veth", "peer", "name", &db, "netns", b]);
         ip(&["-n", a, "addr", "add", a_addr, "dev", &da]);
         ip(&["-n", b, "addr", "add", b_addr, "dev", &db]);
         ip(&["-n", a, "link", "set", &da, "up"]);
         ip(&["-n", b, "link", "set", &db, "up"]);
+        da
     }
 }
 
@@ -86,6 +88,7 @@ impl Drop for Namespaces {
 /// Two namespaces joined by a veth pair: the client and the PoP.
 struct Lab {
     client: String,
+    client_dev: String,
     pop: String,
     _ns: Namespaces,
 }
@@ -94,8 +97,8 @@ impl Lab {
     fn new() -> Lab {
         let mut ns = Namespaces(Vec::new());
         let (client, pop) = (ns.add("c"), ns.add("p"));
-        ns.link(&client, CLIENT_ADDR, &pop, &format!("{POP_ADDR}/24"));
-        Lab { client, pop, _ns: ns }
+        let client_dev = ns.link(&client, CLIENT_ADDR, &pop, &format!("{POP_ADDR}/24"));
+        Lab { client, client_dev, pop, _ns: ns }
     }
 }
 
@@ -203,7 +206,12 @@ fn make_outages() -> (Vec<(u64, u64)>, u64) {
     let mut spans = Vec::new();
     let mut forged = 0;
     thread::sleep(Duration::from_millis(1000));
-    for len in OUTAGES_MS {
+    for (i, len) in OUTAGES_MS.into_iter().enumerate() {
+        if i == 2 {
+            // A reload mid-run (re-resolve the PoP, reopen the log) must not disturb detection.
+            // SAFETY: the daemon installed its SIGHUP handler before its first probe, a second ago.
+            unsafe { libc::kill(libc::getpid(), libc::SIGHUP) };
+        }
         spoofer.forge_pending(); // drop requests seen before the outage
         set_echo_ignore(true);
         let on = mono_ns();
@@ -218,13 +226,17 @@ fn make_outages() -> (Vec<(u64, u64)>, u64) {
     (spans, forged)
 }
 
-fn events(log: &Path) -> Vec<serde_json::Value> {
+fn log_lines(log: &Path, kind: &str) -> Vec<serde_json::Value> {
     fs::read_to_string(log)
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .filter(|v| v["type"] == "reconfig")
+        .filter(|v| v["type"] == kind)
         .collect()
+}
+
+fn events(log: &Path) -> Vec<serde_json::Value> {
+    log_lines(log, "reconfig")
 }
 
 #[test]
@@ -254,6 +266,7 @@ fn daemon_detects_outages_and_ignores_forged_replies() {
 
     let ev = events(&log);
     assert_eq!(ev.len(), OUTAGES_MS.len(), "one event per outage, nothing else: {ev:#?}");
+    assert_eq!(log_lines(&log, "reload").len(), 1, "SIGHUP was handled as a reload");
     for ((on, off), e) in spans.iter().zip(&ev) {
         let start = (e["t_mono_ms"].as_f64().unwrap() * 1e6) as u64;
         let detect = (e["detect_mono_ms"].as_f64().unwrap() * 1e6) as u64;
@@ -284,6 +297,16 @@ fn daemon_detects_outages_and_ignores_forged_replies() {
         thread::sleep(Duration::from_millis(20));
     }
     assert!(dir.join("probe.pid").exists());
+    // The interface goes down and up again: sends fail for a while, the daemon carries on.
+    ip(&["-n", &lab.client, "link", "set", &lab.client_dev, "down"]);
+    thread::sleep(Duration::from_millis(500));
+    ip(&["-n", &lab.client, "link", "set", &lab.client_dev, "up"]);
+    thread::sleep(Duration::from_millis(2500));
+    let state: serde_json::Value = serde_json::from_slice(&fs::read(&state_file).unwrap()).unwrap();
+    assert!(state["send_errors"].as_u64().unwrap() > 0, "{state:#}");
+    assert!(state["last_reply_age_ms"].as_f64().unwrap() < 1000.0, "replies flow again: {state:#}");
+    assert_eq!(state["reachable"], true, "{state:#}");
+    assert!(events(&log2).is_empty(), "our own send failures are not an outage: {:#?}", events(&log2));
     // SAFETY: the daemon installed its SIGTERM handler before writing state; kill(getpid)
     // delivers it to the process, whichever thread runs the handler only sets a flag.
     unsafe { libc::kill(libc::getpid(), libc::SIGTERM) };

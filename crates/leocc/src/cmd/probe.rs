@@ -162,6 +162,9 @@ struct RunArgs {
     /// Do not publish to the kernel's signal map; only log.
     #[arg(long)]
     no_kernel: bool,
+    /// The pinned signal map to publish to.
+    #[arg(long, value_name = "PATH", default_value = leocc_kernel::signal::SIGNAL_PIN)]
+    signal_map: PathBuf,
     /// Seconds without a reply before the PoP is declared unreachable.
     #[arg(long, default_value_t = 1.0)]
     unreachable_after: f64,
@@ -258,33 +261,39 @@ fn run_daemon(a: RunArgs) -> anyhow::Result<()> {
         rediscover_after_ns: secs("rediscover-after", a.rediscover_after)?,
         verbose: !a.quiet,
     };
-    let publisher: Option<Box<dyn daemon::Publisher>> = if a.no_kernel { None } else { kernel_publisher() };
+    let publisher: Option<Box<dyn daemon::Publisher>> = if a.no_kernel { None } else { kernel_publisher(a.signal_map) };
     daemon::run(opts, publisher).map_err(anyhow::Error::msg)?;
     Ok(())
 }
 
 /// Writes the detector signal into the pinned BPF map that every LeoCC flow reads.
-struct KernelMap;
+struct KernelMap {
+    path: PathBuf,
+}
 
 impl daemon::Publisher for KernelMap {
     fn describe(&self) -> String {
-        format!("kernel signal map {}", leocc_kernel::signal::SIGNAL_PIN)
+        format!("kernel signal map {}", self.path.display())
     }
 
     fn current_seq(&mut self) -> Option<u64> {
+        // Only the standard pin can be read back through the kernel crate.
+        if self.path != std::path::Path::new(leocc_kernel::signal::SIGNAL_PIN) {
+            return None;
+        }
         leocc_kernel::read_signal().ok().filter(|s| s.is_valid()).map(|s| s.seq)
     }
 
     fn publish(&mut self, s: &daemon::SignalUpdate) -> Result<(), String> {
         let sig = leocc_kernel::Signal::new(s.reconfig_time_ns, s.seq, s.probe_time_ns, s.term_pop_rtt_us);
-        leocc_kernel::write_signal(&sig).map_err(|e| e.to_string())
+        leocc_kernel::signal::write_signal_at(&self.path, &sig).map_err(|e| e.to_string())
     }
 }
 
 /// The kernel publisher; the map may be absent (LeoCC not loaded), which the daemon reports
 /// once and retries.
-fn kernel_publisher() -> Option<Box<dyn daemon::Publisher>> {
-    Some(Box::new(KernelMap))
+fn kernel_publisher(path: PathBuf) -> Option<Box<dyn daemon::Publisher>> {
+    Some(Box::new(KernelMap { path }))
 }
 
 fn status(run_dir: Option<PathBuf>, json: bool) -> anyhow::Result<()> {
