@@ -137,7 +137,11 @@ struct Seg {
 #[derive(Clone, Copy, Debug, Default)]
 struct Rack {
     xmit_us: u64,
-    end_seq: u64,
+    /// Transmission number of that packet. Linux orders by (transmit time, end_seq); in a
+    /// simulator many packets leave in the same microsecond, so the transmission counter
+    /// orders them exactly (a retransmission sent after new data is later, whatever its
+    /// sequence number).
+    tx_index: u64,
     rtt_us: u64,
     advanced: bool,
     reord_seen: bool,
@@ -150,8 +154,7 @@ struct RateSample {
     prior_delivered: u64,
     prior_us: u64,
     interval_us: i64,
-    last_xmit_us: u64,
-    last_end_seq: u64,
+    last_tx_index: u64,
     app_limited: bool,
     is_retrans: bool,
     tx_in_flight: u32,
@@ -195,8 +198,8 @@ struct AckScratch {
     rs: RateSample,
     /// Packets newly delivered.
     newly: u32,
-    /// Send time and sequence of the most recently sent newly delivered packet (never
-    /// retransmitted): Linux's `last_ackt`, the source of ca_rtt.
+    /// Send time and transmission number of the most recently sent newly delivered packet
+    /// (never retransmitted): Linux's `last_ackt`, the source of ca_rtt.
     newest: Option<(u64, u64)>,
     /// Earliest send time among newly cumulatively ACKed packets (Linux `first_ackt`).
     oldest_cum: Option<u64>,
@@ -228,10 +231,6 @@ pub struct AckOutcome {
     pub rtt_us: Option<u64>,
 }
 
-/// Transmit time ordering of RACK: was (t1, s1) sent after (t2, s2)?
-fn sent_after(t1: u64, s1: u64, t2: u64, s2: u64) -> bool {
-    t1 > t2 || (t1 == t2 && s1 > s2)
-}
 
 /// The sending side of one flow.
 pub struct Sender {
@@ -494,7 +493,7 @@ impl Sender {
         sc.newly += 1;
         let retransmitted = seg.flags & EVER_RETRANS != 0;
         let rs = &mut sc.rs;
-        if !rs.has_prior || sent_after(seg.xmit_us, seq, rs.last_xmit_us, rs.last_end_seq) {
+        if !rs.has_prior || seg.tx_index > rs.last_tx_index {
             rs.has_prior = true;
             rs.prior_delivered = seg.delivered;
             rs.prior_us = seg.delivered_us;
@@ -502,15 +501,14 @@ impl Sender {
             rs.is_retrans = retransmitted;
             rs.tx_in_flight = seg.tx_in_flight;
             rs.lost_at_send = seg.lost_at_send;
-            rs.last_xmit_us = seg.xmit_us;
-            rs.last_end_seq = seq;
+            rs.last_tx_index = seg.tx_index;
             self.first_tx_us = seg.xmit_us;
             rs.interval_us = seg.xmit_us as i64 - seg.first_tx_us as i64;
         }
         let rtt = now - seg.xmit_us;
         if !retransmitted {
-            if sc.newest.is_none_or(|(t, s)| sent_after(seg.xmit_us, seq, t, s)) {
-                sc.newest = Some((seg.xmit_us, seq));
+            if sc.newest.is_none_or(|(_, tx)| seg.tx_index > tx) {
+                sc.newest = Some((seg.xmit_us, seg.tx_index));
             }
             let oldest = if sc.cumulative { &mut sc.oldest_cum } else { &mut sc.oldest_sack };
             if oldest.is_none_or(|t| seg.xmit_us < t) {
@@ -521,20 +519,20 @@ impl Sender {
                 self.rack.reord_seen = true;
             }
         }
-        self.rack_advance(seg.xmit_us, seq, rtt, retransmitted);
+        self.rack_advance(seg.xmit_us, seg.tx_index, rtt, retransmitted);
         self.cc.on_packet_acked(now, seg.tx_index, rtt);
     }
 
     /// RFC 8985 §6.2 step 2 / Linux `tcp_rack_advance`.
-    fn rack_advance(&mut self, xmit_us: u64, seq: u64, rtt_us: u64, retransmitted: bool) {
+    fn rack_advance(&mut self, xmit_us: u64, tx_index: u64, rtt_us: u64, retransmitted: bool) {
         if retransmitted && rtt_us < self.min_rtt_us {
             // Possibly the ACK of the original transmission: ambiguous, skip (Linux does).
             return;
         }
         self.rack.rtt_us = rtt_us;
-        if sent_after(xmit_us, seq, self.rack.xmit_us, self.rack.end_seq) {
+        if tx_index > self.rack.tx_index {
             self.rack.xmit_us = xmit_us;
-            self.rack.end_seq = seq;
+            self.rack.tx_index = tx_index;
         }
         self.rack.advanced = true;
     }
@@ -596,7 +594,8 @@ impl Sender {
                 continue;
             }
             let seg = self.segs[idx];
-            if !sent_after(self.rack.xmit_us, self.rack.end_seq, seg.xmit_us, seq) {
+            if seg.tx_index >= self.rack.tx_index {
+                // Not sent before the most recently sent delivered packet.
                 break;
             }
             let due = seg.xmit_us + self.rack.rtt_us + reo_wnd;
@@ -1239,9 +1238,22 @@ mod tests {
     }
 
     #[test]
-    fn sent_after_breaks_ties_by_sequence() {
-        assert!(sent_after(2, 0, 1, 5));
-        assert!(sent_after(1, 6, 1, 5));
-        assert!(!sent_after(1, 5, 1, 5));
+    fn a_retransmission_sent_in_the_same_microsecond_after_new_data_is_not_declared_lost() {
+        let (mut s, _, _) = sender(10);
+        let (mut ev, mut out) = (EventQueue::default(), Vec::new());
+        s.start(0, &mut Io { ev: &mut ev, out: &mut out });
+        out.clear();
+        // Two ACKs in the same microsecond: the first (one SACKed segment) frees room for new
+        // segment 10; the second (three SACKed) makes RACK declare 0 lost, and its
+        // retransmission leaves after segment 10 although its sequence number is lower.
+        s.on_ack(40_000, &ack(0, &[(1, 2)]), &mut Io { ev: &mut ev, out: &mut out });
+        s.on_ack(40_000, &ack(0, &[(1, 4)]), &mut Io { ev: &mut ev, out: &mut out });
+        assert_eq!(seqs(&out)[..2], [10, 0]);
+        out.clear();
+        // Segment 10 is SACKed 60 ms later while the retransmission, sent after it, is still
+        // on its way (FIFO: it cannot have been lost before 10 arrived): not lost.
+        s.on_ack(100_000, &ack(0, &[(1, 11)]), &mut Io { ev: &mut ev, out: &mut out });
+        assert_eq!(s.stats.marked_lost, 1, "the retransmission was wrongly declared lost");
+        assert_eq!(s.stats.retrans, 1);
     }
 }
