@@ -91,8 +91,32 @@ pub struct StageStats {
     pub dropped_loss: u64,
     /// Drops because of an outage.
     pub dropped_outage: u64,
-    /// Queueing delay (departure - arrival) of every departed packet, µs.
+    /// Queueing delay (departure - arrival) of departed packets, µs: every packet until
+    /// `MAX_DELAY_SAMPLES`, then a uniform systematic subsample (every 2^k-th packet).
     pub queue_delay_us: Vec<u32>,
+    /// Log2 of the current sampling stride of `queue_delay_us`.
+    delay_stride_log2: u32,
+}
+
+/// Queueing-delay samples kept for the percentiles (16 MB), so a long run's memory stays bounded.
+const MAX_DELAY_SAMPLES: usize = 4 << 20;
+
+impl StageStats {
+    fn record_delay(&mut self, us: u32) {
+        let stride = 1u64 << self.delay_stride_log2;
+        if self.departed_pkts % stride != 0 {
+            return;
+        }
+        if self.queue_delay_us.len() >= MAX_DELAY_SAMPLES {
+            let kept: Vec<u32> = self.queue_delay_us.iter().step_by(2).copied().collect();
+            self.queue_delay_us = kept;
+            self.delay_stride_log2 += 1;
+            if self.departed_pkts % (stride * 2) != 0 {
+                return;
+            }
+        }
+        self.queue_delay_us.push(us);
+    }
 }
 
 struct Queued<P> {
@@ -277,9 +301,9 @@ impl<P: AsRef<[u8]>> Stage<P> {
 
     fn depart(&mut self, o: u64, q: Queued<P>) {
         let len = q.pkt.as_ref().len();
+        self.stats.record_delay((o - q.arrival_us).min(u64::from(u32::MAX)) as u32);
         self.stats.departed_pkts += 1;
         self.stats.departed_bytes += len as u64;
-        self.stats.queue_delay_us.push((o - q.arrival_us).min(u64::from(u32::MAX)) as u32);
         if let Some(l) = self.log.as_mut() {
             l.departure(o, len, q.arrival_us);
         }
@@ -425,6 +449,20 @@ mod tests {
         s.push(8000, vec![0; 1500]); // leaves at 10 ms, release would be 20 ms: held to 59
         let out = drain(&mut s, 100_000);
         assert_eq!(out, vec![(59_000, 1500), (59_000, 1500)]);
+    }
+
+    #[test]
+    fn delay_samples_stay_bounded_and_uniform() {
+        let mut st = StageStats::default();
+        for i in 0..(MAX_DELAY_SAMPLES as u64 * 3) {
+            st.record_delay((i % 100) as u32);
+            st.departed_pkts += 1;
+        }
+        assert!(st.queue_delay_us.len() <= MAX_DELAY_SAMPLES);
+        assert!(st.queue_delay_us.len() >= MAX_DELAY_SAMPLES / 2);
+        let mut v = st.queue_delay_us.clone();
+        let median = percentile(&mut v, 50.0).unwrap();
+        assert!((45..=55).contains(&median), "median {median} of a uniform 0..99 sequence");
     }
 
     #[test]
