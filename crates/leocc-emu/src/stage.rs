@@ -104,14 +104,14 @@ const MAX_DELAY_SAMPLES: usize = 4 << 20;
 impl StageStats {
     fn record_delay(&mut self, us: u32) {
         let stride = 1u64 << self.delay_stride_log2;
-        if self.departed_pkts % stride != 0 {
+        if !self.departed_pkts.is_multiple_of(stride) {
             return;
         }
         if self.queue_delay_us.len() >= MAX_DELAY_SAMPLES {
             let kept: Vec<u32> = self.queue_delay_us.iter().step_by(2).copied().collect();
             self.queue_delay_us = kept;
             self.delay_stride_log2 += 1;
-            if self.departed_pkts % (stride * 2) != 0 {
+            if !self.departed_pkts.is_multiple_of(stride * 2) {
                 return;
             }
         }
