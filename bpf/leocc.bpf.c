@@ -7,10 +7,11 @@
  *
  *   ACK path (cong_control, called by tcp_cong_control() for every ACK that advances state):
  *     1. find the flow's core state in the sk_storage map `flow_state`;
- *     2. feed the detector signal (pinned ARRAY `signal`, see leocc_signal.h): a new
- *        reconfiguration sequence number becomes leocc_on_reconfig(), a new terminal-PoP RTT
- *        becomes leocc_on_path(); a stale, absent or torn signal is not fed at all, which is
- *        the core's no-detector behaviour;
+ *     2. feed the detector signal (pinned ARRAY `signal`, see leocc_signal.h; or, on a
+ *        connection whose peer sends it in a TCP option, the peer's signal that
+ *        leocc_option.bpf.c parsed into the sk_storage `opt_flow`): a new reconfiguration
+ *        becomes leocc_on_reconfig(), a new terminal-PoP RTT becomes leocc_on_path(); a stale,
+ *        absent or torn signal is not fed at all, which is the core's no-detector behaviour;
  *     3. translate the kernel's struct rate_sample and tcp_sock into struct leocc_ack_sample
  *        and call leocc_on_ack();
  *     4. apply struct leocc_output: with cong_control the kernel neither paces nor reduces
@@ -62,8 +63,12 @@ struct leocc_ca {
 	__u64 acks;             /* cong_control calls */
 	__u64 reconfigs;        /* reconfigurations fed to the core */
 	__u64 last_reconfig_ns; /* CLOCK_MONOTONIC time of the last one fed */
+	__u64 remote_events;    /* peer events (opt_flow.events) last handled */
+	__u64 fed_us;           /* tcp clock when the last reconfiguration was handed to the core */
 	__u32 term_pop_rtt_us;  /* last terminal-PoP RTT fed */
 	__u32 signal_state;     /* enum leocc_signal_state, as seen on the last ACK */
+	__u32 signal_source;    /* enum leocc_signal_source */
+	__u32 pad;
 };
 _Static_assert(sizeof(struct leocc_ca) <= sizeof(((struct inet_connection_sock *)0)->icsk_ca_priv),
 	       "leocc_ca must fit in ICSK_CA_PRIV_SIZE");
@@ -72,6 +77,13 @@ enum leocc_signal_state {
 	LEOCC_SIGNAL_ABSENT = 0, /* never written, or torn on this read */
 	LEOCC_SIGNAL_FRESH = 1,
 	LEOCC_SIGNAL_STALE = 2,
+};
+
+/* Where a flow's detector signal comes from, fixed when the connection is established. */
+enum leocc_signal_source {
+	LEOCC_SOURCE_LOCAL = 0,  /* this host's `signal` map */
+	LEOCC_SOURCE_REMOTE = 1, /* the peer's TCP option (leocc_option.bpf.c): the local map is
+				  * ignored, it describes this host's satellite hop, not the peer's */
 };
 
 /* Key of `stats`: the flow's addresses, ports in host byte order. */
@@ -98,6 +110,10 @@ struct leocc_flow_stats {
 	__u32 srtt_us;
 	__u32 term_pop_rtt_us;
 	__u32 signal_state;
+	__u32 signal_source;    /* enum leocc_signal_source */
+	__u32 pad;
+	__u64 reconfig_fed_us;  /* tcp clock when the last reconfiguration reached the core */
+	__u64 remote_options;   /* signal options received on this flow */
 };
 
 /* A flow's sk_storage: the core's state, and the `stats` key it is listed under. The key is
@@ -168,6 +184,59 @@ static __always_inline bool signal_is_fresh(const struct leocc_signal *s, __u64 
 	return s->probe_time_ns >= now_ns || now_ns - s->probe_time_ns <= LEOCC_SIGNAL_STALE_NS;
 }
 
+#include "leocc_option.bpf.c"
+
+static __always_inline void feed_reconfig(struct leocc_state *st, struct leocc_ca *ca,
+					  __u64 seq, __u64 time_ns, __u64 now_us)
+{
+	__u64 time_us = time_ns / NSEC_PER_USEC;
+	struct leocc_reconfig_event ev = {
+		.time_us = time_us,
+		.seq = seq,
+	};
+
+	if (time_us < ca->start_us)
+		return;
+	leocc_on_reconfig(st, &ev);
+	ca->reconfigs++;
+	ca->last_reconfig_ns = time_ns;
+	ca->fed_us = now_us;
+	ca->stats_due_us = 0; /* show the reaction at once */
+}
+
+/* The peer's signal, as parsed from its options into opt_flow: the same two core calls as the
+ * local path, on the same conditions (fresh, each event once, none from before the flow). */
+static __always_inline void feed_remote(struct leocc_state *st, struct leocc_ca *ca,
+					struct leocc_opt_flow *ofl, __u32 ack, __u64 now_us)
+{
+	__u64 now_ns = now_us * NSEC_PER_USEC;
+
+	if (ofl->opt_unclaimed) {
+		if (ofl->opt_ack == ack)
+			opt_count(LEOCC_CNT_SAME_ACK);
+		ofl->opt_unclaimed = 0;
+	}
+	if (!ofl->probe_ns) {
+		ca->signal_state = LEOCC_SIGNAL_ABSENT;
+		return;
+	}
+	if (ofl->probe_ns < now_ns && now_ns - ofl->probe_ns > LEOCC_SIGNAL_STALE_NS) {
+		ca->signal_state = LEOCC_SIGNAL_STALE;
+		return;
+	}
+	ca->signal_state = LEOCC_SIGNAL_FRESH;
+	if (ofl->events != ca->remote_events) {
+		ca->remote_events = ofl->events;
+		ca->signal_seq = ofl->events;
+		feed_reconfig(st, ca, ofl->events, ofl->event_ns, now_us);
+	}
+	if (ofl->term_pop_rtt_us && ofl->probe_ns != ca->probe_time_ns) {
+		ca->probe_time_ns = ofl->probe_ns;
+		ca->term_pop_rtt_us = ofl->term_pop_rtt_us;
+		leocc_on_path(st, now_us, ofl->term_pop_rtt_us);
+	}
+}
+
 /* Hand a fresh detector signal to the core: each reconfiguration once, each new terminal-PoP
  * RTT once. Reconfigurations from before the flow started are recorded, not replayed. */
 static __always_inline void feed_signal(struct leocc_state *st, struct leocc_ca *ca, __u64 now_us)
@@ -185,20 +254,8 @@ static __always_inline void feed_signal(struct leocc_state *st, struct leocc_ca 
 	ca->signal_state = LEOCC_SIGNAL_FRESH;
 
 	if (s->seq != ca->signal_seq) {
-		__u64 time_us = s->reconfig_time_ns / NSEC_PER_USEC;
-
 		ca->signal_seq = s->seq;
-		if (time_us >= ca->start_us) {
-			struct leocc_reconfig_event ev = {
-				.time_us = time_us,
-				.seq = s->seq,
-			};
-
-			leocc_on_reconfig(st, &ev);
-			ca->reconfigs++;
-			ca->last_reconfig_ns = s->reconfig_time_ns;
-			ca->stats_due_us = 0; /* show the reaction at once */
-		}
+		feed_reconfig(st, ca, s->seq, s->reconfig_time_ns, now_us);
 	}
 	if (s->term_pop_rtt_us && s->probe_time_ns != ca->probe_time_ns) {
 		ca->probe_time_ns = s->probe_time_ns;
@@ -283,6 +340,7 @@ static __always_inline void publish_stats(struct sock *sk, struct leocc_flow *fl
 					  struct leocc_ca *ca, __u64 now_us)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
+	struct leocc_opt_flow *ofl;
 	struct leocc_flow_stats *e;
 
 	if (now_us < ca->stats_due_us)
@@ -312,6 +370,10 @@ static __always_inline void publish_stats(struct sock *sk, struct leocc_flow *fl
 	e->srtt_us = tp->srtt_us >> 3;
 	e->term_pop_rtt_us = ca->term_pop_rtt_us;
 	e->signal_state = ca->signal_state;
+	e->signal_source = ca->signal_source;
+	e->reconfig_fed_us = ca->fed_us;
+	ofl = bpf_sk_storage_get(&opt_flow, sk, 0, 0);
+	e->remote_options = ofl ? ofl->options : 0;
 }
 
 SEC("struct_ops")
@@ -354,6 +416,7 @@ void BPF_PROG(leocc_cong_control, struct sock *sk, __u32 ack, int flag,
 	struct leocc_ca *ca = leocc_ca(sk);
 	struct leocc_ack_sample smp;
 	struct leocc_output out;
+	struct leocc_opt_flow *ofl;
 	struct leocc_flow *fl;
 	__u64 now_us = tp->tcp_mstamp;
 
@@ -361,7 +424,13 @@ void BPF_PROG(leocc_cong_control, struct sock *sk, __u32 ack, int flag,
 	if (!fl)
 		return;
 	ca->acks++;
-	feed_signal(&fl->core, ca, now_us);
+	ofl = bpf_sk_storage_get(&opt_flow, sk, 0, 0);
+	if (ofl && (ofl->mode & LEOCC_OPT_CONSUMING)) {
+		ca->signal_source = LEOCC_SOURCE_REMOTE;
+		feed_remote(&fl->core, ca, ofl, ack, now_us);
+	} else {
+		feed_signal(&fl->core, ca, now_us);
+	}
 
 	__builtin_memset(&smp, 0, sizeof(smp));
 	__builtin_memset(&out, 0, sizeof(out));

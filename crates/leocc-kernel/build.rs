@@ -1,5 +1,7 @@
-//! Builds bpf/leocc.bpf.c (which includes core/leocc.c) into a BPF object and generates its
-//! libbpf-rs skeleton, so that nothing is compiled when `leocc kernel load` runs.
+//! Builds bpf/leocc.bpf.c (which includes core/leocc.c and the option carrier
+//! bpf/leocc_option.bpf.c) into a BPF object and generates its libbpf-rs skeleton, so that
+//! nothing is compiled when `leocc kernel load` runs; and bpf/leocc_test_peer.bpf.c, the
+//! scriptable TCP peer of the option tests.
 //!
 //! vmlinux.h is generated here from the build machine's kernel BTF (bpftool btf dump) into
 //! OUT_DIR rather than committed: it is 3+ MB, it must match the kernel types we read, and the
@@ -59,6 +61,25 @@ fn main() {
     if let Err(e) = result {
         // A compile error in the BPF program or the core is a real error: fail loudly.
         panic!("building {} failed: {e:#}", src.display());
+    }
+
+    // The scriptable peer of the option carrier's tests (lab::TestPeer): only its object,
+    // embedded and opened with libbpf's generic API.
+    let peer = bpf_dir.join("leocc_test_peer.bpf.c");
+    let result = SkeletonBuilder::new()
+        .source(&peer)
+        .obj(out.join("leocc_test_peer.bpf.o"))
+        .clang(&clang)
+        .clang_args([
+            "-I".as_ref(),
+            out.as_os_str(),
+            "-I".as_ref(),
+            bpf_dir.as_os_str(),
+            "-Wall".as_ref(),
+        ])
+        .build();
+    if let Err(e) = result {
+        panic!("building {} failed: {e:#}", peer.display());
     }
 }
 

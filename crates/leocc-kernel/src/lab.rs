@@ -168,8 +168,11 @@ pub struct Iperf3Server {
 impl Iperf3Server {
     /// Starts `iperf3 -s -p port` and waits until it listens.
     pub fn start(pair: &NetnsPair, port: u16) -> io::Result<Iperf3Server> {
-        let child = pair
-            .command(Side::Server, "iperf3")
+        Self::spawn_and_wait(pair, port, pair.command(Side::Server, "iperf3"))
+    }
+
+    fn spawn_and_wait(pair: &NetnsPair, port: u16, mut cmd: Command) -> io::Result<Iperf3Server> {
+        let child = cmd
             .args(["-s", "-p", &port.to_string()])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -305,6 +308,171 @@ pub fn run_iperf3_with(
         .output()
         .map_err(|e| format!("running iperf3: {e}"))?;
     parse_iperf3_json(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// A cgroup v2 made for one test (under the cgroup2 root), removed on drop once its
+/// processes are gone. The option carrier attaches per cgroup: putting a test's sender and
+/// receiver processes in two of these gives each host its own role on one kernel.
+pub struct TestCgroup {
+    /// Its directory.
+    pub path: std::path::PathBuf,
+}
+
+impl TestCgroup {
+    /// Creates `leocc-test-<pid>-<n>-<tag>` under the cgroup2 root.
+    pub fn new(tag: &str) -> io::Result<TestCgroup> {
+        let root = crate::option::cgroup2_root().map_err(|e| io::Error::other(e.to_string()))?;
+        let n = NEXT_PAIR.fetch_add(1, Ordering::Relaxed);
+        let path = root.join(format!("leocc-test-{}-{n}-{tag}", std::process::id()));
+        std::fs::create_dir(&path)?;
+        Ok(TestCgroup { path })
+    }
+
+    /// Makes `cmd`'s process join this cgroup before it runs its program.
+    pub fn join(&self, cmd: &mut Command) {
+        use std::os::unix::process::CommandExt;
+        let procs = std::ffi::CString::new(
+            self.path.join("cgroup.procs").into_os_string().into_encoded_bytes(),
+        )
+        .expect("no NUL in cgroup paths");
+        // SAFETY: between fork and exec we only make async-signal-safe system calls on a
+        // string allocated before the fork.
+        unsafe {
+            cmd.pre_exec(move || {
+                let fd = libc::open(procs.as_ptr(), libc::O_WRONLY);
+                if fd < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                let ok = libc::write(fd, b"0".as_ptr().cast(), 1) == 1;
+                libc::close(fd);
+                if ok {
+                    Ok(())
+                } else {
+                    Err(io::Error::last_os_error())
+                }
+            });
+        }
+    }
+}
+
+impl Drop for TestCgroup {
+    fn drop(&mut self) {
+        // Processes leave a cgroup when they exit; give killed ones a moment.
+        for _ in 0..50 {
+            if std::fs::remove_dir(&self.path).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Iperf3Server {
+    /// [`Iperf3Server::start`] with the server's process in `cgroup`.
+    pub fn start_in(pair: &NetnsPair, port: u16, cgroup: &TestCgroup) -> io::Result<Iperf3Server> {
+        let mut cmd = pair.command(Side::Server, "iperf3");
+        cgroup.join(&mut cmd);
+        Self::spawn_and_wait(pair, port, cmd)
+    }
+}
+
+/// A scriptable TCP peer for the option carrier's tests (bpf/leocc_test_peer.bpf.c), attached
+/// to one cgroup until dropped: it writes given raw option bytes into the SYN-ACKs and the
+/// other segments of that cgroup's sockets, and counts leocc options it receives.
+#[cfg(not(leocc_no_bpf))]
+pub struct TestPeer {
+    obj: libbpf_rs::Object,
+    _link: libbpf_rs::Link,
+}
+
+/// What a [`TestPeer`] writes.
+#[derive(Clone, Debug, Default)]
+pub struct PeerScript {
+    /// Raw option bytes for SYN-ACKs (empty: none).
+    pub synack: Vec<u8>,
+    /// Raw option bytes for every other segment (empty: none).
+    pub ack: Vec<u8>,
+    /// Offset in `ack` of a 16-bit big-endian field to bump on every segment (0: none).
+    pub bump_at: u32,
+}
+
+/// What a [`TestPeer`] saw and did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PeerSeen {
+    /// Established segments received carrying leocc's kind and ExID.
+    pub segments: u64,
+    /// SYN-ACKs received carrying it.
+    pub synacks: u64,
+    /// Segments the peer wrote its `ack` bytes into.
+    pub written: u64,
+}
+
+#[cfg(not(leocc_no_bpf))]
+const TEST_PEER_OBJ: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/leocc_test_peer.bpf.o"));
+/// Longest option a [`TestPeer`] writes (PEER_MAX_OPT).
+pub const PEER_MAX_OPT: usize = 16;
+
+#[cfg(not(leocc_no_bpf))]
+impl TestPeer {
+    /// Loads the peer with `script` and attaches it to `cgroup`.
+    pub fn attach(cgroup: &TestCgroup, script: &PeerScript) -> io::Result<TestPeer> {
+        use libbpf_rs::{MapCore, MapFlags, ObjectBuilder};
+        use std::os::fd::AsRawFd;
+        let e = |what: &str, err: libbpf_rs::Error| io::Error::other(format!("test peer: {what}: {err}"));
+        if script.synack.len() > PEER_MAX_OPT || script.ack.len() > PEER_MAX_OPT {
+            return Err(io::Error::other("test peer: options are at most 16 bytes"));
+        }
+        let obj = ObjectBuilder::default()
+            .open_memory(TEST_PEER_OBJ)
+            .map_err(|x| e("open", x))?
+            .load()
+            .map_err(|x| e("load", x))?;
+        // struct peer_cfg: synack[16], ack[16], synack_len, ack_len, bump_at, pad (u32 each).
+        let mut cfg = [0u8; 2 * PEER_MAX_OPT + 16];
+        cfg[..script.synack.len()].copy_from_slice(&script.synack);
+        cfg[PEER_MAX_OPT..PEER_MAX_OPT + script.ack.len()].copy_from_slice(&script.ack);
+        let lens = [script.synack.len() as u32, script.ack.len() as u32, script.bump_at, 0];
+        for (i, v) in lens.iter().enumerate() {
+            let at = 2 * PEER_MAX_OPT + 4 * i;
+            cfg[at..at + 4].copy_from_slice(&v.to_ne_bytes());
+        }
+        let map = obj
+            .maps()
+            .find(|m| m.name() == "peer_cfg")
+            .ok_or_else(|| io::Error::other("test peer: no peer_cfg map"))?;
+        map.update(&0u32.to_ne_bytes(), &cfg, MapFlags::ANY)
+            .map_err(|x| e("configure", x))?;
+        let dir = std::fs::File::open(&cgroup.path)?;
+        let link = obj
+            .progs_mut()
+            .find(|p| p.name() == "leocc_test_peer")
+            .ok_or_else(|| io::Error::other("test peer: no program"))?
+            .attach_cgroup(dir.as_raw_fd())
+            .map_err(|x| e("attach", x))?;
+        Ok(TestPeer { obj, _link: link })
+    }
+
+    /// The peer's counters so far.
+    pub fn seen(&self) -> io::Result<PeerSeen> {
+        use libbpf_rs::{MapCore, MapFlags};
+        let map = self
+            .obj
+            .maps()
+            .find(|m| m.name() == "peer_seen")
+            .ok_or_else(|| io::Error::other("test peer: no peer_seen map"))?;
+        let get = |slot: u32| -> io::Result<u64> {
+            let v = map
+                .lookup(&slot.to_ne_bytes(), MapFlags::ANY)
+                .map_err(|x| io::Error::other(format!("test peer: {x}")))?
+                .unwrap_or_default();
+            Ok(v.get(..8).map_or(0, |b| u64::from_ne_bytes(b.try_into().expect("8 bytes"))))
+        };
+        Ok(PeerSeen {
+            segments: get(0)?,
+            synacks: get(1)?,
+            written: get(2)?,
+        })
+    }
 }
 
 #[cfg(test)]

@@ -13,12 +13,17 @@
 //! - `stats` ([`stats`]): each flow's model state, refreshed by the flow every 10 ms;
 //! - the link itself (`link`), whose presence means "loaded".
 //!
+//! The same object carries the sock_ops programs that put the signal in a TCP option on a
+//! satellite-side receiver and read it on a sender ([`option`]): `load` pins them, and
+//! [`option::attach`] attaches a role to a cgroup.
+//!
 //! [`lab`] builds throw-away network namespace pairs for the integration tests and the CPU
 //! benchmark ([`bench`]).
 
 pub mod bench;
 pub mod lab;
 pub mod loader;
+pub mod option;
 pub mod signal;
 pub mod stats;
 
@@ -100,6 +105,9 @@ pub enum KernelError {
         /// What went wrong.
         reason: String,
     },
+    /// The option carrier (sock_ops programs, cgroup links, counters) failed.
+    #[error("option carrier: {0}")]
+    Option(String),
     /// A file system operation failed.
     #[error("{}: {source}", path.display())]
     Io {

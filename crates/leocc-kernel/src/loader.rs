@@ -81,13 +81,17 @@ pub fn load(opts: &LoadOptions) -> Result<LoadOutcome, KernelError> {
     if is_registered() {
         return Err(KernelError::ForeignLeocc(LINK_PIN.to_string()));
     }
-    // Stats of flows from an earlier load are history; the signal map is kept (see above).
+    // Stats of flows and option counters from an earlier load are history, and so are the
+    // option programs (their cgroup links would keep an old object alive); the signal map is
+    // kept (see above).
     remove_if_present(Path::new(STATS_PIN))?;
+    crate::option::remove_all()?;
 
     let custom_btf = (btf != Path::new(KERNEL_BTF)).then_some(btf);
     if let Err(e) = load_and_pin(custom_btf.as_deref()) {
         let _ = remove_if_present(Path::new(LINK_PIN));
         let _ = remove_if_present(Path::new(STATS_PIN));
+        let _ = crate::option::remove_all();
         return Err(e);
     }
     Ok(LoadOutcome::Loaded)
@@ -143,6 +147,10 @@ fn load_and_pin(btf: Option<&Path>) -> Result<(), KernelError> {
         .stats
         .set_pin_path(STATS_PIN)
         .map_err(libbpf("pinning the stats map", ""))?;
+    open.maps
+        .option_counters
+        .set_pin_path(crate::option::COUNTERS_PIN)
+        .map_err(libbpf("pinning the option counters", ""))?;
     let mut skel = open.load().map_err(libbpf(
         "loading the BPF program",
         "the verifier log above says why; if the signal map is incompatible, `leocc kernel unload` removes the old one",
@@ -151,12 +159,21 @@ fn load_and_pin(btf: Option<&Path>) -> Result<(), KernelError> {
         "registering the struct_ops tcp_congestion_ops",
         "the kernel needs CONFIG_BPF_JIT and struct_ops support for tcp_congestion_ops",
     ))?;
+    // The option carrier's programs, for `option::attach` to link to cgroups later.
+    for (prog, role) in [
+        (&mut skel.progs.leocc_opt_snd, crate::option::Role::Sender),
+        (&mut skel.progs.leocc_opt_rcv, crate::option::Role::Receiver),
+        (&mut skel.progs.leocc_opt_both, crate::option::Role::Both),
+    ] {
+        prog.pin(role.prog_pin())
+            .map_err(libbpf("pinning the option carrier's programs", ""))?;
+    }
     link.pin(LINK_PIN)
         .map_err(libbpf("pinning the struct_ops link", ""))?;
     Ok(())
 }
 
-/// Unregisters "leocc" by removing its pins. Flows already using it keep running until they
+/// Unregisters "leocc" by removing its pins (the option carrier's cgroup links too). Flows already using it keep running until they
 /// close (they hold the struct_ops map); new sockets can no longer select it. Returns whether
 /// it was loaded.
 pub fn unload() -> Result<bool, KernelError> {
@@ -166,6 +183,7 @@ pub fn unload() -> Result<bool, KernelError> {
         });
     }
     let was_loaded = Path::new(LINK_PIN).exists();
+    crate::option::remove_all()?;
     for pin in [LINK_PIN, STATS_PIN, SIGNAL_PIN] {
         remove_if_present(Path::new(pin))?;
     }
@@ -354,6 +372,10 @@ pub struct Status {
     pub signal: Option<Signal>,
     /// Why this binary has no BPF program, if it has none.
     pub missing_bpf: Option<&'static str>,
+    /// Option carrier roles attached to cgroups.
+    pub option_links: Vec<crate::option::Attachment>,
+    /// The option counters, if readable.
+    pub option_counters: Option<crate::option::Counters>,
     /// Whether we run as root.
     pub root: bool,
 }
@@ -386,6 +408,8 @@ pub fn status(btf: Option<&Path>) -> Status {
         flows: crate::stats::read_stats().ok().map(|s| s.len()),
         signal: signal::read_signal().ok(),
         missing_bpf: missing_bpf_reason(),
+        option_links: crate::option::attachments().unwrap_or_default(),
+        option_counters: crate::option::read_counters().ok(),
         root,
     }
 }
@@ -461,6 +485,32 @@ impl fmt::Display for Status {
                 )
             };
             writeln!(f, "signal:           {verdict}")?;
+        }
+        if self.option_links.is_empty() && self.link_pinned {
+            writeln!(f, "option carrier:   not attached (`leocc kernel load --role ...`)")?;
+        }
+        for a in &self.option_links {
+            writeln!(
+                f,
+                "option carrier:   {} on cgroup {} (id {}, link {})",
+                a.role,
+                a.cgroup
+                    .as_ref()
+                    .map_or_else(|| "?".to_string(), |p| p.display().to_string()),
+                a.cgroup_id,
+                a.pin.display()
+            )?;
+        }
+        if let Some(c) = &self.option_counters {
+            let nonzero: Vec<String> = c
+                .0
+                .iter()
+                .filter(|(_, v)| *v > 0)
+                .map(|(n, v)| format!("{n}={v}"))
+                .collect();
+            if !nonzero.is_empty() {
+                writeln!(f, "option counters:  {}", nonzero.join(" "))?;
+            }
         }
         Ok(())
     }

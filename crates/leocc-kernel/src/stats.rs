@@ -68,6 +68,13 @@ pub struct FlowStats {
     pub term_pop_rtt_us: u32,
     /// "fresh", "stale" or "absent", as seen on the last ACK.
     pub signal: &'static str,
+    /// Where the flow's signal comes from: "local" (this host's map) or "remote" (the
+    /// peer's TCP option).
+    pub signal_source: &'static str,
+    /// tcp clock (us) when the last reconfiguration was handed to the core (0 none).
+    pub reconfig_fed_us: u64,
+    /// Signal options received from the peer on this flow.
+    pub remote_options: u64,
     /// tcp clock (us) of the refresh.
     pub updated_us: u64,
     /// tcp clock (us) when the flow got LeoCC.
@@ -181,6 +188,9 @@ fn to_flow_stats(
         last_reconfig_ns: v.last_reconfig_ns,
         term_pop_rtt_us: v.term_pop_rtt_us,
         signal: signal_name(v.signal_state),
+        signal_source: if v.signal_source == 1 { "remote" } else { "local" },
+        reconfig_fed_us: v.reconfig_fed_us,
+        remote_options: v.remote_options,
         updated_us: v.updated_us,
         start_us: v.start_us,
     }

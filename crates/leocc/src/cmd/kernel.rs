@@ -4,17 +4,20 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
-use leocc_kernel::{bench, loader, stats};
+use leocc_kernel::{bench, loader, option, stats};
 
 /// Subcommands of `leocc kernel`.
 #[derive(Subcommand)]
 pub enum KernelCmd {
     /// Register the "leocc" congestion control (BPF struct_ops) and pin it under
-    /// /sys/fs/bpf/leocc so it stays after this command exits. Idempotent. Needs root.
-    Load(BtfArg),
-    /// Unregister "leocc" and remove its pins. Flows already using it keep running until
-    /// they close; new sockets cannot select it any more. Needs root.
-    Unload,
+    /// /sys/fs/bpf/leocc so it stays after this command exits, and attach the TCP-option
+    /// carrier of the reconfiguration signal (sock_ops) for --role to --cgroup. Idempotent.
+    /// Needs root.
+    Load(LoadArgs),
+    /// Unregister "leocc" and remove its pins, option carrier links included. Flows already
+    /// using it keep running until they close; new sockets cannot select it any more. With
+    /// --cgroup, only detach the option carrier from that cgroup. Needs root.
+    Unload(UnloadArgs),
     /// Show whether leocc is loaded, the kernel version, BTF and struct_ops support.
     Status(BtfArg),
     /// Per-flow model state: mode, bBW_a, bBW_m, bRTT range, target rate. Needs root.
@@ -31,10 +34,58 @@ pub struct BtfArg {
     btf: Option<PathBuf>,
 }
 
+/// Options of `leocc kernel load`.
+#[derive(Args)]
+pub struct LoadArgs {
+    #[command(flatten)]
+    btf: BtfArg,
+    /// What this host does with the reconfiguration signal in TCP options: `sender` reads
+    /// it from peers into its LeoCC flows, `receiver` writes its detector's signal on its
+    /// ACKs (the host behind the dish), `both` offers both (each connection uses what its
+    /// peer offers), `none` (default) only registers the congestion control: a role puts a
+    /// new option into every SYN of the cgroup's processes, a change on the wire that is opted
+    /// into, not implied. Options are exchanged only with peers that offer them.
+    #[arg(long, value_enum, default_value_t = RoleArg::None)]
+    role: RoleArg,
+    /// cgroup v2 whose processes' TCP sockets get the option carrier (default: the root of
+    /// the cgroup2 hierarchy, i.e. every process: /sys/fs/cgroup, or /sys/fs/cgroup/unified
+    /// on a hybrid system). Listeners started before the load do not offer the option.
+    #[arg(long, value_name = "PATH")]
+    cgroup: Option<PathBuf>,
+}
+
+/// Options of `leocc kernel unload`.
+#[derive(Args)]
+pub struct UnloadArgs {
+    /// Only detach the option carrier from this cgroup; leocc stays loaded.
+    #[arg(long, value_name = "PATH")]
+    cgroup: Option<PathBuf>,
+}
+
+/// `--role` values: the option carrier's roles, or none.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum RoleArg {
+    Sender,
+    Receiver,
+    Both,
+    None,
+}
+
+impl RoleArg {
+    fn role(self) -> Option<option::Role> {
+        match self {
+            RoleArg::Sender => Some(option::Role::Sender),
+            RoleArg::Receiver => Some(option::Role::Receiver),
+            RoleArg::Both => Some(option::Role::Both),
+            RoleArg::None => None,
+        }
+    }
+}
+
 /// Options of `leocc kernel stats`.
 #[derive(Args)]
 pub struct StatsArgs {
-    /// One JSON object per flow instead of a table.
+    /// One JSON object per flow instead of a table (then one with the option counters).
     #[arg(long)]
     json: bool,
 }
@@ -60,7 +111,17 @@ pub struct BenchArgs {
 pub fn run(cmd: KernelCmd) -> anyhow::Result<()> {
     match cmd {
         KernelCmd::Load(a) => load(a),
-        KernelCmd::Unload => {
+        KernelCmd::Unload(UnloadArgs { cgroup: Some(cg) }) => {
+            let removed = option::detach(&cg)?;
+            if removed.is_empty() {
+                println!("no option carrier was attached to {}", cg.display());
+            }
+            for r in removed {
+                println!("option carrier ({r}) detached from {}", cg.display());
+            }
+            Ok(())
+        }
+        KernelCmd::Unload(UnloadArgs { cgroup: None }) => {
             if loader::unload()? {
                 println!("leocc unloaded (flows still using it run on until they close)");
             } else {
@@ -77,13 +138,32 @@ pub fn run(cmd: KernelCmd) -> anyhow::Result<()> {
     }
 }
 
-fn load(a: BtfArg) -> anyhow::Result<()> {
-    let outcome = loader::load(&loader::LoadOptions { btf: a.btf.clone() })?;
+fn load(a: LoadArgs) -> anyhow::Result<()> {
+    let btf = a.btf.btf;
+    let outcome = loader::load(&loader::LoadOptions { btf: btf.clone() })?;
     match outcome {
         loader::LoadOutcome::Loaded => println!("leocc loaded"),
-        loader::LoadOutcome::AlreadyLoaded => println!("leocc is already loaded; nothing changed"),
+        loader::LoadOutcome::AlreadyLoaded => println!("leocc is already loaded"),
     }
-    print!("{}", loader::status(a.btf.as_deref()));
+    if let Some(role) = a.role.role() {
+        let cgroup = match a.cgroup {
+            Some(c) => c,
+            None => option::cgroup2_root()?,
+        };
+        match option::attach(role, &cgroup)? {
+            option::AttachOutcome::Attached => {
+                println!("option carrier ({role}) attached to {}", cgroup.display())
+            }
+            option::AttachOutcome::AlreadyAttached => {
+                println!("option carrier ({role}) was already attached to {}", cgroup.display())
+            }
+            option::AttachOutcome::Replaced(old) => println!(
+                "option carrier ({role}) attached to {}, replacing {old}",
+                cgroup.display()
+            ),
+        }
+    }
+    print!("{}", loader::status(btf.as_deref()));
     if !loader::is_registered() {
         bail!("leocc was loaded but is missing from net.ipv4.tcp_available_congestion_control");
     }
@@ -93,11 +173,20 @@ fn load(a: BtfArg) -> anyhow::Result<()> {
 
 fn show_stats(a: StatsArgs) -> anyhow::Result<()> {
     let flows = leocc_kernel::read_stats()?;
+    let counters = option::read_counters().ok();
     if a.json {
         for f in &flows {
             println!("{}", serde_json::to_string(f).context("encoding stats")?);
         }
+        if let Some(c) = &counters {
+            let obj: serde_json::Map<String, serde_json::Value> =
+                c.0.iter().map(|(n, v)| (n.to_string(), (*v).into())).collect();
+            println!("{}", serde_json::json!({ "option_counters": obj }));
+        }
         return Ok(());
+    }
+    if let Some(c) = &counters {
+        println!("option counters (all connections since load):\n{c}");
     }
     if flows.is_empty() {
         println!("no flows use leocc right now");
@@ -119,10 +208,10 @@ fn show_stats(a: StatsArgs) -> anyhow::Result<()> {
             format!("{:.1}-{:.1}", f.brtt_l_us as f64 / 1e3, f.brtt_h_us as f64 / 1e3),
             f.cwnd,
             f.reconfigs_fed,
-            f.signal,
+            format!("{}{}", f.signal, if f.signal_source == "remote" { "/opt" } else { "" }),
         );
     }
-    println!("rates in Mbit/s; * = congested (eq. 4); rcf = reconfigurations handed to the core");
+    println!("rates in Mbit/s; * = congested (eq. 4); rcf = reconfigurations handed to the core; /opt = signal from the peer's TCP option");
     Ok(())
 }
 

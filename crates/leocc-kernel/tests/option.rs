@@ -1,0 +1,336 @@
+//! The option carrier against the running kernel: real TCP between two network namespaces, the
+//! sender's and the receiver's processes in two cgroups so that each "host" has its own role on
+//! the one kernel, iperf3 as traffic, and a scriptable BPF peer (lab::TestPeer) to play a plain
+//! or a hostile receiver.
+//!
+//! Root only (skips with a message otherwise); every test holds lab::GlobalLock and unloads
+//! leocc when it ends; namespaces, cgroups and links go on drop, also when a test fails.
+
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+use leocc_kernel::lab::{
+    self, GlobalLock, Iperf3Server, NetnsPair, PeerScript, TestCgroup, TestPeer, SERVER_ADDR,
+};
+use leocc_kernel::loader::{self, LoadOptions};
+use leocc_kernel::option::{self, Counters, Role, OPT_EXID, OPT_KIND};
+use leocc_kernel::signal::{self, Signal};
+use leocc_kernel::stats::{self, FlowStats};
+
+const PORT: u16 = 5211;
+/// A valid handshake option offering PRODUCE: what a leocc receiver puts in its SYN-ACK.
+const PRODUCER_SYNACK: [u8; 5] = [OPT_KIND, 5, (OPT_EXID >> 8) as u8, OPT_EXID as u8, 0x11];
+
+struct Exclusive {
+    _lock: GlobalLock,
+}
+
+impl Drop for Exclusive {
+    fn drop(&mut self) {
+        let _ = loader::unload();
+    }
+}
+
+fn exclusive(test: &str) -> Option<Exclusive> {
+    if let Some(reason) = leocc_kernel::missing_bpf_reason() {
+        eprintln!("SKIP {test}: built without the BPF program: {reason}");
+        return None;
+    }
+    if !leocc_kernel::is_root() {
+        eprintln!("SKIP {test}: needs root (BPF, cgroups, network namespaces)");
+        return None;
+    }
+    if std::process::Command::new("iperf3").arg("-v").output().is_err() {
+        eprintln!("SKIP {test}: iperf3 is not installed (scripts/setup.sh installs it)");
+        return None;
+    }
+    if let Err(e) = option::cgroup2_root() {
+        eprintln!("SKIP {test}: {e}");
+        return None;
+    }
+    let lock = GlobalLock::acquire().expect("global leocc lock");
+    let _ = loader::unload();
+    loader::load(&LoadOptions::default()).expect("leocc loads");
+    Some(Exclusive { _lock: lock })
+}
+
+/// The leocc flows to the test server.
+fn flows() -> Vec<FlowStats> {
+    stats::read_stats()
+        .expect("stats map")
+        .into_iter()
+        .filter(|f| f.remote.ip().to_string() == SERVER_ADDR && f.remote.port() == PORT)
+        .collect()
+}
+
+fn wait_flow(timeout: Duration, pred: impl Fn(&FlowStats) -> bool) -> Option<FlowStats> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(f) = flows().into_iter().find(|f| pred(f)) {
+            return Some(f);
+        }
+        if Instant::now() > deadline {
+            return None;
+        }
+        sleep(Duration::from_millis(20));
+    }
+}
+
+fn counters() -> Counters {
+    option::read_counters().expect("option counters")
+}
+
+/// A detector stand-in: keeps the signal map fresh (a probe reply every 20 ms, terminal-PoP
+/// RTT 25 ms) and publishes the reconfigurations `reconfigure` asks for.
+struct Detector {
+    stop: Arc<AtomicBool>,
+    seq: Arc<AtomicU64>,
+    when: Arc<AtomicU64>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Detector {
+    fn start() -> Detector {
+        let stop = Arc::new(AtomicBool::new(false));
+        let seq = Arc::new(AtomicU64::new(0));
+        let when = Arc::new(AtomicU64::new(0));
+        let (s, q, w) = (stop.clone(), seq.clone(), when.clone());
+        let thread = std::thread::spawn(move || {
+            while !s.load(Ordering::Relaxed) {
+                let now = signal::monotonic_ns();
+                let sig = Signal::new(w.load(Ordering::SeqCst), q.load(Ordering::SeqCst), now, 25_000);
+                signal::write_signal(&sig).expect("signal written");
+                sleep(Duration::from_millis(20));
+            }
+        });
+        Detector { stop, seq, when, thread: Some(thread) }
+    }
+
+    /// Publishes one reconfiguration now; returns its CLOCK_MONOTONIC time.
+    fn reconfigure(&self) -> u64 {
+        let now = signal::monotonic_ns();
+        self.when.store(now, Ordering::SeqCst);
+        self.seq.fetch_add(1, Ordering::SeqCst);
+        signal::write_signal(&Signal::new(now, self.seq.load(Ordering::SeqCst), now, 25_000))
+            .expect("signal written");
+        now
+    }
+}
+
+impl Drop for Detector {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Runs a leocc transfer of `secs` from the client (in `snd`) while `during` runs; returns
+/// the iperf3 result.
+fn transfer(
+    pair: &NetnsPair,
+    snd: &TestCgroup,
+    secs: u32,
+    during: impl FnOnce(),
+) -> lab::Iperf3Result {
+    let mut cmd = lab::iperf3_client(pair, PORT, "leocc", secs, 1);
+    snd.join(&mut cmd);
+    let child = cmd.stdout(Stdio::piped()).spawn().expect("iperf3 client");
+    during();
+    let out = child.wait_with_output().expect("iperf3 ends");
+    lab::parse_iperf3_json(&String::from_utf8_lossy(&out.stdout)).expect("iperf3 result")
+}
+
+#[test]
+fn signal_crosses_from_receiver_map_to_sender_flow() {
+    let Some(_x) = exclusive("signal_crosses") else { return };
+    let snd = TestCgroup::new("snd").expect("cgroup");
+    let rcv = TestCgroup::new("rcv").expect("cgroup");
+    option::attach(Role::Sender, &snd.path).expect("sender role");
+    option::attach(Role::Receiver, &rcv.path).expect("receiver role");
+    let pair = NetnsPair::new("opt").expect("netns pair");
+    let _server = Iperf3Server::start_in(&pair, PORT, &rcv).expect("iperf3 server");
+    let detector = Detector::start();
+    let before = counters();
+
+    let mut seen = None;
+    let mut fed = None;
+    let mut when = 0;
+    let r = transfer(&pair, &snd, 3, || {
+        seen = wait_flow(Duration::from_secs(2), |f| {
+            f.signal_source == "remote" && f.signal == "fresh" && f.remote_options > 10
+        });
+        when = detector.reconfigure();
+        fed = wait_flow(Duration::from_secs(1), |f| f.reconfigs_fed == 1);
+    });
+    drop(detector);
+    let c = counters().since(&before);
+    eprintln!("counters:\n{c}\nbefore the event: {seen:?}\nafter: {fed:?}");
+
+    assert_eq!(r.sender_cc, "leocc");
+    let seen = seen.expect("the sender flow takes the signal from the option, fresh");
+    assert_eq!(seen.term_pop_rtt_us, 25_000, "terminal-PoP RTT carried");
+    assert_eq!(seen.reconfigs_fed, 0, "no event before the reconfiguration");
+    let fed = fed.expect("the reconfiguration reached the sender flow");
+    assert_eq!(fed.core_reconfigs + fed.core_reconfigs_skipped, 1, "the core took it");
+    // Write to the receiver's map -> next ACK carries it -> parsed -> cong_control feeds it.
+    // The veth RTT is tens of microseconds; allow for a loaded 2-core machine.
+    let latency_us = fed.reconfig_fed_us.saturating_sub(when / 1000);
+    eprintln!("map write to core: {latency_us} us");
+    assert!(latency_us < 20_000, "event took {latency_us} us to reach the sender's core");
+    // Dated by the sender as arrival minus the carried age: within a few ms of the truth.
+    assert!(fed.last_reconfig_ns.abs_diff(when) < 5_000_000, "{fed:?} vs {when}");
+    assert!(c.get("producing") >= 1 && c.get("consuming") >= 1, "{c}");
+    assert!(c.get("written") > 0 && c.get("received") > 0, "{c}");
+    // One event per consuming connection (iperf3's control connection consumes too).
+    assert!(c.get("events") >= 1 && c.get("events") <= c.get("consuming"), "{c}");
+    assert_eq!(c.get("bad_len") + c.get("bad_version") + c.get("bad_magic"), 0, "{c}");
+    // Ordering on this kernel: the option is parsed before cong_control of the same ACK.
+    // (If cong_control ran first, it would still see the previous option's ACK number and
+    // never count. Not every option is claimed: the control connection's are not leocc's, and
+    // ACKs that do not reach cong_control, e.g. duplicates, are not claimed either.)
+    assert!(
+        c.get("same_ack") * 2 >= c.get("received"),
+        "cong_control ran before the parse on too many ACKs: {c}"
+    );
+}
+
+#[test]
+fn plain_peers_see_no_option_and_options_need_both_sides() {
+    let Some(_x) = exclusive("plain_peers") else { return };
+    let snd = TestCgroup::new("snd").expect("cgroup");
+    let rcv = TestCgroup::new("rcv").expect("cgroup");
+    let pair = NetnsPair::new("plain").expect("netns pair");
+    let _detector = Detector::start();
+
+    // 1. A leocc receiver, a plain sender (observed by the test peer): nothing in the SYN-ACK,
+    //    nothing on the ACKs.
+    option::attach(Role::Receiver, &rcv.path).expect("receiver role");
+    let observer = TestPeer::attach(&snd, &PeerScript::default()).expect("observer");
+    let server = Iperf3Server::start_in(&pair, PORT, &rcv).expect("iperf3 server");
+    let before = counters();
+    let r = transfer(&pair, &snd, 1, || {});
+    let c = counters().since(&before);
+    let seen = observer.seen().expect("observer counters");
+    eprintln!("plain sender: {seen:?}\n{c}");
+    assert!(r.received_bps > 0.0);
+    assert_eq!(seen.synacks, 0, "a plain sender got our option in a SYN-ACK");
+    assert_eq!(seen.segments, 0, "a plain sender got our option on ACKs");
+    assert_eq!(c.get("producing") + c.get("written") + c.get("syn_sent"), 0, "{c}");
+    drop(server);
+    drop(observer);
+    option::detach(&rcv.path).expect("detach");
+
+    // 2. A leocc sender, a plain receiver (observed): the SYN offers, the receiver does not
+    //    answer, so the sender neither writes nor parses anything more.
+    option::attach(Role::Sender, &snd.path).expect("sender role");
+    let observer = TestPeer::attach(&rcv, &PeerScript::default()).expect("observer");
+    let _server = Iperf3Server::start_in(&pair, PORT, &rcv).expect("iperf3 server");
+    let before = counters();
+    let mut flow = None;
+    transfer(&pair, &snd, 1, || {
+        flow = wait_flow(Duration::from_secs(1), |f| f.acks > 100);
+    });
+    let c = counters().since(&before);
+    let seen = observer.seen().expect("observer counters");
+    eprintln!("plain receiver: {seen:?}\n{c}\n{flow:?}");
+    assert_eq!(seen.segments, 0, "a plain receiver got our option after the handshake");
+    assert!(c.get("syn_sent") >= 1, "the SYN offers the option: {c}");
+    assert!(c.get("peer_plain") >= 1, "{c}");
+    assert_eq!(c.get("consuming") + c.get("producing") + c.get("received"), 0, "{c}");
+    let flow = flow.expect("leocc flow listed");
+    assert_eq!(flow.signal_source, "local", "without a capable peer the flow keeps the local map");
+}
+
+/// A hostile receiver (test peer) that negotiates like a leocc receiver and then writes `ack`.
+fn run_hostile(tag: &str, ack: Vec<u8>, bump_at: u32, secs: u32) -> (Counters, Vec<FlowStats>) {
+    let snd = TestCgroup::new("snd").expect("cgroup");
+    let rcv = TestCgroup::new(tag).expect("cgroup");
+    option::attach(Role::Sender, &snd.path).expect("sender role");
+    let script = PeerScript {
+        synack: PRODUCER_SYNACK.to_vec(),
+        ack,
+        bump_at,
+    };
+    let peer = TestPeer::attach(&rcv, &script).expect("hostile peer");
+    let pair = NetnsPair::new(tag).expect("netns pair");
+    let _server = Iperf3Server::start_in(&pair, PORT, &rcv).expect("iperf3 server");
+    let before = counters();
+    let mut samples = Vec::new();
+    let r = transfer(&pair, &snd, secs, || {
+        let end = Instant::now() + Duration::from_secs(u64::from(secs));
+        while Instant::now() < end {
+            samples.extend(flows());
+            sleep(Duration::from_millis(50));
+        }
+    });
+    let c = counters().since(&before);
+    let seen = peer.seen().expect("peer counters");
+    eprintln!("{tag}: peer {seen:?}, {:.2} Gbit/s\n{c}", r.received_bps / 1e9);
+    assert!(seen.written > 100, "the test peer wrote its options: {seen:?}");
+    assert!(r.received_bps > 0.0, "the transfer survives the peer's options");
+    assert!(samples.iter().all(|f| f.signal_source == "remote"), "flow negotiated");
+    (c, samples)
+}
+
+#[test]
+fn malformed_options_are_ignored_and_counted() {
+    let Some(_x) = exclusive("malformed") else { return };
+    let (hi, lo) = ((OPT_EXID >> 8) as u8, OPT_EXID as u8);
+    let cases: [(&str, Vec<u8>, &str); 3] = [
+        ("badlen", vec![OPT_KIND, 8, hi, lo, 0x11, 0, 7, 0], "bad_len"),
+        ("badver", vec![OPT_KIND, 12, hi, lo, 0x21, 0, 7, 0, 0, 9, 0xc4, 0], "bad_version"),
+        ("badmagic", vec![OPT_KIND, 12, hi, lo ^ 1, 0x11, 0, 7, 0, 0, 9, 0xc4, 0], "bad_magic"),
+    ];
+    for (tag, ack, counter) in cases {
+        let (c, samples) = run_hostile(tag, ack, 0, 1);
+        assert!(c.get(counter) > 100, "{tag}: {counter} not counted: {c}");
+        assert_eq!(c.get("received") + c.get("events"), 0, "{tag}: malformed option used: {c}");
+        assert!(!samples.is_empty(), "{tag}: flow listed");
+        for f in &samples {
+            assert_eq!(f.reconfigs_fed, 0, "{tag}: {f:?}");
+            assert_eq!(f.remote_options, 0, "{tag}: {f:?}");
+            assert_ne!(f.signal, "fresh", "{tag}: a malformed option made the signal fresh");
+        }
+    }
+}
+
+#[test]
+fn reconfiguration_claims_are_rate_limited_and_only_make_the_flow_cautious() {
+    let Some(_x) = exclusive("rate_limit") else { return };
+    let (hi, lo) = ((OPT_EXID >> 8) as u8, OPT_EXID as u8);
+    // A well-formed signal whose sequence number (bytes 5..6) changes on every segment:
+    // a reconfiguration claimed per ACK, each "just now" (age 0), terminal-PoP RTT 25 ms.
+    let ack = vec![OPT_KIND, 12, hi, lo, 0x11, 0, 0, 0, 0, 0x09, 0xc4, 0];
+    let secs = 3;
+    let (c, samples) = run_hostile("ratelimit", ack, 5, secs);
+    let fed = samples.iter().map(|f| f.reconfigs_fed).max().unwrap_or(0);
+    eprintln!("reconfigurations fed: {fed}");
+    assert!(c.get("received") > 100, "{c}");
+    assert!(c.get("rate_limited") > 100, "{c}");
+    assert!(
+        c.get("events") <= c.get("consuming") * (u64::from(secs) + 1),
+        "more than one reconfiguration a second accepted per connection: {c}"
+    );
+    assert!(fed >= 2 && fed <= u64::from(secs) + 1, "fed {fed} in {secs} s");
+    // Cautious, never faster: whatever the peer claims, the rate the core applies is a gain
+    // (at most Startup's 2.885) times a bandwidth it measured from the ACK clock, now or before
+    // the event (Reconfiguration Adaptation restores the pre-event target while its inflight
+    // cap holds the window down).
+    let mut measured = 0u64;
+    let mut in_adaptation = 0;
+    for f in &samples {
+        measured = measured.max(f.bbw_a).max(f.bbw_m).max(f.target_rate);
+        assert!(
+            f.pacing_rate as f64 <= 2.9 * measured as f64,
+            "pacing {} above 2.9 x the most the ACK clock ever measured ({measured}): {f:?}",
+            f.pacing_rate
+        );
+        in_adaptation += usize::from(f.mode_name == "reconf-adapt");
+    }
+    eprintln!("{in_adaptation} of {} samples in reconfiguration adaptation", samples.len());
+}
