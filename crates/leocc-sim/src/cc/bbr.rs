@@ -9,8 +9,11 @@
 //! [1.25, 0.75, 1, 1, 1, 1, 1, 1], one phase per min RTT, starting at a random phase other
 //! than 0.75, cwnd gain 2; PROBE_RTT (cwnd 4 packets for 200 ms and one round) when the
 //! min RTT was not refreshed for 10 s. Loss: packet conservation for the first round of
-//! recovery, window restored on exit. Not modelled: the long-term (policer) bandwidth
-//! sampling and the ACK-aggregation cwnd extra of newer kernels.
+//! recovery, window restored on exit. ACK aggregation (bursty ACK arrivals, e.g. over
+//! grant-based uplinks) is measured as Linux does — ACKed data beyond what bw predicts in
+//! the current ACK epoch, max over two windows of 5 rounds, capped at 100 ms of bw and at
+//! cwnd — and added to the cwnd target once the pipe is full. Not modelled: the long-term
+//! (policer) bandwidth sampling.
 
 use super::{AckSample, CaState, CcConfig, Controller, WindowedMax};
 use crate::rng::Rng;
@@ -41,6 +44,12 @@ const PACING_MARGIN: f64 = 0.01;
 const MIN_TSO_RATE: f64 = 1_200_000.0 / 8.0;
 /// Linux sk_pacing_shift: a send quantum holds ~1 ms of data at the pacing rate.
 const PACING_SHIFT: u32 = 10;
+/// Rounds per ACK-aggregation max-filter window (bbr_extra_acked_win_rtts).
+const EXTRA_ACKED_WIN_RTTS: u32 = 5;
+/// Largest ACK-aggregation allowance, as time at the bandwidth estimate (bbr_extra_acked_max_us).
+const EXTRA_ACKED_MAX_US: f64 = 100_000.0;
+/// ACKed packets after which an ACK epoch restarts (bbr_ack_epoch_acked_reset_thresh).
+const ACK_EPOCH_RESET_PKTS: f64 = (1u64 << 20) as f64;
 /// GSO size limit for a send quantum, bytes.
 const GSO_MAX_BYTES: f64 = 65_536.0;
 
@@ -81,6 +90,11 @@ pub struct Bbr {
     probe_rtt_round_done: bool,
     rng: Rng,
     has_rtt: bool,
+    extra_acked: [f64; 2],
+    extra_acked_win_rtts: u32,
+    extra_acked_win_idx: usize,
+    ack_epoch_us: u64,
+    ack_epoch_acked: f64,
 }
 
 impl Bbr {
@@ -114,6 +128,11 @@ impl Bbr {
             probe_rtt_round_done: false,
             rng: Rng::new(cfg.seed),
             has_rtt: false,
+            extra_acked: [0.0; 2],
+            extra_acked_win_rtts: 0,
+            extra_acked_win_idx: 0,
+            ack_epoch_us: 0,
+            ack_epoch_acked: 0.0,
         }
     }
 
@@ -137,6 +156,53 @@ impl Bbr {
 
     fn inflight(&self, bw: f64, gain: f64) -> f64 {
         let mut w = self.bdp(bw, gain) + 3.0 * self.tso_segs_goal();
+        w = (w / 2.0).ceil() * 2.0;
+        if self.mode == Mode::ProbeBw && self.cycle_idx == 0 {
+            w += 2.0;
+        }
+        w
+    }
+
+    /// bbr_update_ack_aggregation: how far ACKs ran ahead of the bandwidth estimate.
+    fn update_ack_aggregation(&mut self, s: &AckSample) {
+        if s.acked_sacked == 0 || s.delivered < 0 || s.interval_us <= 0 {
+            return;
+        }
+        if self.round_start {
+            self.extra_acked_win_rtts += 1;
+            if self.extra_acked_win_rtts >= EXTRA_ACKED_WIN_RTTS {
+                self.extra_acked_win_rtts = 0;
+                self.extra_acked_win_idx ^= 1;
+                self.extra_acked[self.extra_acked_win_idx] = 0.0;
+            }
+        }
+        let epoch_us = s.now_us.saturating_sub(self.ack_epoch_us) as f64;
+        let mut expected = self.bw.get() * epoch_us / 1e6 / self.mss;
+        let acked = s.acked_sacked as f64;
+        if self.ack_epoch_acked <= expected || self.ack_epoch_acked + acked >= ACK_EPOCH_RESET_PKTS {
+            self.ack_epoch_acked = 0.0;
+            self.ack_epoch_us = s.now_us;
+            expected = 0.0;
+        }
+        self.ack_epoch_acked += acked;
+        let extra = (self.ack_epoch_acked - expected).min(self.cwnd as f64);
+        let slot = &mut self.extra_acked[self.extra_acked_win_idx];
+        *slot = slot.max(extra);
+    }
+
+    /// bbr_ack_aggregation_cwnd: packets of cwnd allowance for aggregated ACKs.
+    fn aggregation_cwnd(&self, bw: f64) -> f64 {
+        if !self.full_bw_reached {
+            return 0.0;
+        }
+        let max_aggr = bw * EXTRA_ACKED_MAX_US / 1e6 / self.mss;
+        self.extra_acked[0].max(self.extra_acked[1]).min(max_aggr)
+    }
+
+    /// bbr_set_cwnd's target: BDP × cwnd gain, the ACK-aggregation allowance, and the
+    /// quantization budget.
+    fn cwnd_target(&self, bw: f64) -> f64 {
+        let mut w = self.bdp(bw, self.cwnd_gain) + self.aggregation_cwnd(bw) + 3.0 * self.tso_segs_goal();
         w = (w / 2.0).ceil() * 2.0;
         if self.mode == Mode::ProbeBw && self.cycle_idx == 0 {
             w += 2.0;
@@ -309,7 +375,7 @@ impl Bbr {
             if let Some(c) = self.recover_or_restore(s) {
                 self.cwnd = c;
             } else {
-                let target = self.inflight(bw, self.cwnd_gain) as u32;
+                let target = self.cwnd_target(bw) as u32;
                 if self.full_bw_reached {
                     self.cwnd = (self.cwnd + s.acked_sacked).min(target);
                 } else if self.cwnd < target || s.delivered_total < self.init_cwnd as u64 {
@@ -332,6 +398,7 @@ impl Bbr {
             }
         }
         self.update_bw(s);
+        self.update_ack_aggregation(s);
         self.update_cycle_phase(s);
         self.check_full_bw_reached(s);
         self.check_drain(s);
