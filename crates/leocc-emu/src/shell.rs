@@ -10,15 +10,16 @@
 //! and the namespaces are removed. The exit code is CMD's (128 + signal if it was killed).
 //!
 //! Signals: SIGTERM and SIGHUP terminate CMD (SIGTERM, then SIGKILL after
-//! `KILL_GRACE_MS`). SIGINT is forwarded to CMD and otherwise left to it, as a shell does:
-//! an interactive shell inside survives Ctrl-C, `iperf3 -c` ends on it.
+//! `KILL_GRACE_MS`). SIGINT is left to CMD, as a shell does: Ctrl-C at the terminal reaches
+//! CMD directly (same process group), and a SIGINT sent to leocc with kill(2) is forwarded
+//! to CMD; an interactive shell inside survives it, `iperf3 -c` ends on it.
 
 use crate::emulator::{EmuConfig, Emulator, Side, Summary};
 use crate::error::{EmuError, Result};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::Child;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 /// How long to wait for --server-cmd to open a socket before starting CMD anyway.
@@ -29,18 +30,26 @@ pub const KILL_GRACE_MS: u64 = 2000;
 const WAIT_POLL_MS: u64 = 10;
 
 static PENDING_SIGNAL: AtomicI32 = AtomicI32::new(0);
+/// Whether the pending SIGINT was sent with kill(2) (the child then did not get it) rather
+/// than by the terminal (which signals the whole foreground group, the child included).
+static SIGINT_FROM_KILL: AtomicBool = AtomicBool::new(false);
 
-extern "C" fn on_signal(sig: libc::c_int) {
+extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
+    if sig == libc::SIGINT && !info.is_null() {
+        // SAFETY: the kernel passes a valid siginfo_t with SA_SIGINFO.
+        let code = unsafe { (*info).si_code };
+        SIGINT_FROM_KILL.store(code == libc::SI_USER || code == libc::SI_QUEUE, Ordering::SeqCst);
+    }
     PENDING_SIGNAL.store(sig, Ordering::SeqCst);
 }
 
 fn install_signal_handlers() {
     for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        // SAFETY: the handler only stores into an atomic, which is async-signal-safe.
+        // SAFETY: the handler only stores into atomics, which is async-signal-safe.
         unsafe {
             let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
-            sa.sa_flags = libc::SA_RESTART;
+            sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) as usize;
+            sa.sa_flags = libc::SA_RESTART | libc::SA_SIGINFO;
             libc::sigemptyset(&mut sa.sa_mask);
             libc::sigaction(sig, &sa, std::ptr::null_mut());
         }
@@ -141,7 +150,8 @@ fn supervise(mut child: Child) -> i32 {
         }
         match PENDING_SIGNAL.swap(0, Ordering::SeqCst) {
             0 => {}
-            libc::SIGINT => send(child.id(), libc::SIGINT),
+            libc::SIGINT if SIGINT_FROM_KILL.load(Ordering::SeqCst) => send(child.id(), libc::SIGINT),
+            libc::SIGINT => {}
             _ => {
                 send(child.id(), libc::SIGTERM);
                 term_sent.get_or_insert_with(Instant::now);
