@@ -368,3 +368,53 @@ fn auto_discovery_finds_the_cgnat_hop_behind_the_terminal() {
     assert!(err.contains("1:192.168.1.1 2:100.64.0.1 3:198.18.0.2"), "{err}");
     fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn ipv6_pop_by_global_and_link_local_address() {
+    if let Some(why) = skip_reason() {
+        println!("SKIP ipv6_pop_by_global_and_link_local_address: {why}");
+        return;
+    }
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut ns = Namespaces(Vec::new());
+    let (client, pop) = (ns.add("6c"), ns.add("6p"));
+    for n in [&client, &pop] {
+        // No duplicate address detection: addresses (and neighbour discovery) work at once.
+        let out = Command::new("ip")
+            .args(["netns", "exec", n, "sysctl", "-qw", "net.ipv6.conf.all.accept_dad=0", "net.ipv6.conf.default.accept_dad=0"])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+    }
+    let dev = ns.link(&client, "fd00:64::2/64", &pop, "fd00:64::1/64");
+    // The kernel assigns the link-local address shortly after the link comes up.
+    let t0 = mono_ns();
+    let ll = loop {
+        let out = Command::new("ip").args(["-n", &pop, "-6", "-o", "addr", "show", "scope", "link"]).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        if let Some(w) = text.split_whitespace().find(|w| w.starts_with("fe80::")) {
+            break w.split('/').next().unwrap().to_string();
+        }
+        assert!(mono_ns() < t0 + 3_000 * MS, "no link-local address on the PoP side");
+        thread::sleep(Duration::from_millis(50));
+    };
+    let dir = tempdir("v6");
+    for pop_addr in ["fd00:64::1".to_string(), format!("{ll}%{dev}")] {
+        let log = dir.join("events.jsonl");
+        let c = client.clone();
+        let dev_target = pop_addr.clone();
+        let d = dir.clone();
+        let summary = thread::spawn(move || {
+            enter(&c);
+            let mut opts = options(&d, &log, Some(2_000 * MS));
+            opts.pop = PopSource::Fixed(parse_target(&dev_target).expect("target"));
+            daemon::run(opts, None)
+        })
+        .join()
+        .unwrap()
+        .expect("daemon run");
+        assert!(summary.replies > 150, "{pop_addr}: {summary:?}");
+        assert_eq!(summary.events, 0, "{pop_addr}: {summary:?}");
+    }
+    fs::remove_dir_all(&dir).unwrap();
+}
