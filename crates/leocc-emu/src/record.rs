@@ -44,6 +44,8 @@ const DRAIN_GRACE: Duration = Duration::from_millis(1000);
 const MAGIC: &[u8; 8] = b"LEOCCREC";
 /// ICMP echo payload length (as `ping`'s default).
 const PING_PAYLOAD: usize = 56;
+/// How often a receiver prints its progress.
+const PROGRESS_EVERY: Duration = Duration::from_secs(5);
 /// Timeout on control-connection reads and writes.
 const CONTROL_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -165,11 +167,17 @@ fn receive_flow(udp: &UdpSocket, total: Duration) -> Result<Vec<u64>> {
     let mut buf = [0u8; 2048];
     let mut arrivals = Vec::new();
     let start = Instant::now();
+    let (mut last_report, mut reported) = (Instant::now(), 0usize);
     while start.elapsed() < total {
         if let Ok(n) = udp.recv(&mut buf) {
             if n == UDP_PAYLOAD && &buf[..MAGIC.len()] == MAGIC {
                 arrivals.push(clock::mono_ns());
             }
+        }
+        if last_report.elapsed() >= PROGRESS_EVERY {
+            let mbps = (arrivals.len() - reported) as f64 * UDP_IP_BYTES as f64 * 8.0 / last_report.elapsed().as_secs_f64() / 1e6;
+            eprintln!("  {:5.0} s: {} packets, {mbps:.1} Mbit/s", start.elapsed().as_secs_f64(), arrivals.len());
+            (last_report, reported) = (Instant::now(), arrivals.len());
         }
     }
     Ok(arrivals)
