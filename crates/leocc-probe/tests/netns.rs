@@ -60,15 +60,15 @@ impl Namespaces {
     }
 
     /// Joins `a` and `b` with a veth pair, addresses given with their prefix length; returns
-    /// the device name on `a`'s side.
-    fn link(&self, a: &str, a_addr: &str, b: &str, b_addr: &str) -> String {
+    /// the device names on `a`'s and `b`'s side.
+    fn link(&self, a: &str, a_addr: &str, b: &str, b_addr: &str) -> (String, String) {
         let (da, db) = (format!("v{}", rand_tag()), format!("w{}", rand_tag()));
         ip(&["link", "add", &da, "netns", a, "type", "veth", "peer", "name", &db, "netns", b]);
         ip(&["-n", a, "addr", "add", a_addr, "dev", &da]);
         ip(&["-n", b, "addr", "add", b_addr, "dev", &db]);
         ip(&["-n", a, "link", "set", &da, "up"]);
         ip(&["-n", b, "link", "set", &db, "up"]);
-        da
+        (da, db)
     }
 }
 
@@ -97,7 +97,7 @@ impl Lab {
     fn new() -> Lab {
         let mut ns = Namespaces(Vec::new());
         let (client, pop) = (ns.add("c"), ns.add("p"));
-        let client_dev = ns.link(&client, CLIENT_ADDR, &pop, &format!("{POP_ADDR}/24"));
+        let (client_dev, _) = ns.link(&client, CLIENT_ADDR, &pop, &format!("{POP_ADDR}/24"));
         Lab { client, client_dev, pop, _ns: ns }
     }
 }
@@ -316,18 +316,14 @@ fn daemon_detects_outages_and_ignores_forged_replies() {
     fs::remove_dir_all(&dir).unwrap();
 }
 
-#[test]
-fn auto_discovery_finds_the_cgnat_hop_behind_the_terminal() {
-    if let Some(why) = skip_reason() {
-        println!("SKIP auto_discovery_finds_the_cgnat_hop_behind_the_terminal: {why}");
-        return;
-    }
-    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    // host --192.168.1.0/24-- terminal --100.64.0.0/24-- PoP --198.18.0.0/24-- destination
+/// host --192.168.1.0/24-- terminal --100.64.0.0/24-- PoP --198.18.0.0/24-- destination.
+/// Returns the namespaces (host, terminal, PoP, destination, then the terminal's and the PoP's
+/// devices on their shared link).
+fn terminal_path() -> (Namespaces, Vec<String>) {
     let mut ns = Namespaces(Vec::new());
     let (host, term, pop, dest) = (ns.add("h"), ns.add("t"), ns.add("g"), ns.add("d"));
     ns.link(&host, "192.168.1.2/24", &term, "192.168.1.1/24");
-    ns.link(&term, "100.64.0.2/24", &pop, "100.64.0.1/24");
+    let (term_dev, pop_dev) = ns.link(&term, "100.64.0.2/24", &pop, "100.64.0.1/24");
     ns.link(&pop, "198.18.0.1/24", &dest, "198.18.0.2/24");
     ip(&["-n", &host, "route", "add", "default", "via", "192.168.1.1"]);
     ip(&["-n", &term, "route", "add", "default", "via", "100.64.0.1"]);
@@ -337,6 +333,61 @@ fn auto_discovery_finds_the_cgnat_hop_behind_the_terminal() {
         let out = Command::new("ip").args(["netns", "exec", r, "sysctl", "-qw", "net.ipv4.ip_forward=1"]).output().unwrap();
         assert!(out.status.success());
     }
+    (ns, vec![host, term, pop, dest, term_dev, pop_dev])
+}
+
+#[test]
+fn silent_pop_is_rediscovered_at_its_new_address() {
+    if let Some(why) = skip_reason() {
+        println!("SKIP silent_pop_is_rediscovered_at_its_new_address: {why}");
+        return;
+    }
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (_ns, p) = terminal_path();
+    let (host, term, pop, term_dev, pop_dev) = (p[0].clone(), p[1].clone(), p[2].clone(), p[4].clone(), p[5].clone());
+    let dir = tempdir("rediscover");
+    let log = dir.join("events.jsonl");
+    let mut opts = options(&dir, &log, Some(6_000 * MS));
+    opts.pop = PopSource::Auto {
+        dest: parse_target("198.18.0.2").unwrap(),
+        prefixes: vec![leocc_probe::discover::DEFAULT_PREFIX.parse().unwrap()],
+    };
+    opts.unreachable_after_ns = 500 * MS;
+    opts.rediscover_after_ns = 1_500 * MS;
+    let d = thread::spawn(move || {
+        enter(&host);
+        daemon::run(opts, None)
+    });
+    thread::sleep(Duration::from_millis(1500));
+    // The PoP moves to another address: the old one stops answering.
+    ip(&["-n", &term, "addr", "flush", "dev", &term_dev]);
+    ip(&["-n", &pop, "addr", "flush", "dev", &pop_dev]);
+    ip(&["-n", &term, "addr", "add", "100.64.1.2/24", "dev", &term_dev]);
+    ip(&["-n", &pop, "addr", "add", "100.64.1.1/24", "dev", &pop_dev]);
+    ip(&["-n", &term, "route", "replace", "default", "via", "100.64.1.1"]);
+    ip(&["-n", &pop, "route", "replace", "192.168.1.0/24", "via", "100.64.1.2"]);
+    let summary = d.join().unwrap().expect("daemon run");
+    let changed = log_lines(&log, "pop_changed");
+    assert_eq!(changed.len(), 1, "{changed:?}");
+    assert_eq!((changed[0]["from"].as_str(), changed[0]["to"].as_str()), (Some("100.64.0.1"), Some("100.64.1.1")));
+    assert_eq!(log_lines(&log, "pop_unreachable").len(), 1);
+    assert_eq!(log_lines(&log, "pop_reachable").len(), 1, "replies resumed from the new PoP");
+    assert!(events(&log).is_empty(), "the silence is not a reconfiguration: {:?}", events(&log));
+    let state: serde_json::Value = serde_json::from_slice(&fs::read(dir.join("probe.state.json")).unwrap()).unwrap();
+    assert_eq!(state["pop"], "100.64.1.1");
+    assert!(summary.replies > 150, "{summary:?}");
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn auto_discovery_finds_the_cgnat_hop_behind_the_terminal() {
+    if let Some(why) = skip_reason() {
+        println!("SKIP auto_discovery_finds_the_cgnat_hop_behind_the_terminal: {why}");
+        return;
+    }
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (_ns, path) = terminal_path();
+    let (host, _term, _pop, _dest) = (path[0].clone(), path[1].clone(), path[2].clone(), path[3].clone());
     let dir = tempdir("auto");
     let log = dir.join("events.jsonl");
     let mut opts = options(&dir, &log, Some(1_000 * MS));
@@ -386,7 +437,7 @@ fn ipv6_pop_by_global_and_link_local_address() {
             .unwrap();
         assert!(out.status.success());
     }
-    let dev = ns.link(&client, "fd00:64::2/64", &pop, "fd00:64::1/64");
+    let (dev, _) = ns.link(&client, "fd00:64::2/64", &pop, "fd00:64::1/64");
     // The kernel assigns the link-local address shortly after the link comes up.
     let t0 = mono_ns();
     let ll = loop {
