@@ -11,7 +11,9 @@
 //!
 //! What is measured, and how it differs from the simulator (the report's sim/emu table reads
 //! in this light):
-//! - throughput: bytes the receiver got (iperf3's end summary) over the flow's configured time;
+//! - throughput: what crossed the bottleneck for the flow, on the wire as the simulator and
+//!   Pantheon count it: (segments the receiver got + retransmissions) x 1500 bytes, over the
+//!   flow's configured time; utilisation is that over the capacity the trace offered;
 //! - RTT: the sender's smoothed RTT (tcpi_rtt) every 100 ms from iperf3's intervals, not
 //!   per-packet samples; percentiles are over those 100 ms samples;
 //! - one-way delay: each RTT sample minus the trace's reverse-path base delay at that moment;
@@ -33,8 +35,11 @@ pub const KERNEL_CCS: [&str; 4] = ["reno", "cubic", "bbr", "leocc"];
 const BASE_PORT: u16 = 5301;
 /// iperf3 reporting interval, s: one RTT and throughput sample per 100 ms, like the simulator.
 const INTERVAL_S: f64 = 0.1;
-/// Payload bytes per segment, to turn iperf3's bytes into segments for the retransmit rate.
+/// Payload bytes per segment (1500-byte packets with timestamps), to turn iperf3's bytes into
+/// segments.
 const MSS_BYTES: f64 = 1448.0;
+/// Bytes of one full packet on the wire, as the trace's delivery opportunities count them.
+const WIRE_BYTES: f64 = 1500.0;
 /// Grace for iperf3 to connect and exit around its own timing, s.
 const SLACK_S: f64 = 15.0;
 
@@ -226,7 +231,8 @@ fn measure(flows: &[Flow], outs: &[Value], fwd: &LinkModel, back: &LinkModel, r:
             }
         }
         let active_s = f.stop_s - f.start_s;
-        let thr = recv_bytes * 8.0 / active_s / 1e6;
+        let wire_bytes = (recv_bytes / MSS_BYTES + rtx) * WIRE_BYTES;
+        let thr = wire_bytes * 8.0 / active_s / 1e6;
         let cap = fwd.mean_capacity_bps((f.start_s * 1e6) as u64, (f.stop_s * 1e6) as u64) / 1e6;
         flow_recs.push(json!({
             "flow": i, "cc": f.cc, "start_s": f.start_s, "stop_s": f.stop_s,
@@ -238,7 +244,7 @@ fn measure(flows: &[Flow], outs: &[Value], fwd: &LinkModel, back: &LinkModel, r:
         }));
         sent_segs += sent_bytes / MSS_BYTES;
         retrans += rtx;
-        total_bytes += recv_bytes;
+        total_bytes += wire_bytes;
         all_rtt.extend(rtts);
         all_owd.extend(owds);
         all_q.extend(qs);

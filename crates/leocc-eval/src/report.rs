@@ -11,7 +11,7 @@
 
 use crate::results::{by_cell, stat, Record, Stat};
 use anyhow::{Context, Result};
-use leocc_plot::{bars, color, esc, Axis, Chart, Marker, MarkerKind, Series, Style};
+use leocc_plot::{bars, color, esc, Axis, BarSeries, Chart, Marker, MarkerKind, Series, Style};
 use leocc_trace::{Dir, Trace};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
@@ -296,7 +296,7 @@ fn single_section(html: &mut String, out_dir: &Path, cells: &Cells, engine: &str
 
     // Bars.
     let cats: Vec<String> = runs.iter().map(|(l, _)| l.to_string()).collect();
-    let series = |fields: &[(&str, &str, f64)]| -> Vec<(String, Vec<Option<(f64, f64, f64)>>)> {
+    let series = |fields: &[(&str, &str, f64)]| -> Vec<BarSeries> {
         fields
             .iter()
             .map(|(f, name, scale)| {

@@ -450,14 +450,14 @@ fn fxhash(s: &str) -> u64 {
     s.bytes().fold(0xcbf29ce484222325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100000001b3))
 }
 
+/// One bar: (value, error-bar low, error-bar high).
+pub type Bar = (f64, f64, f64);
+/// A named series of bars, one per category (None: no bar there).
+pub type BarSeries = (String, Vec<Option<Bar>>);
+
 /// A grouped bar chart: one group per category, one bar per series, optional error bars
 /// (min, max) per bar.
-pub fn bars(
-    title: &str,
-    y_label: &str,
-    categories: &[String],
-    series: &[(String, Vec<Option<(f64, f64, f64)>>)],
-) -> String {
+pub fn bars(title: &str, y_label: &str, categories: &[String], series: &[BarSeries]) -> String {
     let (w, h) = (900.0, 320.0);
     let (x0, x1, y0, y1) = (MARGIN_L, w - MARGIN_R_ONE_AXIS, h - MARGIN_B, MARGIN_T);
     let vals = series.iter().flat_map(|(_, v)| v.iter().flatten().flat_map(|&(m, _, hi)| [m, hi]));
