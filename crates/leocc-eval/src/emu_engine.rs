@@ -104,6 +104,13 @@ pub fn run(r: &EmuRun) -> Result<Value> {
         .map(|(i, f)| Flow { cc: f.cc.clone(), start_s: f.start_us as f64 / 1e6, stop_s: f.stop_us as f64 / 1e6, port: BASE_PORT + i as u16 })
         .collect();
     let ccs: Vec<String> = flows.iter().map(|f| f.cc.clone()).collect();
+    // Kernel tests load and unload the global "leocc"; a LeoCC run holds their lock so that it
+    // is not unloaded under its flows.
+    let _kernel_lock = if ccs.iter().any(|c| c == "leocc") {
+        Some(leocc_kernel::lab::GlobalLock::acquire().context("taking the kernel lab lock")?)
+    } else {
+        None
+    };
     preflight(&ccs, &r.leocc_exe)?;
 
     let data_dir = trace.meta.direction.primary();
