@@ -1,0 +1,80 @@
+//! `leocc probe` end to end through the command line, inside `leocc emu` (root only; skips
+//! otherwise): `leocc trace gen` makes a 40 s Starlink trace with ground truth, `leocc emu`
+//! replays it, and `leocc probe --pop $LEOCC_POP --duration ... --log F` runs as the emulator's
+//! command. The emulator's event log gives the wall-clock time of trace time zero, which puts
+//! the daemon's logged wall times on trace time; detections are scored against
+//! `Trace::reconfigurations_us`.
+
+use std::path::Path;
+use std::process::Command;
+
+use leocc_probe::replay::{score, Detection};
+use leocc_probe::sim::MATCH_TOLERANCE_US;
+
+const BIN: &str = env!("CARGO_BIN_EXE_leocc");
+
+fn skip_reason() -> Option<&'static str> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("needs root (network namespaces, TUN, raw sockets)");
+    }
+    if !Path::new("/dev/net/tun").exists() {
+        return Some("needs /dev/net/tun");
+    }
+    None
+}
+
+fn run(cmd: &mut Command) -> String {
+    let o = cmd.output().expect("spawn leocc");
+    assert!(o.status.success(), "{cmd:?}: {}\n{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[test]
+fn probe_inside_emu_detects_generated_reconfigurations() {
+    if let Some(why) = skip_reason() {
+        println!("SKIP probe_inside_emu_detects_generated_reconfigurations: {why}");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("leocc-probe-cli-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace_path = dir.join("starlink.trace");
+    run(Command::new(BIN).args(["trace", "gen", "--profile", "starlink-down", "--duration", "40", "--seed", "1", "-o"]).arg(&trace_path));
+    let events = dir.join("events.jsonl");
+    let emu_log = dir.join("emu");
+    // The daemon stops 0.3 s before the 40 s trace would loop.
+    let probe = format!(
+        "exec {BIN} probe --pop \"$LEOCC_POP\" --duration 39.7 --log {} --run-dir {} --no-kernel --quiet",
+        events.display(),
+        dir.join("run").display()
+    );
+    let out = run(Command::new(BIN).args(["emu", "--trace"]).arg(&trace_path).arg("--log").arg(&emu_log).args(["--", "sh", "-c", &probe]));
+    assert!(out.contains("probing PoP 100.64.0.1"), "{out}");
+
+    let header = std::fs::read_to_string(dir.join("emu.up")).unwrap();
+    let base_ms: i64 = header
+        .lines()
+        .find_map(|l| l.strip_prefix("# base timestamp: "))
+        .expect("emulator log header")
+        .trim()
+        .parse()
+        .unwrap();
+    let to_trace_us = |wall_s: f64| (wall_s * 1e6) as i64 - base_ms * 1000;
+    let dets: Vec<Detection> = std::fs::read_to_string(&events)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["type"] == "reconfig")
+        .map(|v| Detection { start_ns: to_trace_us(v["wall"].as_f64().unwrap()), detect_ns: to_trace_us(v["detect_wall"].as_f64().unwrap()) })
+        .collect();
+    let trace = leocc_trace::Trace::load(&trace_path).unwrap();
+    let truth: Vec<i64> = trace.reconfigurations_us().iter().map(|&t| t as i64).collect();
+    assert!(truth.len() >= 2, "{truth:?}");
+    let s = score(&dets, &truth, MATCH_TOLERANCE_US);
+    println!("leocc probe inside leocc emu: truth {}, detections {}, matched {}, delays {:?} us", s.truth, s.detections, s.matched, s.delays_ns);
+    assert!(s.precision >= 0.99 && s.recall >= 0.99, "{s:#?}");
+    // Detection follows the outage (45-130 ms) by about one RTT.
+    assert!(s.delays_ns.iter().all(|&d| d > 40_000 && d < 500_000), "{:?}", s.delays_ns);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
