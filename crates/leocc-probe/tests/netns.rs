@@ -271,9 +271,10 @@ fn daemon_detects_outages_and_ignores_forged_replies() {
         let start = (e["t_mono_ms"].as_f64().unwrap() * 1e6) as u64;
         let detect = (e["detect_mono_ms"].as_f64().unwrap() * 1e6) as u64;
         // The last reply before the gap answers a probe sent at most one interval before.
-        assert!(start + 30 * MS >= *on && start <= on + 2 * MS, "start {start} vs outage {on}..{off}");
-        // The first probe after the outage is answered within an interval (plus load slack).
-        assert!(detect >= *off && detect <= off + 60 * MS, "detect {detect} vs outage end {off}");
+        assert!(start + 60 * MS >= *on && start <= on + 2 * MS, "start {start} vs outage {on}..{off}");
+        // The first probe after the outage is answered within an interval (plus slack for a
+        // loaded machine).
+        assert!(detect >= *off && detect <= off + 150 * MS, "detect {detect} vs outage end {off}");
     }
     let state: serde_json::Value = serde_json::from_slice(&fs::read(dir.join("probe.state.json")).unwrap()).unwrap();
     assert!(state["rejected"]["bad_cookie"].as_u64().unwrap() > 0, "{state:#}");
