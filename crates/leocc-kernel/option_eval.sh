@@ -17,8 +17,9 @@
 # Metrics per run: goodput (iperf3 receiver) and the sender's smoothed RTT (tcpi_rtt) every
 # 100 ms from iperf3 --get-server-output intervals: mean, p95.
 #
-# usage: option_eval.sh [LEOCC] [SECONDS] [SEED] [OUTDIR]
+# usage: [RUNS="remote local none"] option_eval.sh [LEOCC] [SECONDS] [SEED] [OUTDIR]
 set -eu
+RUNS=${RUNS:-remote local none}
 LEOCC=${1:-leocc}
 SECS=${2:-60}
 SEED=${3:-1}
@@ -50,25 +51,32 @@ run() { # run NAME DETECTOR(yes|no)
 	[ "$det" = yes ] && probe="\"$LEOCC\" probe --pop \$LEOCC_POP --duration $((SECS + 5)) --log $OUT/$name-$SEED.events >/dev/null 2>&1 &"
 	echo "== $name (trace $TRACE, ${SECS}s)" >&2
 	"$LEOCC" emu --trace "$TRACE" --seed "$SEED" \
-		--server-cmd "echo \$\$ > $SND/cgroup.procs; exec iperf3 -s -1 -p $PORT" \
+		--server-cmd "echo \$\$ > $SND/cgroup.procs; exec iperf3 -s -1 -J -p $PORT >/dev/null" \
 		-- sh -c "echo \$\$ > $RCV/cgroup.procs; $probe
 			sleep 1
 			iperf3 -c \$LEOCC_SERVER -p $PORT -R -C leocc -t $SECS -i 0.1 -J --get-server-output > $json
 			kill %1 2>/dev/null; wait" >&2
 	jq -r --arg name "$name" '
-		[.server_output_json.intervals[].streams[0].rtt | select(. > 0) / 1000] | sort as $r
+		. as $j
+		| [$j.server_output_json.intervals[].streams[0].rtt | select(. > 0) / 1000] | sort as $r
 		| ($r | length) as $n
-		| "\($name) goodput_mbps=\(.end.sum_received.bits_per_second / 1e6 | . * 100 | round / 100) rtt_mean_ms=\(($r | add) / $n | . * 100 | round / 100) rtt_p95_ms=\($r[($n * 0.95 | floor)] | . * 100 | round / 100) retrans=\(.server_output_json.end.sum_sent.retransmits)"
+		| "\($name) goodput_mbps=\($j.end.sum_received.bits_per_second / 1e6 | . * 100 | round / 100) rtt_mean_ms=\(($r | add) / $n | . * 100 | round / 100) rtt_p95_ms=\($r[($n * 0.95 | floor)] | . * 100 | round / 100) retrans=\($j.server_output_json.end.sum_sent.retransmits)"
 	' "$json"
 }
 
-# remote: option carrier on, roles per cgroup.
-"$LEOCC" kernel load --role sender --cgroup "$SND" >/dev/null
-"$LEOCC" kernel load --role receiver --cgroup "$RCV" >/dev/null
-"$LEOCC" kernel stats --json | tail -1 > "$OUT/counters-before-$SEED.json"
-run remote yes
-"$LEOCC" kernel stats --json | tail -1 > "$OUT/counters-after-$SEED.json"
-"$LEOCC" kernel unload --cgroup "$SND" >/dev/null
-"$LEOCC" kernel unload --cgroup "$RCV" >/dev/null
-run local yes
-run none no
+for r in $RUNS; do
+	case $r in
+	remote) # option carrier on, roles per cgroup
+		"$LEOCC" kernel load --role sender --cgroup "$SND" >/dev/null
+		"$LEOCC" kernel load --role receiver --cgroup "$RCV" >/dev/null
+		"$LEOCC" kernel stats --json | tail -1 > "$OUT/counters-before-$SEED.json"
+		run remote yes
+		"$LEOCC" kernel stats --json | tail -1 > "$OUT/counters-after-$SEED.json"
+		"$LEOCC" kernel unload --cgroup "$SND" >/dev/null
+		"$LEOCC" kernel unload --cgroup "$RCV" >/dev/null
+		;;
+	local) run local yes ;;
+	none) run none no ;;
+	*) echo "unknown run $r (remote, local, none)" >&2; exit 2 ;;
+	esac
+done

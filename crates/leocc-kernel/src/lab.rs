@@ -475,6 +475,23 @@ impl TestPeer {
     }
 }
 
+/// Without the BPF programs (see [`crate::missing_bpf_reason`]) there is no test peer.
+#[cfg(leocc_no_bpf)]
+pub struct TestPeer;
+
+#[cfg(leocc_no_bpf)]
+impl TestPeer {
+    /// Always fails: this build carries no BPF object.
+    pub fn attach(_cgroup: &TestCgroup, _script: &PeerScript) -> io::Result<TestPeer> {
+        Err(io::Error::other("test peer: this build has no BPF programs"))
+    }
+
+    /// Always fails: this build carries no BPF object.
+    pub fn seen(&self) -> io::Result<PeerSeen> {
+        Err(io::Error::other("test peer: this build has no BPF programs"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

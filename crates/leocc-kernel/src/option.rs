@@ -32,6 +32,9 @@ pub const OPT_VERSION: u8 = 1;
 pub const OPT_SYN_LEN: u8 = 5;
 /// Length of the signal option (LEOCC_OPT_SIG_LEN).
 pub const OPT_SIG_LEN: u8 = 12;
+// The budget: at most 12 bytes with kind, length and ExID, so that it still fits in the 40
+// bytes of option space next to timestamps (12) and one SACK block (12 with padding).
+const _: () = assert!(OPT_SIG_LEN <= 12);
 /// Capability: writes the signal (LEOCC_CAP_PRODUCE).
 pub const CAP_PRODUCE: u8 = 0x1;
 /// Capability: reads the signal into LeoCC (LEOCC_CAP_CONSUME).
@@ -452,7 +455,6 @@ mod tests {
         assert_eq!(define("LEOCC_OPT_RTT_UNIT_US"), OPT_RTT_UNIT_US.to_string());
         assert_eq!(define("LEOCC_OPT_PROBE_AGE_UNIT_MS"), OPT_PROBE_AGE_UNIT_MS.to_string());
         assert_eq!(define("LEOCC_OPT_MIN_EVENT_GAP_NS"), format!("{OPT_MIN_EVENT_GAP_NS}ULL"));
-        assert!(OPT_SIG_LEN <= 12, "the brief's budget: 12 bytes with kind, length and ExID");
     }
 
     #[test]
