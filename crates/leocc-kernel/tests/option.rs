@@ -59,17 +59,29 @@ fn exclusive(test: &str) -> Option<Exclusive> {
 
 /// The leocc flows to the test server.
 fn flows() -> Vec<FlowStats> {
+    flows_to(SERVER_ADDR)
+}
+
+fn flows_to(server: &str) -> Vec<FlowStats> {
     stats::read_stats()
         .expect("stats map")
         .into_iter()
-        .filter(|f| f.remote.ip().to_string() == SERVER_ADDR && f.remote.port() == PORT)
+        .filter(|f| f.remote.ip().to_string() == server && f.remote.port() == PORT)
         .collect()
 }
 
 fn wait_flow(timeout: Duration, pred: impl Fn(&FlowStats) -> bool) -> Option<FlowStats> {
+    wait_flow_to(SERVER_ADDR, timeout, pred)
+}
+
+fn wait_flow_to(
+    server: &str,
+    timeout: Duration,
+    pred: impl Fn(&FlowStats) -> bool,
+) -> Option<FlowStats> {
     let deadline = Instant::now() + timeout;
     loop {
-        if let Some(f) = flows().into_iter().find(|f| pred(f)) {
+        if let Some(f) = flows_to(server).into_iter().find(|f| pred(f)) {
             return Some(f);
         }
         if Instant::now() > deadline {
@@ -197,6 +209,30 @@ fn signal_crosses_from_receiver_map_to_sender_flow() {
         c.get("same_ack") * 2 >= c.get("received"),
         "cong_control ran before the parse on too many ACKs: {c}"
     );
+}
+
+#[test]
+fn ipv6_connections_negotiate_and_carry_the_signal() {
+    let Some(_x) = exclusive("ipv6") else { return };
+    let snd = TestCgroup::new("snd6").expect("cgroup");
+    let rcv = TestCgroup::new("rcv6").expect("cgroup");
+    option::attach(Role::Both, &snd.path).expect("both roles");
+    option::attach(Role::Both, &rcv.path).expect("both roles");
+    let pair = NetnsPair::new("opt6").expect("netns pair");
+    let _server = Iperf3Server::start_in(&pair, PORT, &rcv).expect("iperf3 server");
+    let detector = Detector::start();
+    let mut cmd = lab::iperf3_client_to(&pair, lab::SERVER_ADDR6, PORT, "leocc", 2, 1);
+    snd.join(&mut cmd);
+    let child = cmd.stdout(Stdio::null()).spawn().expect("iperf3 client");
+    let seen = wait_flow_to(lab::SERVER_ADDR6, Duration::from_secs(2), |f| {
+        f.signal_source == "remote" && f.signal == "fresh" && f.remote_options > 10
+    });
+    detector.reconfigure();
+    let fed = wait_flow_to(lab::SERVER_ADDR6, Duration::from_secs(1), |f| f.reconfigs_fed == 1);
+    let _ = child.wait_with_output();
+    eprintln!("{seen:?}\n{fed:?}");
+    assert!(seen.is_some(), "the IPv6 flow takes its signal from the option");
+    assert!(fed.is_some(), "the reconfiguration crossed over IPv6");
 }
 
 #[test]
