@@ -24,7 +24,7 @@ pub mod cc;
 pub mod detector;
 pub mod event;
 pub mod metrics;
-pub mod rng;
+pub use leocc_trace::rng;
 pub mod sim;
 pub mod tcp;
 

@@ -21,64 +21,8 @@
 use std::fmt;
 
 use crate::mahimahi::LEOREPLAYER_INTERVAL_US;
+use crate::rng::Rng;
 use crate::model::{Capacity, DelaySeries, DirTrace, Loss, Measured, Meta, Segment, Span, Trace, OPPORTUNITY_BYTES};
-
-/// A small, fixed PRNG (SplitMix64 to seed xoshiro256**), so traces are identical for a seed
-/// across versions of every dependency.
-#[derive(Debug, Clone)]
-pub struct Rng {
-    s: [u64; 4],
-}
-
-impl Rng {
-    /// Seeds the generator; any seed (including 0) gives a good state.
-    pub fn new(seed: u64) -> Rng {
-        let mut x = seed;
-        let mut next = || {
-            x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = x;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        };
-        Rng { s: [next(), next(), next(), next()] }
-    }
-
-    /// Next 64 random bits (xoshiro256**).
-    pub fn next_u64(&mut self) -> u64 {
-        let r = self.s[1].wrapping_mul(5).rotate_left(7).wrapping_mul(9);
-        let t = self.s[1] << 17;
-        self.s[2] ^= self.s[0];
-        self.s[3] ^= self.s[1];
-        self.s[1] ^= self.s[2];
-        self.s[0] ^= self.s[3];
-        self.s[2] ^= t;
-        self.s[3] = self.s[3].rotate_left(45);
-        r
-    }
-
-    /// Uniform in [0, 1).
-    pub fn f64(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    /// Uniform in [lo, hi).
-    pub fn range(&mut self, lo: f64, hi: f64) -> f64 {
-        lo + (hi - lo) * self.f64()
-    }
-
-    /// Standard normal (Box-Muller).
-    pub fn normal(&mut self) -> f64 {
-        let u1 = 1.0 - self.f64();
-        let u2 = self.f64();
-        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
-    }
-
-    /// Exponential with the given mean.
-    pub fn exp(&mut self, mean: f64) -> f64 {
-        -mean * (1.0 - self.f64()).ln()
-    }
-}
 
 /// The generator's profiles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -329,7 +273,7 @@ pub fn generate(profile: Profile, duration_ms: u64, seed: u64, command: &str) ->
 /// the ms of the minute the trace starts at (the phase).
 fn reconfigurations(rng: &mut Rng, s: &Schedule, duration_ms: u64) -> (Vec<u64>, u64) {
     // The trace starts at a random ms of the minute; the first slot follows from the phase.
-    let start_of_minute = (rng.f64() * 60_000.0) as u64;
+    let start_of_minute = (rng.unit() * 60_000.0) as u64;
     let first = (s.slot_ms + s.period_ms * 8 - start_of_minute % s.period_ms) % s.period_ms;
     let mut ev: Vec<u64> = (0..).map(|k| first + k * s.period_ms).take_while(|&t| t < duration_ms).collect();
     let mut t = 0.0;

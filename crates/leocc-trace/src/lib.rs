@@ -11,6 +11,7 @@ pub mod link;
 pub mod mahimahi;
 pub mod model;
 pub mod plot;
+pub mod rng;
 pub mod stats;
 pub mod text;
 

@@ -1,10 +1,12 @@
-//! The simulator's only source of randomness: xoshiro256** seeded through SplitMix64
-//! (Blackman & Vigna, "Scrambled linear pseudorandom number generators", 2018).
+//! The project's one pseudo-random generator: xoshiro256** seeded through SplitMix64
+//! (Blackman & Vigna, "Scrambled linear pseudorandom number generators", 2018), written here
+//! rather than taken from a crate so that a seed gives the same numbers across versions of every
+//! dependency: the trace generator's output and every simulator run are fixed by their seed.
 //!
-//! Every random choice in a run (random loss, the detector's probe phase, BBR's initial gain
-//! phase, Vivace's trial order) draws from a generator derived from the run's seed, so a seed
-//! fully determines a run. Each consumer gets its own stream (`Rng::derive`) so that adding a
-//! draw in one place does not shift the numbers another place sees.
+//! In the simulator every random choice (random loss, the detector's probe phase, BBR's initial
+//! gain phase, Vivace's trial order) draws from a generator derived from the run's seed; each
+//! consumer gets its own stream (`Rng::derive`) so that adding a draw in one place does not
+//! shift the numbers another place sees.
 
 /// A small, fast, deterministic pseudo-random generator.
 #[derive(Clone, Debug)]
@@ -58,6 +60,23 @@ impl Rng {
     /// True with probability `p`.
     pub fn chance(&mut self, p: f64) -> bool {
         p > 0.0 && self.unit() < p
+    }
+
+    /// Uniform in [lo, hi).
+    pub fn range(&mut self, lo: f64, hi: f64) -> f64 {
+        lo + (hi - lo) * self.unit()
+    }
+
+    /// Standard normal (Box-Muller).
+    pub fn normal(&mut self) -> f64 {
+        let u1 = 1.0 - self.unit();
+        let u2 = self.unit();
+        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+    }
+
+    /// Exponential with the given mean.
+    pub fn exp(&mut self, mean: f64) -> f64 {
+        -mean * (1.0 - self.unit()).ln()
     }
 }
 
