@@ -5,7 +5,8 @@
 //! Topology and roles. Data goes in the trace's measured direction: for a downlink trace the
 //! senders are in the server namespace and the receivers (iperf3 -s) in the client namespace
 //! behind the satellite segment; for an uplink trace the other way round. For LeoCC flows the
-//! reconfiguration detector (`leocc probe`) runs in the client namespace against the emulated
+//! LeoCC is (re)loaded from this binary before each run, so the kernel runs the build being
+//! measured. The reconfiguration detector (`leocc probe`) runs in the client namespace against the emulated
 //! PoP and publishes to the kernel's pinned signal map; both namespaces share one kernel, so
 //! this is LeoCC with a detector on its host (the remote TCP-option path is measured apart).
 //!
@@ -64,15 +65,25 @@ fn preflight(ccs: &[String], exe: &Path) -> Result<()> {
     }
     which("iperf3").context("iperf3 not found (scripts/setup.sh installs it)")?;
     let available = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control").unwrap_or_default();
+    let mut reloaded = false;
     for cc in ccs {
         if !KERNEL_CCS.contains(&cc.as_str()) {
             bail!("control '{cc}' has no kernel implementation here (the emulator engine runs {})", KERNEL_CCS.join(", "));
         }
-        if cc == "leocc" && !available.split_whitespace().any(|a| a == "leocc") {
-            let st = Command::new(exe).args(["kernel", "load"]).status().context("running leocc kernel load")?;
-            if !st.success() {
-                bail!("leocc is not loaded and `leocc kernel load` failed");
+        if cc == "leocc" && !reloaded {
+            // Always this binary's LeoCC: a leocc left loaded by another build would be measured
+            // under this build's name otherwise. Unloading with live flows is safe.
+            if available.split_whitespace().any(|a| a == "leocc") {
+                let st = Command::new(exe).args(["kernel", "unload"]).stdout(Stdio::null()).status().context("running leocc kernel unload")?;
+                if !st.success() {
+                    bail!("`leocc kernel unload` failed before reloading this build's LeoCC");
+                }
             }
+            let st = Command::new(exe).args(["kernel", "load"]).stdout(Stdio::null()).status().context("running leocc kernel load")?;
+            if !st.success() {
+                bail!("`leocc kernel load` failed");
+            }
+            reloaded = true;
         }
     }
     Ok(())
