@@ -120,6 +120,9 @@
  * drain phase during the first steady phase. Eq. 4's verdict is taken from here on. */
 #define PHASE_FIRST_VERDICT 3u
 
+/* Multiplier of the per-flow phase hash (2^64 / golden ratio, Knuth's multiplicative hash). */
+#define PHASE_HASH_MULT 0x9e3779b97f4a7c15ull
+
 /* mpf_range collects the dense bins in one u64 bitmap; the bins pack four to a word. */
 _Static_assert(LEOCC_MPF_BINS <= 64, "LEOCC_MPF_BINS must fit a 64-bit bitmap");
 _Static_assert(LEOCC_MPF_BINS == LEOCC_MPF_WORDS * 4, "LEOCC_MPF_BINS must be 4 x words");
@@ -473,7 +476,7 @@ LEOCC_API void leocc_default_params(struct leocc_params *p)
 	p->ra_min_rtt_samples = 8;                      /* ours */
 	p->ra_max_drain_us = 200 * 1000;                /* authors' ProbeRTT duration */
 	p->ra_probe_max_rounds = 8;                     /* ours: bound on the probe */
-	p->drain_phase_max_rounds = 4;                  /* ours: bound on the drain phase */
+	p->drain_phase_max_rounds = 2;                  /* ours: bound on the drain phase */
 	p->nonsat_spike_us = 10 * 1000;                 /* ours: = Delta_RTT */
 	p->path_stale_us = 1000 * 1000;                 /* ours: 100 probe periods of 10 ms */
 	p->rcf_max_age_us = 1000 * 1000;                /* ours: older events are history */
@@ -614,6 +617,30 @@ LEOCC_INTERNAL void update_nonsat(struct leocc_state *s, leocc_u64 now_us)
 	mpf_add_nonsat(&s->mpf, nonsat);
 }
 
+/* Which RTT samples may shape the band range (the MPF should see the path, not a queue):
+ * - During the adaptation's bandwidth probe the range is the one the capped round just
+ *   measured (section 4.2.2: "updates bRTT_h and bRTT_l immediately"): the probe's own queue
+ *   is not a band.
+ * - In cruise, a sample above bRTT_h counts only from the first steady phase, whose ACKs are
+ *   those of the packets sent while draining (or while band learning, see check_band_shift).
+ *   Otherwise a queue less than Delta_RTT above the range, which is not congestion, is
+ *   learned as a band, lifts bRTT_h, and the next queue can sit higher still: with other
+ *   flows holding the queue this ratchet ran away, and the flow whose range had climbed
+ *   furthest, alone never reading the queue as congestion, took the link from the others.
+ *   A band the path really has shows in those samples too, at a slower rate.
+ * - While congested, samples above the range by Delta_RTT are queue, not a band: they stay
+ *   out so a standing queue cannot widen the range it is judged against (until a drain
+ *   phase has shown that the elevation is not a queue). */
+LEOCC_INTERNAL int rtt_is_band_sample(const struct leocc_state *s, leocc_u32 rtt_us)
+{
+	if (s->mode == LEOCC_MODE_RECONF && s->ra_step == 1 && s->brtt_h > 0)
+		return rtt_us < s->brtt_h;
+	if (s->mode == LEOCC_MODE_CRUISE && !s->band_learning && s->brtt_h > 0 &&
+	    rtt_us >= s->brtt_h && s->cycle_phase != PHASE_FIRST_STEADY)
+		return 0;
+	return !(s->congested && !s->band_learning && rtt_us >= s->brtt_h + s->p.delta_rtt_us);
+}
+
 LEOCC_INTERNAL void update_rtt(struct leocc_state *s, const struct leocc_ack_sample *a)
 {
 	if (s->round_started) {
@@ -625,10 +652,7 @@ LEOCC_INTERNAL void update_rtt(struct leocc_state *s, const struct leocc_ack_sam
 	kal_update(&s->rtt_kal, a->rtt_us, &s->p);
 	if (s->mode == LEOCC_MODE_RECONF)
 		s->ra_fresh_rtts++;
-	/* While congested, samples above the range are queue, not a band: keep them out so a
-	 * standing queue cannot widen the range it is judged against (until a drain phase has
-	 * shown that the elevation is not a queue, see check_band_shift). */
-	if (!(s->congested && !s->band_learning && a->rtt_us >= s->brtt_h + s->p.delta_rtt_us))
+	if (rtt_is_band_sample(s, a->rtt_us))
 		mpf_add(&s->mpf, a->rtt_us, s->p.mpf_bin_us);
 	if (s->brtt_h == 0)
 		refresh_rtt_range(s);
@@ -654,6 +678,12 @@ LEOCC_INTERNAL leocc_u64 initial_rate(const struct leocc_state *s)
 LEOCC_INTERNAL leocc_u32 rtt_l(const struct leocc_state *s)
 {
 	return s->brtt_l ? s->brtt_l : s->p.default_rtt_us;
+}
+
+/* The pacing floor: min_cwnd packets per bRTT_l. */
+LEOCC_INTERNAL leocc_u64 min_rate(const struct leocc_state *s)
+{
+	return (leocc_u64)s->p.min_cwnd * s->mss * USEC_PER_SEC_U64 / rtt_l(s);
 }
 
 LEOCC_INTERNAL leocc_u32 rtt_h(const struct leocc_state *s)
@@ -737,15 +767,37 @@ LEOCC_INTERNAL void check_band_shift(struct leocc_state *s)
 		s->band_learning = 1;
 }
 
-LEOCC_INTERNAL void next_phase(struct leocc_state *s, leocc_u64 now_us)
+/* A steady phase drawn per flow: the clock mixed with the flow's own delivery count. */
+LEOCC_INTERNAL leocc_u32 random_steady_phase(const struct leocc_state *s,
+					     const struct leocc_ack_sample *a)
+{
+	leocc_u64 h = (a->now_us ^ (a->delivered_total * PHASE_HASH_MULT)) * PHASE_HASH_MULT;
+
+	return PHASE_FIRST_STEADY + (leocc_u32)((h >> 32) % (s->p.cycle_len - PHASE_FIRST_STEADY));
+}
+
+LEOCC_INTERNAL void next_phase(struct leocc_state *s, const struct leocc_ack_sample *a)
 {
 	if (s->cycle_phase == PHASE_FIRST_STEADY)
 		check_band_shift(s);
-	set_phase(s, s->cycle_phase + 1 >= s->p.cycle_len ? 0 : s->cycle_phase + 1, now_us);
+	/* The first drain phase after an adaptation: every flow behind the terminal left its
+	 * adaptation at the same moment, and flows with the same bRTT_l would otherwise burst in
+	 * step for the whole interval. Bursting together, no flow's burst raises its share, so
+	 * the shares the flows had are kept; apart, a small flow's burst raises its delivery
+	 * rate by up to bco while a large flow's barely moves it, which is how the max filter
+	 * equalises the shares (as in BBR, which randomises its ProbeBW phase for this reason). */
+	if (s->cycle_phase == PHASE_DRAIN && s->phase_start_us == s->mode_start_us) {
+		set_phase(s, random_steady_phase(s, a), a->now_us);
+		return;
+	}
+	set_phase(s, s->cycle_phase + 1 >= s->p.cycle_len ? 0 : s->cycle_phase + 1, a->now_us);
 }
 
 /* Each phase lasts about bRTT_l; the drain phase lasts until inflight is down to target x
- * bRTT_l (as BBR's), at most drain_phase_max_rounds x bRTT_l. Draining to the lower end of the
+ * bRTT_l (as BBR's), at most drain_phase_max_rounds (2) x bRTT_l. The bound is short because
+ * the queue the phase waits for may be other flows': a flow that drained on alone for
+ * 4 x bRTT_l every cycle (0.75 x its rate for half of it) paid for everyone's queue, and the
+ * flows with the lowest (truest) bRTT_l paid the most. Draining to the lower end of the
  * range, not the upper, matters: an overestimate of bBW_a (ACK compression when the RTT falls
  * into a lower band) builds a queue smaller than bRTT_h - bRTT_l, which only this removes. In
  * the upper band the phase runs longer, which costs a few % of throughput there. */
@@ -765,11 +817,11 @@ LEOCC_INTERNAL void run_cruise(struct leocc_state *s, const struct leocc_ack_sam
 		queue_free = bytes_to_pkts(bdp_bytes(s->target_rate, l), s->mss);
 		if ((elapsed >= l && a->in_flight <= queue_free) ||
 		    elapsed >= (leocc_u64)l * s->p.drain_phase_max_rounds)
-			next_phase(s, a->now_us);
+			next_phase(s, a);
 		return;
 	}
 	if (elapsed >= l)
-		next_phase(s, a->now_us);
+		next_phase(s, a);
 }
 
 LEOCC_INTERNAL void ra_begin_probe(struct leocc_state *s, const struct leocc_ack_sample *a)
@@ -967,6 +1019,11 @@ LEOCC_INTERNAL void set_output(struct leocc_state *s, const struct leocc_ack_sam
 	}
 	if (rate == 0)
 		rate = initial_rate(s);
+	/* Never below min_cwnd packets per bRTT_l (BBR's and the authors' floor of 4 packets,
+	 * as a rate). Slower, a flow's packets are ACKed one at a time after the receiver's
+	 * delayed-ACK timer: its RTT samples then carry the timer, eq. 4 reads them as a queue,
+	 * the moderate target holds the rate down, and the flow never gets its share back. */
+	rate = max_u64(rate, min_rate(s));
 	/* cwnd covers the upper end of the band range: the pacing rate, not cwnd, sets the
 	 * operating point; cwnd only bounds the damage of a wrong rate. */
 	target_cwnd_bytes = apply_gain(bdp_bytes(base, rtt_h(s)), cwnd_gain);

@@ -325,8 +325,9 @@ void test_loss_with_drift(void)
 
 /* The base RTT switches between two bands 15 ms apart (more than Delta_RTT) every 500 ms,
  * with no reconfiguration. A rise into the upper band is not congestion: eq. 4 must not turn
- * to the moderate estimate for it, and once both bands are in the window the range covers
- * them. (A fall into the lower band compresses ACKs, which briefly inflates bBW_a, so a real
+ * to the moderate estimate for it (unless a real queue of Delta_RTT rides on it, left by the
+ * ACK compression of the previous fall), and once both bands are in the window the range
+ * covers them. (A fall into the lower band compresses ACKs, which briefly inflates bBW_a, so a real
  * queue of 15-30 ms can follow it; detecting that queue is right, hence the 10 % allowance.) */
 void test_band_switch(void)
 {
@@ -345,9 +346,11 @@ void test_band_switch(void)
 		int upward = sim_seg_at(s, t)->rtt_us == 55000;
 
 		w = run_window(s, t, t + 300 * MS);
-		CHECK(!upward || w.congested == 0,
-		      "rise into the upper band at %.1f s read as congestion for %llu ms",
-		      (double)t / 1e6, (unsigned long long)w.congested);
+		/* Congested during a rise is only wrong without a real queue of Delta_RTT. */
+		CHECK(!upward || w.congested == 0 || mean_q_ms(&w) >= 10.0,
+		      "rise into the upper band at %.1f s read as congestion for %llu ms "
+		      "(mean queue %.1f ms)", (double)t / 1e6, (unsigned long long)w.congested,
+		      mean_q_ms(&w));
 		total_congested += w.congested;
 		w = run_window(s, t + 300 * MS, t + 500 * MS);
 		total_congested += w.congested;
