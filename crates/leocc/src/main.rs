@@ -13,35 +13,36 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Import, export, inspect, generate and plot LEO path traces.
-    #[command(subcommand)]
-    Trace(cmd::trace::TraceCmd),
+    /// The main job: LeoCC against eight controls on bundled traces, with a report.
+    Demo(cmd::eval::DemoArgs),
+    /// Run a matrix of controls over traces; write results.jsonl and report.html.
+    Eval(cmd::eval::EvalArgs),
+    /// Remake report.html, or print the README's results table, from an eval's results.jsonl.
+    Report(cmd::eval::ReportArgs),
+    /// Packet-level simulation of controls over a trace (deterministic per seed).
+    Sim(cmd::sim::SimArgs),
+    /// Run a command behind an emulated LEO path (namespaces, TUN, trace replay).
+    Emu(cmd::emu::EmuArgs),
     /// LeoCC in the running kernel: load, unload, status, per-flow stats, CPU benchmark.
     #[command(subcommand)]
     Kernel(cmd::kernel::KernelCmd),
     /// The reconfiguration detector: probe the PoP, publish events; status; offline replay.
     Probe(cmd::probe::ProbeArgs),
-    /// Run a matrix of controls over traces; write results.jsonl and report.html.
-    Eval(cmd::eval::EvalArgs),
-    /// The main job: LeoCC against eight controls on bundled traces, with a report.
-    Demo(cmd::eval::DemoArgs),
-    /// Remake report.html, or print the README's results table, from an eval's results.jsonl.
-    Report(cmd::eval::ReportArgs),
-    /// One emulator run of kernel TCP flows, printed as JSON (what `eval --engine emu` runs).
-    EmuRun(cmd::eval::EmuRunArgs),
-    /// Run a command behind an emulated LEO path (namespaces, TUN, trace replay).
-    Emu(cmd::emu::EmuArgs),
-    /// Measure the emulator's accuracy and speed.
-    BenchEmu(cmd::emu::BenchEmuArgs),
+    /// Import, export, inspect, generate and plot LEO path traces.
+    #[command(subcommand)]
+    Trace(cmd::trace::TraceCmd),
     /// Record a real link into a trace (saturating UDP flow + 10 ms ping).
     Record(cmd::record::RecordArgs),
     /// The far end of `leocc record`.
     RecordServer(cmd::record::RecordServerArgs),
-    /// Packet-level simulation of controls over a trace (deterministic per seed).
-    Sim(cmd::sim::SimArgs),
-    /// Benchmarks that print numbers (`leocc bench sim`).
+    /// Benchmarks that print numbers: `leocc bench sim|emu|kernel`.
     #[command(subcommand)]
     Bench(cmd::bench::BenchCmd),
+    /// One emulator run of kernel TCP flows, printed as JSON (what `eval --engine emu` runs).
+    EmuRun(cmd::eval::EmuRunArgs),
+    /// Same as `leocc bench emu` (kept for scripts).
+    #[command(hide = true)]
+    BenchEmu(cmd::emu::BenchEmuArgs),
 }
 
 fn main() {

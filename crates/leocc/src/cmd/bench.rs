@@ -6,10 +6,14 @@ use clap::{Args, Subcommand};
 use leocc_sim::{constant_trace, QueueLimit, Scenario, World};
 
 /// Benchmarks.
-#[derive(Subcommand, Debug)]
+#[derive(Subcommand)]
 pub enum BenchCmd {
     /// Simulator speed (simulated s per wall s, packets/s) and peak memory over a long run.
     Sim(BenchSimArgs),
+    /// Emulator accuracy and speed: delivered vs offered, release-time error, highest rate, CPU.
+    Emu(crate::cmd::emu::BenchEmuArgs),
+    /// CPU per ACK of the BPF LeoCC against the kernel's bbr on the same veth transfer.
+    Kernel(crate::cmd::kernel::BenchArgs),
 }
 
 /// Options of `leocc bench sim`.
@@ -49,7 +53,11 @@ fn timed(trace: &Arc<leocc_trace::Trace>, cc: &str, secs: f64) -> anyhow::Result
 
 /// Run `leocc bench sim`.
 pub fn run(cmd: BenchCmd) -> anyhow::Result<()> {
-    let BenchCmd::Sim(a) = cmd;
+    let a = match cmd {
+        BenchCmd::Sim(a) => a,
+        BenchCmd::Emu(a) => return crate::cmd::emu::bench(a),
+        BenchCmd::Kernel(a) => return crate::cmd::kernel::run_bench(a),
+    };
     if a.rate <= 0.0 || a.duration <= 0.0 || a.long <= 0.0 {
         anyhow::bail!("--rate, --duration and --long must be positive");
     }

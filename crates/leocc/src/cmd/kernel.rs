@@ -215,7 +215,7 @@ fn show_stats(a: StatsArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn run_bench(a: BenchArgs) -> anyhow::Result<()> {
+pub fn run_bench(a: BenchArgs) -> anyhow::Result<()> {
     let opts = bench::BenchOptions {
         seconds: a.seconds,
         repeats: a.repeats,
