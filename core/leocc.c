@@ -73,6 +73,9 @@
 #define MPF_BASE_MARGIN_BINS 8u
 /* A bin needs at least this many samples to be a band, whatever its share (noise floor). */
 #define MPF_MIN_BAND_COUNT 3u
+/* Share steps of the band search: the full mpf_band_share_pct, then half of it when no bin
+ * reaches the full share (see mpf_range). */
+#define MPF_SPREAD_STEPS 2u
 /* Histogram packing: 16-bit lanes, four per u64 word. */
 #define MPF_LANES 4u
 #define MPF_LANES_ONE 0x0001000100010001ull   /* 1 in every lane */
@@ -393,14 +396,15 @@ LEOCC_INTERNAL leocc_u32 highest_bit(leocc_u64 x)
 	return (leocc_u32)(n + b);
 }
 
-/* bRTT_l and bRTT_h: the lowest and highest dense bins. Returns 0 when the window is empty.
+/* bRTT_l and bRTT_h: the lowest and highest dense bins (bRTT_h at half the share when no bin
+ * is dense at the full share, with bRTT_l the raw minimum). Returns 0 when the window is empty.
  * The dense bins are collected as a bitmap without branching (see highest_bit): per word, the
  * two halves' lanes are added, then 0x8000 - thresh is added to each lane, which sets a lane's
  * top bit exactly when its count is >= thresh (counts < 0x8000, so no carry between lanes). */
 LEOCC_INTERNAL int mpf_range(const struct leocc_mpf *m, const struct leocc_params *p,
 			     leocc_u32 *lo, leocc_u32 *hi)
 {
-	leocc_u32 total = mpf_total(m), i, first, last;
+	leocc_u32 total = mpf_total(m), i, k, spread = 0, first, last;
 	leocc_u32 raw_min = mpf_raw_min(m);
 	leocc_u64 thresh, bias, t, dense = 0;
 
@@ -408,16 +412,30 @@ LEOCC_INTERNAL int mpf_range(const struct leocc_mpf *m, const struct leocc_param
 		return 0;
 	thresh = max_u32(MPF_MIN_BAND_COUNT, total * p->mpf_band_share_pct / 100);
 	thresh = min_u64(thresh, 0x8000); /* a threshold above any count: no band */
-	bias = (0x8000 - thresh) * MPF_LANES_ONE;
-	for (i = 0; i < LEOCC_MPF_WORDS; i++) {
-		t = (m->half[0].count4[i] + m->half[1].count4[i] + bias) >> 15;
-		t &= MPF_LANES_ONE;
-		dense |= ((t | t >> 15 | t >> 30 | t >> 45) & 0xf) << (i * MPF_LANES);
+	for (k = 0; k < MPF_SPREAD_STEPS && dense == 0; k++) {
+		bias = (0x8000 - max_u64(thresh >> k, MPF_MIN_BAND_COUNT)) * MPF_LANES_ONE;
+		for (i = 0; i < LEOCC_MPF_WORDS; i++) {
+			t = (m->half[0].count4[i] + m->half[1].count4[i] + bias) >> 15;
+			t &= MPF_LANES_ONE;
+			dense |= ((t | t >> 15 | t >> 30 | t >> 45) & 0xf) << (i * MPF_LANES);
+		}
+		spread = k;
 	}
 	if (dense == 0) {
 		/* No band yet (too few samples): the raw minimum is all we know. */
 		*lo = raw_min;
 		*hi = raw_min;
+		return 1;
+	}
+	if (spread) {
+		/* RTTs spread evenly over a wide range (bursty uplink grants) leave no bin at the
+		 * full share. Then the upper end of the range is where the samples still are at
+		 * half the share; the lower end stays the raw minimum, so that the drain phase
+		 * still drains to it. (Before, the range collapsed to the raw minimum: any RTT
+		 * Delta_RTT above it read as congestion, and a flow sharing the link with BBR's
+		 * standing queue got a tenth of an equal share.) */
+		*lo = raw_min;
+		*hi = max_u32(m->base_us + (highest_bit(dense) + 1) * p->mpf_bin_us, raw_min);
 		return 1;
 	}
 	first = highest_bit(dense & (~dense + 1));
