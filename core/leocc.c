@@ -49,8 +49,11 @@
  * ends the current burst and starts the drain phase at once.
  *
  * Bottleneck shifting (section 4.3): RTT_non-sat = bRTT_latest - RTT_term-PoP (from
- * leocc_on_path). A rise of nonsat_spike_us above its windowed minimum means the bottleneck is
- * terrestrial; a reconfiguration then does not change the bottleneck and is skipped.
+ * leocc_on_path). A rise of nonsat_spike_us above its windowed minimum says the bottleneck may
+ * be terrestrial; but the probe does not see the satellite's TCP/UDP queue (appendix B), so in
+ * cruise the skip is provisional: it stands only if the new path's delivery rate, measured
+ * over a burst right after the event, stays within SKIP_BW_TOL_PCT of the rate before it
+ * (the paper's premise: behind a terrestrial bottleneck the bandwidth does not change).
  *
  * Without detector (no event, or events too old): no window is ever cut by an event, so the
  * windows expire on their own (bw_win_rounds round trips, W_RT) and LeoCC is a BBR-like
@@ -112,6 +115,15 @@
 #define RA_DRAIN_BOUND_RTTS 3u
 /* Rounds a seeded bBW_a (rate*_target) survives unless confirmed by samples. */
 #define BW_SEED_ROUNDS 2u
+/* A provisional section 4.3 skip (check_provisional_skip) is confirmed when the new path's
+ * delivery rate stays within this % of the rate before the event (ours: the cruise burst
+ * probes at 1.25 x, so a grown link shows well above it; rate noise within an interval on the
+ * bundled traces is a few %) ... */
+#define SKIP_BW_TOL_PCT 10u
+/* ... measured until the forced burst phase's packets are acked (the cycle reaches
+ * PHASE_FIRST_VERDICT), at most this many round trips (ours: bounds a drain phase that
+ * lasts). */
+#define SKIP_CHECK_ROUNDS 8u
 /* Bytes per packet until the first ACK tells (Ethernet MTU with TCP timestamps). */
 #define DEFAULT_MSS 1448u
 /* Cruise phases: 0 burst (bco), 1 drain (dco), 2 .. cycle_len-1 steady (gain 1.0). */
@@ -596,6 +608,10 @@ LEOCC_INTERNAL void update_bw(struct leocc_state *s, const struct leocc_ack_samp
 		return;
 	maxfilt_update(&s->bw_max, s->p.bw_win_rounds, s->round, bw);
 	s->round_bw = max_u64(s->round_bw, bw);
+	/* The new path's delivery rate, for a provisional section 4.3 skip. */
+	if (s->skip_pre_bw && !a->app_limited &&
+	    measured_since(a->now_us, a->interval_us, s->last_rcf_us))
+		s->skip_post_bw = max_u64(s->skip_post_bw, bw);
 	/* An app-limited round says nothing about the new link's capacity: with no other sample
 	 * ra_bw stays 0 and the adaptation keeps rate*_target. */
 	if (s->mode == LEOCC_MODE_RECONF && !a->app_limited)
@@ -1063,6 +1079,8 @@ LEOCC_INTERNAL void set_output(struct leocc_state *s, const struct leocc_ack_sam
 	out->cwnd = cwnd;
 }
 
+LEOCC_INTERNAL void check_provisional_skip(struct leocc_state *s);
+
 LEOCC_API void leocc_on_ack(struct leocc_state *s, const struct leocc_ack_sample *a,
 			    struct leocc_output *out)
 {
@@ -1074,6 +1092,7 @@ LEOCC_API void leocc_on_ack(struct leocc_state *s, const struct leocc_ack_sample
 	update_round(s, a);
 	update_bw(s, a);
 	update_rtt(s, a);
+	check_provisional_skip(s);
 	compute_target(s);
 
 	switch (s->mode) {
@@ -1108,28 +1127,15 @@ LEOCC_INTERNAL void cut_windows(struct leocc_state *s, leocc_u64 cut_us)
 	s->round_bw = 0;
 }
 
-LEOCC_API leocc_u32 leocc_on_reconfig(struct leocc_state *s, const struct leocc_reconfig_event *e)
+/* Reconfiguration Adaptation (section 4.2.2) for an event whose new path began at t_us. */
+LEOCC_INTERNAL leocc_u32 start_adaptation(struct leocc_state *s, leocc_u64 t_us)
 {
-	leocc_u64 t = e->time_us, rate;
+	leocc_u64 rate;
 
-	if (e->seq == 0 || e->seq <= s->last_rcf_seq)
-		return LEOCC_RCF_IGNORED;
-	s->last_rcf_seq = e->seq;
-	if (t > s->last_now_us)
-		t = s->last_now_us; /* detector clock slightly ahead: the event is "now" */
-	if (t + s->p.rcf_max_age_us < s->last_now_us || t < s->window_start_us)
-		return LEOCC_RCF_IGNORED;
-	s->last_rcf_us = t;
-	if (s->terrestrial) {
-		/* Section 4.3: the bottleneck is not the satellite link, whose change does not
-		 * change the path's bandwidth. */
-		s->reconfigs_skipped++;
-		return LEOCC_RCF_SKIPPED;
-	}
 	s->reconfigs++;
 	if (s->mode == LEOCC_MODE_STARTUP) {
 		rate = bw_estimate(s);
-		cut_windows(s, t);
+		cut_windows(s, t_us);
 		maxfilt_reset(&s->bw_max, s->round - (s->p.bw_win_rounds -
 				 min_u32(BW_SEED_ROUNDS, s->p.bw_win_rounds)), rate);
 		s->full_bw = 0;
@@ -1145,7 +1151,7 @@ LEOCC_API leocc_u32 leocc_on_reconfig(struct leocc_state *s, const struct leocc_
 		s->ra_old_rtt_l = rtt_l(s);
 	}
 	s->ra_cap_bytes = max_u64(s->ra_cap_bytes, (leocc_u64)s->p.min_cwnd * s->mss);
-	cut_windows(s, t);
+	cut_windows(s, t_us);
 	s->mode = LEOCC_MODE_RECONF;
 	s->mode_start_us = s->last_now_us;
 	s->ra_step = 0;
@@ -1155,6 +1161,90 @@ LEOCC_API leocc_u32 leocc_on_reconfig(struct leocc_state *s, const struct leocc_
 	s->ra_recaps = 0;
 	s->congested = 0;
 	return LEOCC_RCF_ADAPT;
+}
+
+/* The satellite link got slower across the event and the provisional window has measured it
+ * (as the adaptation's second capped round does for a slower link, section 4.2.2 step 3 in
+ * docs/algorithm.md): the windows are cut at the event, bBW_a = bBW_m = the measured rate (a
+ * seed that expires unless samples confirm it), and a drain phase removes the queue the old
+ * rate built meanwhile. The capped rounds of a full adaptation would only measure again what
+ * is known, with the queue still standing. */
+LEOCC_INTERNAL void adopt_measured_rate(struct leocc_state *s, leocc_u64 rate)
+{
+	s->reconfigs++;
+	cut_windows(s, s->last_rcf_us);
+	maxfilt_reset(&s->bw_max, s->round - (s->p.bw_win_rounds - min_u32(BW_SEED_ROUNDS,
+				 s->p.bw_win_rounds)), rate);
+	kal_seed(&s->bw_kal, rate, s->p.kal_p0);
+	set_phase(s, PHASE_DRAIN, s->last_now_us);
+}
+
+/* Section 4.3 with separate ICMP queueing (appendix B): an RTT_non-sat rise cannot tell a
+ * terrestrial queue from the satellite's, which the terminal-PoP probe never sees. What does
+ * tell them apart is the paper's own premise: behind a terrestrial bottleneck "the bandwidth
+ * of the network path in the new state does not change". So a spike only makes the skip
+ * provisional: the flow keeps its rate, starts a burst phase (a bco probe) and takes the
+ * largest delivery rate measured on the new path until the burst's ACKs are in (the cycle
+ * reaches PHASE_FIRST_VERDICT with a sample of the new path, or SKIP_CHECK_ROUNDS pass). If that is
+ * more than SKIP_BW_TOL_PCT above bBW_a before the event, the satellite was the bottleneck
+ * and has grown: the full adaptation runs, late, with the windows cut at the event. If it is
+ * more than SKIP_BW_TOL_PCT below, the satellite has shrunk: adopt_measured_rate. Otherwise
+ * the skip stands. (Ours, see docs/algorithm.md "Bottleneck shift".) */
+LEOCC_INTERNAL void check_provisional_skip(struct leocc_state *s)
+{
+	leocc_u64 pre = s->skip_pre_bw, post = s->skip_post_bw;
+	int grew, shrank;
+
+	if (!pre)
+		return;
+	if (s->mode != LEOCC_MODE_CRUISE) {
+		s->skip_pre_bw = 0; /* an adaptation or a new event took over */
+		return;
+	}
+	grew = post * 100 > pre * (100 + SKIP_BW_TOL_PCT);
+	/* Decide once the burst's ACKs are in and the new path has been measured at all (on a
+	 * long queue the first post-event ACKs come later than the phase), or at the bound. */
+	if (!grew && (s->cycle_phase != PHASE_FIRST_VERDICT || !post) &&
+	    s->round < s->skip_round)
+		return;
+	shrank = post && post * 100 < pre * (100 - SKIP_BW_TOL_PCT);
+	s->skip_pre_bw = 0;
+	if (!grew && !shrank)
+		return; /* the bandwidth held: terrestrial bottleneck, the skip stands */
+	s->reconfigs_skipped--;
+	if (grew) {
+		start_adaptation(s, s->last_rcf_us);
+		return;
+	}
+	adopt_measured_rate(s, post);
+}
+
+LEOCC_API leocc_u32 leocc_on_reconfig(struct leocc_state *s, const struct leocc_reconfig_event *e)
+{
+	leocc_u64 t = e->time_us;
+
+	if (e->seq == 0 || e->seq <= s->last_rcf_seq)
+		return LEOCC_RCF_IGNORED;
+	s->last_rcf_seq = e->seq;
+	if (t > s->last_now_us)
+		t = s->last_now_us; /* detector clock slightly ahead: the event is "now" */
+	if (t + s->p.rcf_max_age_us < s->last_now_us || t < s->window_start_us)
+		return LEOCC_RCF_IGNORED;
+	s->last_rcf_us = t;
+	s->skip_pre_bw = 0;
+	if (s->terrestrial) {
+		/* Section 4.3: the bottleneck looks terrestrial; in cruise that is checked against
+		 * the new path's bandwidth (check_provisional_skip). */
+		if (s->mode == LEOCC_MODE_CRUISE && bw_estimate(s) > 0) {
+			s->skip_pre_bw = bw_estimate(s);
+			s->skip_post_bw = 0;
+			s->skip_round = s->round + SKIP_CHECK_ROUNDS;
+			set_phase(s, PHASE_BURST, s->last_now_us);
+		}
+		s->reconfigs_skipped++;
+		return LEOCC_RCF_SKIPPED;
+	}
+	return start_adaptation(s, t);
 }
 
 LEOCC_API void leocc_on_path(struct leocc_state *s, leocc_u64 now_us, leocc_u32 term_pop_rtt_us)

@@ -166,7 +166,7 @@ struct leocc_mpf {                /* RTT-band histogram over the last W_RT/2..W_
 };
 
 /*
- * Per-flow state. Fits in BPF sk_storage; sizeof(struct leocc_state) is 664 bytes on x86-64
+ * Per-flow state. Fits in BPF sk_storage; sizeof(struct leocc_state) is 688 bytes on x86-64
  * and BPF (checked by core/tests, host and BPF builds). Treat every field as private.
  */
 struct leocc_state {
@@ -193,6 +193,8 @@ struct leocc_state {
 	leocc_u64 ra_cap_bytes;       /* RA inflight cap, 0.5 x bBW_m x bRTT_l */
 	leocc_u64 ra_bw;              /* largest fresh delivery rate during RA */
 	leocc_u64 ra_prev_bw;         /* ra_bw of the first capped round, when a second one runs */
+	leocc_u64 skip_pre_bw;        /* provisional 4.3 skip: bBW_a at the event (0 = none) */
+	leocc_u64 skip_post_bw;       /* ... largest delivery rate measured on the new path */
 	leocc_u32 ra_old_rtt_l;       /* bRTT_l of the interval before the event */
 	leocc_u32 ra_step;            /* 0: capped drain, 1: bandwidth probe */
 	leocc_u32 ra_fresh_rtts;      /* RTT samples measured after the event */
@@ -215,6 +217,8 @@ struct leocc_state {
 	leocc_u32 ra_prev_rtt;        /* bRTT_latest at the end of the first capped round */
 	leocc_u32 drain_start_rtt;    /* bRTT_latest when the current drain phase began */
 	leocc_u32 band_learning;      /* elevated RTT survived a drain: a band, let the MPF learn it */
+	leocc_u32 skip_round;         /* provisional 4.3 skip is decided at this round */
+	leocc_u32 _pad2;
 };
 
 LEOCC_API void leocc_default_params(struct leocc_params *params);
