@@ -139,6 +139,13 @@ pub fn run(r: &EmuRun) -> Result<Value> {
         Dir::Up => (Side::Client, Side::Server, leocc_emu::SERVER_ADDR),
     };
 
+    // A run killed outright (SIGKILL, or Ctrl-C on the whole eval) cannot remove its
+    // namespaces; the next run does.
+    for ns in leocc_emu::netns::leftover_namespaces() {
+        if leocc_emu::netns::run_ip(&["netns", "del", &ns]).is_ok() {
+            eprintln!("emu-run: removed {ns}, left by a run that was killed");
+        }
+    }
     let emu = Emulator::start(&cfg).map_err(|e| anyhow!("{e}"))?;
     let mut children: Vec<Child> = Vec::new();
     let result = (|| -> Result<Vec<Value>> {
