@@ -1079,7 +1079,8 @@ LEOCC_INTERNAL void set_output(struct leocc_state *s, const struct leocc_ack_sam
 	out->cwnd = cwnd;
 }
 
-LEOCC_INTERNAL void check_provisional_skip(struct leocc_state *s);
+LEOCC_INTERNAL void check_provisional_skip(struct leocc_state *s,
+					   const struct leocc_ack_sample *a);
 
 LEOCC_API void leocc_on_ack(struct leocc_state *s, const struct leocc_ack_sample *a,
 			    struct leocc_output *out)
@@ -1092,7 +1093,7 @@ LEOCC_API void leocc_on_ack(struct leocc_state *s, const struct leocc_ack_sample
 	update_round(s, a);
 	update_bw(s, a);
 	update_rtt(s, a);
-	check_provisional_skip(s);
+	check_provisional_skip(s, a);
 	compute_target(s);
 
 	switch (s->mode) {
@@ -1165,18 +1166,22 @@ LEOCC_INTERNAL leocc_u32 start_adaptation(struct leocc_state *s, leocc_u64 t_us)
 
 /* The satellite link got slower across the event and the provisional window has measured it
  * (as the adaptation's second capped round does for a slower link, section 4.2.2 step 3 in
- * docs/algorithm.md): the windows are cut at the event, bBW_a = bBW_m = the measured rate (a
- * seed that expires unless samples confirm it), and a drain phase removes the queue the old
- * rate built meanwhile. The capped rounds of a full adaptation would only measure again what
- * is known, with the queue still standing. */
+ * docs/algorithm.md): samples from before the event are dropped, bBW_a = bBW_m = the measured
+ * rate (a seed that expires unless samples confirm it), and a drain phase removes the queue
+ * the old rate built meanwhile. The capped rounds of a full adaptation would only measure
+ * again what is known, with the queue still standing. The RTT range is kept (it expires on
+ * its own): rebuilt now it would learn that queue, each flow at its own moment. */
 LEOCC_INTERNAL void adopt_measured_rate(struct leocc_state *s, leocc_u64 rate)
 {
 	s->reconfigs++;
-	cut_windows(s, s->last_rcf_us);
+	s->window_start_us = s->last_rcf_us;
+	s->round_bw = 0;
 	maxfilt_reset(&s->bw_max, s->round - (s->p.bw_win_rounds - min_u32(BW_SEED_ROUNDS,
 				 s->p.bw_win_rounds)), rate);
 	kal_seed(&s->bw_kal, rate, s->p.kal_p0);
-	set_phase(s, PHASE_DRAIN, s->last_now_us);
+	/* Entering cruise anew makes the drain phase be followed by a per-flow random phase:
+	 * every flow behind the terminal saw the event and the forced burst at once. */
+	enter_cruise(s, s->last_now_us, PHASE_DRAIN);
 }
 
 /* Section 4.3 with separate ICMP queueing (appendix B): an RTT_non-sat rise cannot tell a
@@ -1190,7 +1195,8 @@ LEOCC_INTERNAL void adopt_measured_rate(struct leocc_state *s, leocc_u64 rate)
  * and has grown: the full adaptation runs, late, with the windows cut at the event. If it is
  * more than SKIP_BW_TOL_PCT below, the satellite has shrunk: adopt_measured_rate. Otherwise
  * the skip stands. (Ours, see docs/algorithm.md "Bottleneck shift".) */
-LEOCC_INTERNAL void check_provisional_skip(struct leocc_state *s)
+LEOCC_INTERNAL void check_provisional_skip(struct leocc_state *s,
+					   const struct leocc_ack_sample *a)
 {
 	leocc_u64 pre = s->skip_pre_bw, post = s->skip_post_bw;
 	int grew, shrank;
@@ -1209,8 +1215,13 @@ LEOCC_INTERNAL void check_provisional_skip(struct leocc_state *s)
 		return;
 	shrank = post && post * 100 < pre * (100 - SKIP_BW_TOL_PCT);
 	s->skip_pre_bw = 0;
-	if (!grew && !shrank)
-		return; /* the bandwidth held: terrestrial bottleneck, the skip stands */
+	if (!grew && !shrank) {
+		/* The bandwidth held: terrestrial bottleneck, the skip stands. The flows behind the
+		 * terminal were all put into the burst phase at once; spread them out again
+		 * (as after an adaptation, see next_phase). */
+		set_phase(s, random_steady_phase(s, a), a->now_us);
+		return;
+	}
 	s->reconfigs_skipped--;
 	if (grew) {
 		start_adaptation(s, s->last_rcf_us);
