@@ -28,6 +28,7 @@ use leocc_trace::{Dir, LinkModel, Trace};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// The controls the kernel here can run (LeoCC through BPF struct_ops).
@@ -89,6 +90,23 @@ fn preflight(ccs: &[String], exe: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Set by SIGINT/SIGTERM/SIGHUP: the run stops its flows, removes its namespaces and fails,
+/// instead of dying with the namespaces left behind.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_interrupt(_sig: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::Relaxed);
+}
+
+fn install_interrupt_handler() {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: the handler only stores into an atomic, which is async-signal-safe.
+        unsafe {
+            libc::signal(sig, on_interrupt as extern "C" fn(libc::c_int) as libc::sighandler_t);
+        }
+    }
+}
+
 fn which(program: &str) -> Result<PathBuf> {
     std::env::var_os("PATH")
         .into_iter()
@@ -146,6 +164,7 @@ pub fn run(r: &EmuRun) -> Result<Value> {
             eprintln!("emu-run: removed {ns}, left by a run that was killed");
         }
     }
+    install_interrupt_handler();
     let emu = Emulator::start(&cfg).map_err(|e| anyhow!("{e}"))?;
     let mut children: Vec<Child> = Vec::new();
     let result = (|| -> Result<Vec<Value>> {
@@ -204,6 +223,12 @@ pub fn run(r: &EmuRun) -> Result<Value> {
         let deadline = r.duration_s + SLACK_S;
         let mut outs = Vec::new();
         for h in handles {
+            while !h.is_finished() {
+                if INTERRUPTED.load(Ordering::Relaxed) {
+                    bail!("interrupted");
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
             outs.push(h.join().map_err(|_| anyhow!("iperf3 thread panicked"))??);
         }
         if t0.elapsed().as_secs_f64() > deadline {
@@ -215,6 +240,8 @@ pub fn run(r: &EmuRun) -> Result<Value> {
         let _ = c.kill();
         let _ = c.wait();
     }
+    // iperf3 clients still running (an interrupted run) lose their path with the emulator and
+    // exit on their own; the namespaces go with `stop`.
     let summary = emu.stop();
     let outs = result?;
 

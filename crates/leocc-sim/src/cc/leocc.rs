@@ -12,7 +12,7 @@
 //! inflight + 1 (`tcp_enter_loss`) until the next ACK lets the control decide again; so do we.
 //! Parameters: the core's defaults (`leocc_default_params`, documented in docs/algorithm.md).
 
-use leocc_core_sys::{LeoccCore, Output, Params, ReconfigOutcome};
+use leocc_core_sys::{LeoccCore, Output, Params};
 
 use super::{AckSample, CaState, CcConfig, Controller, ReconfigEvent};
 
@@ -27,8 +27,6 @@ const TCP_CA_LOSS: u32 = 4;
 pub struct Leocc {
     core: LeoccCore,
     out: Output,
-    adapted: u64,
-    skipped: u64,
 }
 
 impl std::fmt::Debug for Leocc {
@@ -43,7 +41,7 @@ impl Leocc {
         let params = Params { init_cwnd: cfg.init_cwnd, ..Params::default() };
         let core = LeoccCore::new(params);
         let v = core.view();
-        Leocc { core, out: Output { pacing_rate: v.pacing_rate, cwnd: v.cwnd.max(1) }, adapted: 0, skipped: 0 }
+        Leocc { core, out: Output { pacing_rate: v.pacing_rate, cwnd: v.cwnd.max(1) } }
     }
 
     fn sample(s: &AckSample) -> leocc_core_sys::AckSample {
@@ -85,11 +83,9 @@ impl Controller for Leocc {
     }
 
     fn on_reconfig(&mut self, ev: &ReconfigEvent) {
-        match self.core.on_reconfig(ev.time_us, ev.seq as u64) {
-            ReconfigOutcome::Adapt | ReconfigOutcome::CutOnly => self.adapted += 1,
-            ReconfigOutcome::Skipped => self.skipped += 1,
-            ReconfigOutcome::Ignored => {}
-        }
+        // The outcome is provisional (a terrestrial skip can be revised once the new path's
+        // rate is measured); the core's own counters in the view are the final word.
+        self.core.on_reconfig(ev.time_us, ev.seq as u64);
     }
 
     fn on_path(&mut self, now_us: u64, term_pop_rtt_us: u64) {
@@ -119,8 +115,10 @@ impl Controller for Leocc {
             ("target_mbps", mbps(v.target_rate)),
             ("rtt_nonsat_ms", ms(v.rtt_nonsat_us)),
             ("terrestrial_bottleneck", v.terrestrial_bottleneck as u8 as f64),
-            ("reconfigs_adapted", self.adapted as f64),
-            ("reconfigs_skipped", self.skipped as f64),
+            // Events that cut the windows (adapted, including skips revised later) and skips
+            // that stood.
+            ("reconfigs_adapted", v.reconfigs as f64),
+            ("reconfigs_skipped", v.reconfigs_skipped as f64),
         ]
     }
 }
