@@ -62,6 +62,10 @@ pub struct DemoArgs {
     /// Simulator only, even when the emulator could run.
     #[arg(long)]
     no_emu: bool,
+    /// Keep the runs already in the output directory (default: start afresh, so the demo always
+    /// shows this build).
+    #[arg(long)]
+    resume: bool,
 }
 
 fn cores() -> usize {
@@ -169,6 +173,15 @@ fn find_bundled(rel: &str) -> Result<PathBuf> {
 
 pub fn demo(a: DemoArgs) -> Result<()> {
     let traces = DEMO_TRACES.iter().map(|t| find_bundled(t)).collect::<Result<Vec<_>>>()?;
+    if !a.resume {
+        for stale in [runner::results_path(&a.out), a.out.join("ts"), a.out.join("logs")] {
+            if stale.is_dir() {
+                std::fs::remove_dir_all(&stale)?;
+            } else if stale.exists() {
+                std::fs::remove_file(&stale)?;
+            }
+        }
+    }
     eprintln!("demo: LeoCC against eight controls on {} bundled LEO traces in the simulator ({} seeds each)", traces.len(), a.runs);
     let sim = Matrix {
         engine: Engine::Sim,
