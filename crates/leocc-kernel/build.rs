@@ -29,8 +29,10 @@ fn main() {
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets it"));
 
     println!("cargo::rustc-check-cfg=cfg(leocc_no_bpf)");
-    println!("cargo::rerun-if-changed={}", bpf_dir.display());
-    println!("cargo::rerun-if-changed={}", core_dir.display());
+    // Relative to the package, so that checkouts sharing a target directory do not reuse each
+    // other's BPF object.
+    println!("cargo::rerun-if-changed=../../bpf");
+    println!("cargo::rerun-if-changed=../../core");
     println!("cargo::rerun-if-env-changed=LEOCC_VMLINUX_H");
     println!("cargo::rerun-if-env-changed=CLANG");
 
