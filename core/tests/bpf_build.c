@@ -3,9 +3,19 @@
  * BPF build test: core/leocc.c compiled as the kernel side will compile it (LEOCC_BPF, every
  * function inlined into one program). Each entry point is reached from a global function so
  * that nothing is optimised away; the object must contain no calls (no libc, no helpers).
+ * Built twice: against the minimal tests/bpf_types.h, and with LEOCC_TEST_VMLINUX against the
+ * running kernel's vmlinux.h (generated into build/ when bpftool and kernel BTF exist), exactly
+ * as bpf/ includes the core.
  */
 #define LEOCC_BPF
+#ifdef LEOCC_TEST_VMLINUX
+#include "vmlinux.h"
+#ifndef __always_inline
+#define __always_inline inline __attribute__((always_inline))
+#endif
+#else
 #include "bpf_types.h"
+#endif
 #include "../leocc.c"
 
 /* The state size leocc.h documents, as the BPF target lays it out. */
