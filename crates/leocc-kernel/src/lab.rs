@@ -44,6 +44,41 @@ impl GlobalLock {
     }
 }
 
+/// A test's exclusive use of the global "leocc": holds [`GlobalLock`] and unloads leocc when
+/// the test ends, however it ends.
+pub struct Exclusive {
+    _lock: GlobalLock,
+}
+
+impl Drop for Exclusive {
+    fn drop(&mut self) {
+        let _ = crate::loader::unload();
+    }
+}
+
+/// Takes the kernel for `test`, with leocc unloaded; None (after printing why the test is
+/// skipped) when the BPF program was not built, we are not root, or one of `tools` is missing.
+pub fn exclusive(test: &str, tools: &[&str]) -> Option<Exclusive> {
+    if let Some(reason) = crate::missing_bpf_reason() {
+        eprintln!("SKIP {test}: built without the BPF program: {reason}");
+        return None;
+    }
+    if !crate::is_root() {
+        eprintln!("SKIP {test}: needs root (BPF, network namespaces)");
+        return None;
+    }
+    for tool in tools {
+        let found = Command::new(tool).arg("-V").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok();
+        if !found {
+            eprintln!("SKIP {test}: {tool} is not installed (scripts/setup.sh installs it)");
+            return None;
+        }
+    }
+    let lock = GlobalLock::acquire().expect("global leocc lock");
+    let _ = crate::loader::unload();
+    Some(Exclusive { _lock: lock })
+}
+
 /// Which end of the pair.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Side {

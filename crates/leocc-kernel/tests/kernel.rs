@@ -11,7 +11,7 @@ use std::process::Stdio;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use leocc_kernel::lab::{self, GlobalLock, Iperf3Server, NetnsPair, SERVER_ADDR, SERVER_ADDR6};
+use leocc_kernel::lab::{self, Iperf3Server, NetnsPair, SERVER_ADDR, SERVER_ADDR6};
 use leocc_kernel::loader::{self, LoadOptions, LoadOutcome};
 use leocc_kernel::signal::{self, Signal};
 use leocc_kernel::stats::{self, FlowStats};
@@ -19,42 +19,8 @@ use leocc_kernel::KernelError;
 
 const PORT: u16 = 5201;
 
-/// Holds the global lock; unloads leocc when the test ends, however it ends.
-struct Exclusive {
-    _lock: GlobalLock,
-}
-
-impl Drop for Exclusive {
-    fn drop(&mut self) {
-        let _ = loader::unload();
-    }
-}
-
-/// None (after printing why) when the test cannot run here.
-fn exclusive(test: &str) -> Option<Exclusive> {
-    if let Some(reason) = leocc_kernel::missing_bpf_reason() {
-        eprintln!("SKIP {test}: built without the BPF program: {reason}");
-        return None;
-    }
-    if !leocc_kernel::is_root() {
-        eprintln!("SKIP {test}: needs root (BPF struct_ops, network namespaces)");
-        return None;
-    }
-    for tool in ["ip", "iperf3", "ss"] {
-        let found = std::process::Command::new(tool)
-            .arg("-V")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok();
-        if !found {
-            eprintln!("SKIP {test}: {tool} is not installed (scripts/setup.sh installs it)");
-            return None;
-        }
-    }
-    let lock = GlobalLock::acquire().expect("global leocc lock");
-    let _ = loader::unload();
-    Some(Exclusive { _lock: lock })
+fn exclusive(test: &str) -> Option<lab::Exclusive> {
+    lab::exclusive(test, &["ip", "iperf3", "ss"])
 }
 
 fn load() {

@@ -13,7 +13,7 @@ use std::thread::sleep;
 use std::time::{Duration, Instant};
 
 use leocc_kernel::lab::{
-    self, GlobalLock, Iperf3Server, NetnsPair, PeerScript, TestCgroup, TestPeer, SERVER_ADDR,
+    self, Iperf3Server, NetnsPair, PeerScript, TestCgroup, TestPeer, SERVER_ADDR,
 };
 use leocc_kernel::loader::{self, LoadOptions};
 use leocc_kernel::option::{self, Counters, Role, OPT_EXID, OPT_KIND};
@@ -24,37 +24,14 @@ const PORT: u16 = 5211;
 /// A valid handshake option offering PRODUCE: what a leocc receiver puts in its SYN-ACK.
 const PRODUCER_SYNACK: [u8; 5] = [OPT_KIND, 5, (OPT_EXID >> 8) as u8, OPT_EXID as u8, 0x11];
 
-struct Exclusive {
-    _lock: GlobalLock,
-}
-
-impl Drop for Exclusive {
-    fn drop(&mut self) {
-        let _ = loader::unload();
-    }
-}
-
-fn exclusive(test: &str) -> Option<Exclusive> {
-    if let Some(reason) = leocc_kernel::missing_bpf_reason() {
-        eprintln!("SKIP {test}: built without the BPF program: {reason}");
-        return None;
-    }
-    if !leocc_kernel::is_root() {
-        eprintln!("SKIP {test}: needs root (BPF, cgroups, network namespaces)");
-        return None;
-    }
-    if std::process::Command::new("iperf3").arg("-v").output().is_err() {
-        eprintln!("SKIP {test}: iperf3 is not installed (scripts/setup.sh installs it)");
-        return None;
-    }
+fn exclusive(test: &str) -> Option<lab::Exclusive> {
+    let held = lab::exclusive(test, &["ip", "iperf3"])?;
     if let Err(e) = option::cgroup2_root() {
         eprintln!("SKIP {test}: {e}");
         return None;
     }
-    let lock = GlobalLock::acquire().expect("global leocc lock");
-    let _ = loader::unload();
     loader::load(&LoadOptions::default()).expect("leocc loads");
-    Some(Exclusive { _lock: lock })
+    Some(held)
 }
 
 /// The leocc flows to the test server.
