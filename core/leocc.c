@@ -514,6 +514,8 @@ LEOCC_API void leocc_default_params(struct leocc_params *p)
 	p->min_cwnd = 4;                                /* BBR; authors */
 	p->cwnd_headroom = 3;                           /* BBR's 3 TSO segments, simplified */
 	p->default_rtt_us = 1000;                       /* BBR: 1 ms before any RTT sample */
+	p->rcf_min_confidence = 50;                     /* ours: a coin flip is not an event */
+	p->_pad = 0;
 }
 
 /* Repair parameters that would divide by zero or break the cycle. */
@@ -1237,6 +1239,13 @@ LEOCC_API leocc_u32 leocc_on_reconfig(struct leocc_state *s, const struct leocc_
 	if (e->seq == 0 || e->seq <= s->last_rcf_seq)
 		return LEOCC_RCF_IGNORED;
 	s->last_rcf_seq = e->seq;
+	if (e->confidence < s->p.rcf_min_confidence) {
+		/* A false event costs a window cut and an inflight cap; a weak one is not worth it
+		 * (a real reconfiguration it was shows up later as a band or rate change, which the
+		 * windows follow on their own). */
+		s->reconfigs_weak++;
+		return LEOCC_RCF_WEAK;
+	}
 	if (t > s->last_now_us)
 		t = s->last_now_us; /* detector clock slightly ahead: the event is "now" */
 	if (t + s->p.rcf_max_age_us < s->last_now_us || t < s->window_start_us)

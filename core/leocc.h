@@ -47,6 +47,10 @@
 #define LEOCC_RCF_ADAPT 1u    /* windows cut, Reconfiguration Adaptation entered */
 #define LEOCC_RCF_SKIPPED 2u  /* terrestrial bottleneck (section 4.3): adaptation skipped */
 #define LEOCC_RCF_CUT_ONLY 3u /* windows cut, no adaptation (still in Startup) */
+#define LEOCC_RCF_WEAK 4u     /* confidence below params.rcf_min_confidence: not acted on */
+
+/* leocc_reconfig_event.confidence of an event the detector is sure of. */
+#define LEOCC_CONF_FULL 100u
 
 /* Tunables. leocc_default_params() fills the values documented in docs/algorithm.md. */
 struct leocc_params {
@@ -80,6 +84,8 @@ struct leocc_params {
 	leocc_u32 min_cwnd;            /* packets; floor of every cwnd (4) */
 	leocc_u32 cwnd_headroom;       /* packets added to cwnd_gain x BDP (3) */
 	leocc_u32 default_rtt_us;      /* RTT assumed before the first sample (1000) */
+	leocc_u32 rcf_min_confidence;  /* events graded below this (0..100) are not acted on (50) */
+	leocc_u32 _pad;
 };
 
 /* What Linux gives a congestion control on an ACK (struct rate_sample plus tcp_sock). */
@@ -113,6 +119,10 @@ struct leocc_reconfig_event {
 			    * reply after the gap (same clock as leocc_ack_sample.now_us). Samples
 			    * measured before it are dropped from every window. */
 	leocc_u64 seq;     /* detector's counter, strictly increasing; 0 is never a valid event */
+	leocc_u32 confidence; /* 0 .. LEOCC_CONF_FULL: how sure the detector is that this was a
+			       * reconfiguration; a detector that does not grade its events
+			       * passes LEOCC_CONF_FULL */
+	leocc_u32 _pad;
 };
 
 /* Read-only snapshot of the model, for logs and plots. */
@@ -166,7 +176,7 @@ struct leocc_mpf {                /* RTT-band histogram over the last W_RT/2..W_
 };
 
 /*
- * Per-flow state. Fits in BPF sk_storage; sizeof(struct leocc_state) is 688 bytes on x86-64
+ * Per-flow state. Fits in BPF sk_storage; sizeof(struct leocc_state) is 704 bytes on x86-64
  * and BPF (checked by core/tests, host and BPF builds). Treat every field as private.
  */
 struct leocc_state {
@@ -219,6 +229,7 @@ struct leocc_state {
 	leocc_u32 band_learning;      /* elevated RTT survived a drain: a band, let the MPF learn it */
 	leocc_u32 skip_round;         /* provisional 4.3 skip is decided at this round */
 	leocc_u32 _pad2;
+	leocc_u64 reconfigs_weak;     /* events below rcf_min_confidence, not acted on */
 };
 
 LEOCC_API void leocc_default_params(struct leocc_params *params);

@@ -267,7 +267,8 @@ void sim_run_until(struct sim *s, uint64_t t_end)
 		} else if (t == t_evt) {
 			s->next_outage_event++;
 			if (s->detector) {
-				struct leocc_reconfig_event e = {o->start_us + o->dur_us, ++s->rcf_seq};
+				struct leocc_reconfig_event e = {o->start_us + o->dur_us, ++s->rcf_seq,
+								       LEOCC_CONF_FULL, 0};
 
 				struct sim_call *c;
 

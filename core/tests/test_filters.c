@@ -173,7 +173,7 @@ void test_window_cut(void)
 	struct leocc_params p;
 	struct leocc_state s;
 	struct leocc_view v;
-	struct leocc_reconfig_event e;
+	struct leocc_reconfig_event e = {0, 0, LEOCC_CONF_FULL, 0};
 	leocc_u64 t = 0, d = 0;
 
 	leocc_default_params(&p);
@@ -209,7 +209,7 @@ void test_event_dedup(void)
 {
 	struct leocc_params p;
 	struct leocc_state s;
-	struct leocc_reconfig_event e;
+	struct leocc_reconfig_event e = {0, 0, LEOCC_CONF_FULL, 0};
 	leocc_u64 t = 0, d = 0;
 
 	leocc_default_params(&p);
@@ -240,7 +240,7 @@ void test_reconfig_in_startup(void)
 {
 	struct leocc_params p;
 	struct leocc_state s;
-	struct leocc_reconfig_event e;
+	struct leocc_reconfig_event e = {0, 0, LEOCC_CONF_FULL, 0};
 	struct leocc_view v;
 	leocc_u64 t = 0, d = 0, bw;
 
@@ -285,14 +285,14 @@ void test_state_size(void)
 	CHECK(leocc_state_size() == sizeof(struct leocc_state), "size function");
 	/* BPF sk_storage holds it comfortably; keep it under 1 KiB. */
 	CHECK(sizeof(struct leocc_state) <= 1024, "state is %zu bytes", sizeof(struct leocc_state));
-	CHECK(sizeof(struct leocc_state) == 688, "state is %zu bytes, leocc.h says 688",
+	CHECK(sizeof(struct leocc_state) == 704, "state is %zu bytes, leocc.h says 704",
 	      sizeof(struct leocc_state));
 	CHECK(sizeof(struct leocc_state) % 8 == 0, "8-byte multiple");
 	/* The FFI layouts crates/leocc-core-sys mirrors (asserted there with the same numbers). */
-	CHECK(sizeof(struct leocc_params) == 120, "params %zu", sizeof(struct leocc_params));
+	CHECK(sizeof(struct leocc_params) == 128, "params %zu", sizeof(struct leocc_params));
 	CHECK(sizeof(struct leocc_ack_sample) == 72, "sample %zu", sizeof(struct leocc_ack_sample));
 	CHECK(sizeof(struct leocc_output) == 16, "output %zu", sizeof(struct leocc_output));
-	CHECK(sizeof(struct leocc_reconfig_event) == 16, "event %zu",
+	CHECK(sizeof(struct leocc_reconfig_event) == 24, "event %zu",
 	      sizeof(struct leocc_reconfig_event));
 	CHECK(sizeof(struct leocc_view) == 104, "view %zu", sizeof(struct leocc_view));
 }
@@ -305,7 +305,7 @@ void test_garbage_inputs(void)
 	struct leocc_state s;
 	struct leocc_ack_sample a;
 	struct leocc_output out;
-	struct leocc_reconfig_event e;
+	struct leocc_reconfig_event e = {0, 0, LEOCC_CONF_FULL, 0};
 	struct leocc_view v;
 	leocc_u32 seed = 12345, i;
 

@@ -67,6 +67,10 @@ pub struct Params {
     pub cwnd_headroom: u32,
     /// RTT assumed before the first sample, us.
     pub default_rtt_us: u32,
+    /// Events the detector graded below this confidence (0..=100) are not acted on.
+    pub rcf_min_confidence: u32,
+    /// Layout padding (keep 0).
+    pub _pad: u32,
 }
 
 /// What Linux gives a congestion control per ACK (`struct leocc_ack_sample`).
@@ -116,6 +120,8 @@ pub(crate) struct RawOutput {
 pub(crate) struct RawReconfigEvent {
     pub time_us: u64,
     pub seq: u64,
+    pub confidence: u32,
+    pub _pad: u32,
 }
 
 #[repr(C)]

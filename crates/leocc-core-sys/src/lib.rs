@@ -69,7 +69,12 @@ pub enum ReconfigOutcome {
     Skipped,
     /// Windows cut, but still in Startup (no adaptation needed).
     CutOnly,
+    /// The detector's confidence was below the flow's threshold: nothing changed.
+    Weak,
 }
+
+/// The confidence of an event the detector is sure of (core/leocc.h `LEOCC_CONF_FULL`).
+pub const CONF_FULL: u32 = 100;
 
 impl ReconfigOutcome {
     fn from_raw(raw: u32) -> ReconfigOutcome {
@@ -77,6 +82,7 @@ impl ReconfigOutcome {
             1 => ReconfigOutcome::Adapt,
             2 => ReconfigOutcome::Skipped,
             3 => ReconfigOutcome::CutOnly,
+            4 => ReconfigOutcome::Weak,
             _ => ReconfigOutcome::Ignored,
         }
     }
@@ -178,9 +184,12 @@ impl LeoccCore {
 
     /// A reconfiguration reported by the detector: `time_us` is when the new path began (the
     /// end of the outage), `seq` the detector's strictly increasing counter (0 is invalid).
-    /// Calling it again with the same `seq` is harmless.
-    pub fn on_reconfig(&mut self, time_us: u64, seq: u64) -> ReconfigOutcome {
-        let event = ffi::RawReconfigEvent { time_us, seq };
+    /// Calling it again with the same `seq` is harmless. `confidence` (0 ..= [`CONF_FULL`]) is
+    /// how sure the detector is; an event below the flow's `rcf_min_confidence` is not acted
+    /// on ([`ReconfigOutcome::Weak`]). A detector that does not grade its events passes
+    /// [`CONF_FULL`].
+    pub fn on_reconfig(&mut self, time_us: u64, seq: u64, confidence: u32) -> ReconfigOutcome {
+        let event = ffi::RawReconfigEvent { time_us, seq, confidence: confidence.min(CONF_FULL), _pad: 0 };
         // SAFETY: state initialised by leocc_init; event valid for the call.
         let raw = unsafe { ffi::leocc_on_reconfig(self.state.as_mut_ptr().cast(), &event) };
         ReconfigOutcome::from_raw(raw)

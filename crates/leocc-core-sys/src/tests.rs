@@ -36,10 +36,10 @@ impl Flow {
 #[test]
 fn layouts_match_the_header() {
     // The same numbers are asserted on the C side (core/tests/test_filters.c).
-    assert_eq!(std::mem::size_of::<Params>(), 120);
+    assert_eq!(std::mem::size_of::<Params>(), 128);
     assert_eq!(std::mem::size_of::<AckSample>(), 72);
     assert_eq!(std::mem::size_of::<ffi::RawOutput>(), 16);
-    assert_eq!(std::mem::size_of::<ffi::RawReconfigEvent>(), 16);
+    assert_eq!(std::mem::size_of::<ffi::RawReconfigEvent>(), 24);
     assert_eq!(std::mem::size_of::<ffi::RawView>(), 104);
     assert!(LeoccCore::state_size() <= 1024, "state {} bytes", LeoccCore::state_size());
 }
@@ -85,14 +85,14 @@ fn a_reconfiguration_enters_adaptation_and_cuts_windows() {
     flow.feed(&mut core, 6_250_000, 40_000, 4000);
     assert_eq!(core.view().mode, Mode::Cruise);
     let t = flow.t;
-    assert_eq!(core.on_reconfig(t, 1), ReconfigOutcome::Adapt);
+    assert_eq!(core.on_reconfig(t, 1, CONF_FULL), ReconfigOutcome::Adapt);
     let v = core.view();
     assert_eq!(v.mode, Mode::Reconf);
     assert_eq!(v.last_reconfig_us, t);
     assert_eq!((v.bbw_a, v.bbw_m, v.brtt_latest_us), (0, 0, 0));
     assert_eq!(v.reconfigs, 1);
     // The same event again (the kernel may re-deliver it) changes nothing.
-    assert_eq!(core.on_reconfig(t, 1), ReconfigOutcome::Ignored);
+    assert_eq!(core.on_reconfig(t, 1, CONF_FULL), ReconfigOutcome::Ignored);
     // The adaptation ends and cruise resumes on the unchanged link (this open-loop stream
     // ignores the inflight cap, so the capped step ends by its 1 s bound).
     flow.feed(&mut core, 6_250_000, 40_000, 6000);
@@ -116,6 +116,6 @@ fn path_rtt_gives_the_non_satellite_rtt() {
     flow.feed(&mut core, 6_250_000, 70_000, 50);
     let v = core.view();
     assert!(v.terrestrial_bottleneck, "non-sat {}", v.rtt_nonsat_us);
-    assert_eq!(core.on_reconfig(flow.t, 7), ReconfigOutcome::Skipped);
+    assert_eq!(core.on_reconfig(flow.t, 7, CONF_FULL), ReconfigOutcome::Skipped);
     assert_ne!(core.view().mode, Mode::Reconf);
 }

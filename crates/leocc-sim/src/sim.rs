@@ -270,7 +270,7 @@ impl World {
             Ev::Oracle(i) => {
                 self.oracle_seq += 1;
                 self.reconfigs += 1;
-                let e = ReconfigEvent { time_us: self.oracle[i as usize], seq: self.oracle_seq, now_us: now };
+                let e = ReconfigEvent { time_us: self.oracle[i as usize], seq: self.oracle_seq, now_us: now, confidence: leocc_core_sys::CONF_FULL };
                 for f in &mut self.flows {
                     f.sender.on_reconfig(e);
                 }
@@ -296,7 +296,7 @@ impl World {
                 self.reconfigs += 1;
                 if !self.data_down {
                     // The sender is on the satellite side: the daemon hands it over directly.
-                    let e = ReconfigEvent { time_us: now, seq, now_us: now };
+                    let e = ReconfigEvent { time_us: now, seq, now_us: now, confidence: leocc_core_sys::CONF_FULL };
                     for f in &mut self.flows {
                         f.sender.on_reconfig(e);
                     }
@@ -473,7 +473,7 @@ impl World {
         {
             let f = &mut self.flows[fi];
             if info.reconfig_seq > 0 {
-                f.sender.on_reconfig(ReconfigEvent { time_us: info.reconfig_time_us, seq: info.reconfig_seq, now_us: now });
+                f.sender.on_reconfig(ReconfigEvent { time_us: info.reconfig_time_us, seq: info.reconfig_seq, now_us: now, confidence: leocc_core_sys::CONF_FULL });
             }
             if info.term_pop_rtt_us > 0 && info.term_pop_seq > f.last_path_seq && f.sender.is_active() {
                 f.last_path_seq = info.term_pop_seq;

@@ -85,7 +85,7 @@ impl Controller for Leocc {
     fn on_reconfig(&mut self, ev: &ReconfigEvent) {
         // The outcome is provisional (a terrestrial skip can be revised once the new path's
         // rate is measured); the core's own counters in the view are the final word.
-        self.core.on_reconfig(ev.time_us, ev.seq as u64);
+        self.core.on_reconfig(ev.time_us, ev.seq as u64, ev.confidence);
     }
 
     fn on_path(&mut self, now_us: u64, term_pop_rtt_us: u64) {

@@ -98,6 +98,9 @@ pub struct ReconfigEvent {
     pub seq: u32,
     /// When the sender learns about it.
     pub now_us: u64,
+    /// How sure the detector is, 0 ..= `leocc_core_sys::CONF_FULL` (the simulator's own
+    /// detector and the oracle are always sure).
+    pub confidence: u32,
 }
 
 /// A congestion control. The sender calls the hooks; the controller keeps its window.

@@ -97,7 +97,7 @@ mod tests {
         let mut s = Satcp::new(&CcConfig { mss: 1448, init_cwnd: 10, seed: 0 });
         s.on_ack(&ack(0, 90, CaState::Open));
         assert_eq!(s.cwnd(), 100);
-        s.on_reconfig(&ReconfigEvent { time_us: 1_000_000, seq: 1, now_us: 1_000_000 });
+        s.on_reconfig(&ReconfigEvent { time_us: 1_000_000, seq: 1, now_us: 1_000_000, confidence: 100 });
         s.on_congestion_event(1_050_000, 100);
         assert_eq!(s.cwnd(), 100, "loss during the freeze is not congestion");
         s.on_rto(1_100_000);
