@@ -12,6 +12,7 @@
 //! of the model for logs and plots. All times are microseconds on one clock.
 
 mod ffi;
+mod params;
 
 pub use ffi::{AckSample, Params};
 

@@ -191,6 +191,9 @@ pub struct Scenario {
     pub terrestrial: bool,
     /// Collect the per-100 ms time series.
     pub timeseries: bool,
+    /// Controller parameter settings: (control name, `NAME=VALUE`), applied to every flow of
+    /// that control (`leocc sim --param leocc.delta_rtt_us=0`).
+    pub cc_params: Vec<(String, String)>,
 }
 
 impl Scenario {
@@ -213,6 +216,7 @@ impl Scenario {
             oracle_reconfig: false,
             terrestrial: true,
             timeseries: false,
+            cc_params: Vec::new(),
         }
     }
 

@@ -458,7 +458,7 @@ mod tests {
 
     #[test]
     fn startup_exits_when_bandwidth_plateaus_and_paces_near_it() {
-        let mut b = Bbr::new(&CcConfig { mss: 1448, init_cwnd: 10, seed: 3 });
+        let mut b = Bbr::new(&CcConfig { mss: 1448, init_cwnd: 10, seed: 3, params: Vec::new() });
         // A 10 Mbit/s path with 20 ms RTT: every ACK reports 10 Mbit/s worth of delivery.
         let rate_pps = 10e6 / 8.0 / 1448.0;
         let mut delivered = 0u64;

@@ -219,7 +219,7 @@ mod tests {
     use crate::cc::testing::ack;
 
     fn cubic() -> Cubic {
-        Cubic::new(&CcConfig { mss: 1448, init_cwnd: 10, seed: 0 })
+        Cubic::new(&CcConfig { mss: 1448, init_cwnd: 10, seed: 0, params: Vec::new() })
     }
 
     #[test]

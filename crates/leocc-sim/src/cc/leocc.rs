@@ -10,7 +10,8 @@
 //! time (the first probe reply after the gap) and sequence number; terminal-PoP RTTs from the
 //! probes go to `leocc_on_path`. On a retransmission timeout the kernel sets cwnd to
 //! inflight + 1 (`tcp_enter_loss`) until the next ACK lets the control decide again; so do we.
-//! Parameters: the core's defaults (`leocc_default_params`, documented in docs/algorithm.md).
+//! Parameters: the core's defaults (`leocc_default_params`, documented in docs/algorithm.md),
+//! with the scenario's `--param leocc.NAME=VALUE` settings applied.
 
 use leocc_core_sys::{LeoccCore, Output, Params};
 
@@ -38,7 +39,9 @@ impl std::fmt::Debug for Leocc {
 impl Leocc {
     /// A LeoCC controller with the core's default parameters.
     pub fn new(cfg: &CcConfig) -> Self {
-        let params = Params { init_cwnd: cfg.init_cwnd, ..Params::default() };
+        let mut params = Params { init_cwnd: cfg.init_cwnd, ..Params::default() };
+        // Checked when the scenario was built (cc::check_params); nothing is left to fail here.
+        let _ = params.apply(cfg.params.iter().map(String::as_str));
         let core = LeoccCore::new(params);
         let v = core.view();
         Leocc { core, out: Output { pacing_rate: v.pacing_rate, cwnd: v.cwnd.max(1) } }

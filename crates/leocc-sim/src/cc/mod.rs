@@ -150,6 +150,9 @@ pub struct CcConfig {
     pub init_cwnd: u32,
     /// Seed for controllers that randomise (BBR's gain phase, Vivace's trial order).
     pub seed: u64,
+    /// `NAME=VALUE` settings of this controller's own parameters (`leocc sim --param`),
+    /// checked when the scenario is built.
+    pub params: Vec<String>,
 }
 
 /// The names `new_controller` accepts.
@@ -169,6 +172,30 @@ pub fn new_controller(name: &str, cfg: &CcConfig) -> Result<Box<dyn Controller>,
         "leocc" => Box::new(Leocc::new(cfg)),
         _ => return Err(format!("unknown congestion control '{name}' (known: {})", NAMES.join(", "))),
     })
+}
+
+/// Check `NAME=VALUE` settings for the controller called `name`: an unknown name or a bad
+/// value is an error naming it. Only LeoCC has settable parameters today.
+pub fn check_params(name: &str, params: &[String]) -> Result<(), String> {
+    if params.is_empty() {
+        return Ok(());
+    }
+    match name {
+        "leocc" => leocc_core_sys::Params::default().apply(params.iter().map(String::as_str)),
+        _ => Err(format!("'{name}' has no settable parameters (leocc has: see `leocc sim --list-params leocc`)")),
+    }
+}
+
+/// The settable parameters of the controller called `name`: (name, default, meaning).
+pub fn list_params(name: &str) -> Result<Vec<(&'static str, u32, &'static str)>, String> {
+    match name {
+        "leocc" => {
+            let p = leocc_core_sys::Params::default();
+            Ok(leocc_core_sys::Params::NAMES.iter().map(|(n, doc)| (*n, p.get(n).unwrap_or(0), *doc)).collect())
+        }
+        _ if NAMES.contains(&name) => Ok(Vec::new()),
+        _ => Err(format!("unknown congestion control '{name}' (known: {})", NAMES.join(", "))),
+    }
 }
 
 /// A windowed max filter over rounds (or any monotone clock): keeps the best value of each
@@ -254,7 +281,7 @@ mod tests {
 
     #[test]
     fn every_name_constructs() {
-        let cfg = CcConfig { mss: 1448, init_cwnd: 10, seed: 1 };
+        let cfg = CcConfig { mss: 1448, init_cwnd: 10, seed: 1, params: Vec::new() };
         for n in NAMES {
             let c = new_controller(n, &cfg).unwrap();
             assert_eq!(c.name(), *n);

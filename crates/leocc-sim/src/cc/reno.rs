@@ -126,7 +126,7 @@ mod tests {
 
     #[test]
     fn slow_start_then_halving_then_linear_growth() {
-        let mut r = Reno::new(&CcConfig { mss: 1448, init_cwnd: 10, seed: 0 });
+        let mut r = Reno::new(&CcConfig { mss: 1448, init_cwnd: 10, seed: 0, params: Vec::new() });
         r.on_ack(&ack(0, 10, CaState::Open));
         assert_eq!(r.cwnd(), 20, "slow start: +1 per ACKed packet");
         r.on_congestion_event(1, 20);

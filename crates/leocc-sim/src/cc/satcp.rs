@@ -94,7 +94,7 @@ mod tests {
 
     #[test]
     fn keeps_its_window_through_a_handover_but_not_after() {
-        let mut s = Satcp::new(&CcConfig { mss: 1448, init_cwnd: 10, seed: 0 });
+        let mut s = Satcp::new(&CcConfig { mss: 1448, init_cwnd: 10, seed: 0, params: Vec::new() });
         s.on_ack(&ack(0, 90, CaState::Open));
         assert_eq!(s.cwnd(), 100);
         s.on_reconfig(&ReconfigEvent { time_us: 1_000_000, seq: 1, now_us: 1_000_000, confidence: 100 });

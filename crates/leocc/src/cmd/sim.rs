@@ -26,8 +26,8 @@ qdelay_avg_ms, qdelay_p95_ms, loss_rate, retrans_rate, jain, reconfigs_detected,
 See docs/simulator.md for the model and the metric definitions."))]
 pub struct SimArgs {
     /// Trace file (our format, a mahimahi capacity file, or a mahimahi/LeoReplayer directory).
-    #[arg(long)]
-    pub trace: PathBuf,
+    #[arg(long, required_unless_present = "list_params")]
+    pub trace: Option<PathBuf>,
     /// Congestion control(s), comma separated; one run each [default: cubic]. Known: reno,
     /// cubic, vegas, bbr, bbr3, copa, vivace, satcp, leocc.
     #[arg(long, value_delimiter = ',')]
@@ -68,6 +68,12 @@ pub struct SimArgs {
     /// Write a per-100 ms time series (JSON lines, or CSV if FILE ends in .csv).
     #[arg(long)]
     pub timeseries: Option<PathBuf>,
+    /// Set a control's parameter, CC.NAME=VALUE (repeatable), e.g. leocc.delta_rtt_us=0.
+    #[arg(long = "param", value_name = "CC.NAME=VALUE")]
+    pub params: Vec<String>,
+    /// List the parameters of a control (with defaults) and exit.
+    #[arg(long, value_name = "CC")]
+    pub list_params: Option<String>,
     /// No progress output on stderr.
     #[arg(long, short)]
     pub quiet: bool,
@@ -75,7 +81,8 @@ pub struct SimArgs {
 
 /// Build the scenarios of one invocation (one per --cc, or one for a named --flows list).
 pub fn scenarios(a: &SimArgs) -> anyhow::Result<Vec<Scenario>> {
-    let trace = Trace::load(&a.trace).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let path = a.trace.as_ref().context("--trace is required")?;
+    let trace = Trace::load(path).map_err(|e| anyhow::anyhow!("{e}"))?;
     let queue: QueueLimit = a.queue.parse().map_err(|e: String| anyhow::anyhow!(e))?;
     if !(0.0..1.0).contains(&a.loss) {
         bail!("--loss {} must be in [0, 1)", a.loss);
@@ -91,8 +98,9 @@ pub fn scenarios(a: &SimArgs) -> anyhow::Result<Vec<Scenario>> {
     if a.delack == 0 || !(0.0..=500.0).contains(&a.delack_ms) {
         bail!("--delack must be at least 1 and --delack-ms in [0, 500]");
     }
+    let cc_params = parse_cc_params(&a.params)?;
     let trace = Arc::new(trace);
-    let name = a.trace.display().to_string();
+    let name = path.display().to_string();
     let named_flows = a.flows.as_deref().filter(|f| f.trim().parse::<u32>().is_err());
     let mut out = Vec::new();
     if named_flows.is_some() && a.cc.is_some() {
@@ -130,13 +138,37 @@ pub fn scenarios(a: &SimArgs) -> anyhow::Result<Vec<Scenario>> {
         sc.oracle_reconfig = a.oracle_reconfig;
         sc.terrestrial = !a.no_terrestrial;
         sc.timeseries = a.timeseries.is_some();
+        sc.cc_params = cc_params.clone();
         out.push(sc);
+    }
+    Ok(out)
+}
+
+/// `CC.NAME=VALUE` settings as (control, `NAME=VALUE`), each checked against its control.
+pub fn parse_cc_params(params: &[String]) -> anyhow::Result<Vec<(String, String)>> {
+    let mut out = Vec::new();
+    for p in params {
+        let Some((cc, setting)) = p.split_once('.').filter(|(cc, s)| !cc.is_empty() && s.contains('=')) else {
+            bail!("--param '{p}': expected CC.NAME=VALUE, e.g. leocc.delta_rtt_us=0");
+        };
+        leocc_sim::cc::check_params(cc, &[setting.to_string()]).map_err(|e| anyhow::anyhow!("--param '{p}': {e}"))?;
+        out.push((cc.to_string(), setting.to_string()));
     }
     Ok(out)
 }
 
 /// Run `leocc sim`.
 pub fn run(a: SimArgs) -> anyhow::Result<()> {
+    if let Some(cc) = &a.list_params {
+        let params = leocc_sim::cc::list_params(cc).map_err(|e| anyhow::anyhow!(e))?;
+        if params.is_empty() {
+            println!("{cc} has no settable parameters");
+        }
+        for (name, default, doc) in params {
+            println!("{cc}.{name:<24} {default:>10}  {doc}");
+        }
+        return Ok(());
+    }
     let scs = scenarios(&a)?;
     let tty = std::io::stderr().is_terminal();
     let mut results = Vec::new();
