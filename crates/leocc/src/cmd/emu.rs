@@ -23,9 +23,10 @@ pub struct EmuArgs {
     /// A different trace for the uplink (its uplink direction is used).
     #[arg(long, value_name = "T2")]
     uplink_trace: Option<PathBuf>,
-    /// Droptail queue limit in packets (0 = unlimited).
-    #[arg(long, value_name = "P")]
-    queue: Option<usize>,
+    /// Droptail queue limit: packets (500), bytes (750kB) or time at the mean capacity of the
+    /// trace's measured direction (150ms); 0 = unlimited [default: 500 packets].
+    #[arg(long, value_name = "Q")]
+    queue: Option<String>,
     /// Droptail queue limit in bytes (alone, replaces the packet limit).
     #[arg(long, value_name = "B")]
     queue_bytes: Option<usize>,
@@ -95,9 +96,26 @@ fn config(a: &EmuArgs) -> anyhow::Result<EmuConfig> {
         bail!("--loss must be a probability in [0, 1), got {}", a.loss);
     }
     cfg.loss = a.loss;
-    cfg.queue = match (a.queue, a.queue_bytes) {
+    cfg.queue = match (&a.queue, a.queue_bytes) {
         (None, None) => QueueLimit { packets: Some(DEFAULT_QUEUE_PACKETS), bytes: None },
-        (p, b) => QueueLimit { packets: p.filter(|&n| n > 0), bytes: b.filter(|&n| n > 0) },
+        (q, b) => {
+            let mut lim = QueueLimit { packets: None, bytes: b.filter(|&n| n > 0) };
+            if let Some(q) = q.as_deref().filter(|q| q.trim() != "0") {
+                let given: leocc_sim::QueueLimit = q.parse().map_err(|e: String| anyhow::anyhow!("--queue: {e}"))?;
+                // A time is sized by the mean capacity of the direction the trace measured
+                // (down when it has both), as `leocc sim` and `leocc eval` size it.
+                let data = if trace.meta.direction.primary() == Dir::Up { &cfg.up } else { &cfg.down };
+                let r = given.resolve_at(data.mean_capacity_bps(0, data.period_us().max(1))).map_err(|e| anyhow::anyhow!("--queue: {e}"))?;
+                if matches!(given, leocc_sim::QueueLimit::Time(_)) {
+                    eprintln!("leocc emu: queue {given} = {} bytes at {:.1} Mbit/s mean capacity", r.bytes, r.mean_capacity_bps / 1e6);
+                }
+                match r.limit {
+                    leocc_sim::QueueLimit::Packets(n) => lim.packets = Some(n as usize),
+                    _ => lim.bytes = Some(lim.bytes.map_or(r.bytes as usize, |b| b.min(r.bytes as usize))),
+                }
+            }
+            lim
+        }
     };
     cfg.seed = a.seed;
     cfg.spin_us = a.spin_us;
