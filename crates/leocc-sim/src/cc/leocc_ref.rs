@@ -749,6 +749,34 @@ mod tests {
     }
 
     #[test]
+    fn in_the_simulator_each_detected_outage_sends_it_through_probe_rtt_and_startup() {
+        use crate::{constant_trace, run, Scenario};
+        let outages = [(6_000_000, 80_000), (13_000_000, 80_000)];
+        let t = std::sync::Arc::new(constant_trace(20.0, 15_000, 20_000_000, &outages));
+        let mut sc = Scenario::new(t, "outages", "leocc-ref", 20_000_000);
+        sc.timeseries = true;
+        let r = run(&sc).unwrap();
+        assert_eq!(r.reconfigs_detected, 2);
+        assert!(r.utilization > 0.85, "utilisation {}", r.utilization);
+        let st = |row: &crate::TsRow, k: &str| row.state.iter().find(|(n, _)| n == k).map(|&(_, v)| v).unwrap();
+        let last = r.timeseries.last().unwrap();
+        assert_eq!(st(last, "reconfigs"), 2.0);
+        assert_eq!(st(last, "reconfig_pending"), 0.0, "both events handled");
+        // A constant path: the probes' spread is 0, which switches the congestion test off.
+        assert_eq!(st(last, "spreads_measured"), 2.0);
+        assert_eq!(st(last, "fluctuation_ms"), 0.0);
+        for &(start, len) in &outages {
+            let after = |row: &&crate::TsRow| {
+                let t = (row.t_s * 1e6) as u64;
+                t > start + len && t < start + len + 1_000_000
+            };
+            let modes: Vec<f64> = r.timeseries.iter().filter(after).map(|row| st(row, "mode")).collect();
+            assert!(modes.contains(&(Mode::ProbeRtt as u8 as f64)), "no ProbeRTT after the outage at {start}: {modes:?}");
+            assert!(modes.contains(&(Mode::Startup as u8 as f64)), "no Startup after the outage at {start}: {modes:?}");
+        }
+    }
+
+    #[test]
     fn kalman_settles_to_a_constant_input() {
         let mut k = Kalman::new();
         for _ in 0..50 {
