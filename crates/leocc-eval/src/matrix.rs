@@ -28,7 +28,7 @@ pub fn parse_queues(s: &str) -> Result<Vec<QueueLimit>, String> {
 /// Which engine carries a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Engine {
-    /// The deterministic packet-level simulator (`leocc sim`): all nine controls.
+    /// The deterministic packet-level simulator (`leocc sim`): every control.
     Sim,
     /// The trace-driven emulator with real kernel TCP (`leocc emu` + iperf3).
     Emu,

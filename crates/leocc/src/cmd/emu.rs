@@ -178,3 +178,40 @@ pub fn bench(a: BenchEmuArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        emu: EmuArgs,
+    }
+
+    fn config_of(trace: &Path, queue: &[&str]) -> anyhow::Result<EmuConfig> {
+        let mut argv = vec!["leocc-emu", "--trace", trace.to_str().unwrap()];
+        argv.extend_from_slice(queue);
+        argv.extend_from_slice(&["--", "true"]);
+        config(&Cli::try_parse_from(argv)?.emu)
+    }
+
+    #[test]
+    fn queue_takes_packets_bytes_or_time_at_the_mean_capacity() {
+        let dir = std::env::temp_dir().join(format!("leocc-emu-queue-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("const24.trace");
+        // 24 Mbit/s both ways: 3000 bytes per ms.
+        leocc_sim::constant_trace(24.0, 10_000, 1_000_000, &[]).save(&path).unwrap();
+        let q = |args: &[&str]| config_of(&path, args).map(|c| (c.queue.packets, c.queue.bytes));
+        assert_eq!(q(&[]).unwrap(), (Some(DEFAULT_QUEUE_PACKETS), None));
+        assert_eq!(q(&["--queue", "100"]).unwrap(), (Some(100), None));
+        assert_eq!(q(&["--queue", "150ms"]).unwrap(), (None, Some(450_000)));
+        assert_eq!(q(&["--queue", "750kB"]).unwrap(), (None, Some(750_000)));
+        assert_eq!(q(&["--queue", "150ms", "--queue-bytes", "300000"]).unwrap(), (None, Some(300_000)));
+        assert_eq!(q(&["--queue", "0"]).unwrap(), (None, None));
+        assert!(q(&["--queue", "0ms"]).unwrap_err().to_string().contains("--queue"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
