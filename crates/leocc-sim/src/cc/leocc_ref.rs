@@ -401,8 +401,8 @@ impl LeoccRef {
         };
     }
 
-    fn probe_rtt_done(&mut self, now: u64) {
-        if !self.probe_rtt_done.is_some_and(|d| now > d) {
+    fn check_probe_rtt_done(&mut self, now: u64) {
+        if self.probe_rtt_done.is_none_or(|d| now <= d) {
             return;
         }
         self.cwnd = self.cwnd.max(self.prior_cwnd);
@@ -453,7 +453,7 @@ impl LeoccRef {
                             }
                             self.min_rtt_stamp = now;
                         }
-                        self.probe_rtt_done(now);
+                        self.check_probe_rtt_done(now);
                     }
                 }
             }
