@@ -51,7 +51,9 @@ pub struct EmuRun {
     pub flows: String,
     pub duration_s: f64,
     pub seed: u64,
-    pub queue: Option<u32>,
+    /// Droptail limit (packets, bytes or time at the data direction's mean capacity); None =
+    /// the emulator's default, 500 packets.
+    pub queue: Option<leocc_sim::QueueLimit>,
     pub loss: Option<f64>,
     pub timeseries: Option<PathBuf>,
     /// The `leocc` binary (to start the detector and load the kernel module).
@@ -148,9 +150,12 @@ pub fn run(r: &EmuRun) -> Result<Value> {
     cfg.terrestrial = trace.terrestrial();
     cfg.seed = r.seed;
     cfg.loss = r.loss.unwrap_or(0.0);
-    if let Some(q) = r.queue {
-        cfg.queue = QueueLimit { packets: Some(q as usize), bytes: None };
-    }
+    let queue = r
+        .queue
+        .unwrap_or(leocc_sim::QueueLimit::Packets(leocc_emu::emulator::DEFAULT_QUEUE_PACKETS as u64))
+        .resolve_at(fwd.mean_capacity_bps(0, fwd.period_us().max(1)))
+        .map_err(|e| anyhow!(e))?;
+    cfg.queue = emu_queue(&queue);
     cfg.label = trace.meta.name.clone();
     let (send_side, recv_side, recv_addr) = match data_dir {
         Dir::Down => (Side::Server, Side::Client, leocc_emu::CLIENT_ADDR),
@@ -250,7 +255,19 @@ pub fn run(r: &EmuRun) -> Result<Value> {
         Dir::Up => &summary.uplink,
     };
     let loss_rate = if data.arrived_pkts > 0 { (data.dropped_queue + data.dropped_loss) as f64 / data.arrived_pkts as f64 } else { 0.0 };
-    measure(&flows, &outs, &fwd, &back, r, loss_rate)
+    let mut rec = measure(&flows, &outs, &fwd, &back, r, loss_rate)?;
+    rec["queue"] = queue.given.to_string().into();
+    rec["queue_bytes"] = queue.bytes.into();
+    rec["queue_ms"] = queue.ms.into();
+    Ok(rec)
+}
+
+/// The emulator's form of a resolved queue limit: packets stay packets, the rest is bytes.
+pub fn emu_queue(q: &leocc_sim::ResolvedQueue) -> QueueLimit {
+    match q.limit {
+        leocc_sim::QueueLimit::Packets(n) => QueueLimit { packets: Some(n as usize), bytes: None },
+        _ => QueueLimit { packets: None, bytes: Some(q.bytes as usize) },
+    }
 }
 
 /// Turns the iperf3 outputs into the record and writes the time series.

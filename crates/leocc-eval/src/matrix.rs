@@ -4,10 +4,31 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
+use leocc_sim::QueueLimit;
+
+/// The buffers `leocc eval` runs by default: shallow, 500 packets (the LeoCC authors' replay
+/// setting), and deep, 150 ms of the trace's mean capacity (Starlink-like: docs/evaluation.md).
+pub const DEFAULT_QUEUES: &str = "500,150ms";
+
+/// A buffer list as `--queue` takes it: comma-separated limits (`500,150ms`), duplicates dropped.
+pub fn parse_queues(s: &str) -> Result<Vec<QueueLimit>, String> {
+    let mut out: Vec<QueueLimit> = Vec::new();
+    for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        let q: QueueLimit = item.parse()?;
+        if !out.contains(&q) {
+            out.push(q);
+        }
+    }
+    if out.is_empty() {
+        return Err(format!("--queue '{s}': no queue given ({})", leocc_sim::QUEUE_GRAMMAR));
+    }
+    Ok(out)
+}
+
 /// Which engine carries a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Engine {
-    /// The deterministic packet-level simulator (`leocc sim`): all nine controls.
+    /// The deterministic packet-level simulator (`leocc sim`): every control.
     Sim,
     /// The trace-driven emulator with real kernel TCP (`leocc emu` + iperf3).
     Emu,
@@ -142,8 +163,9 @@ pub struct Matrix {
     pub seed: u64,
     /// Seconds per run; None = the trace's own duration (capped by the engine).
     pub duration_s: Option<f64>,
-    /// Bottleneck queue in packets, the same for every control.
-    pub queue: Option<u32>,
+    /// Bottleneck queues (the buffer axis): the matrix runs once per queue, the same queue
+    /// for every control.
+    pub queues: Vec<QueueLimit>,
     /// Random loss added on the path, the same for every control.
     pub loss: Option<f64>,
     /// Feed ground-truth reconfigurations instead of the detector (ablation only).
@@ -165,7 +187,8 @@ pub struct RunSpec {
     pub flows: String,
     pub duration_s: f64,
     pub seed: u64,
-    pub queue: Option<u32>,
+    /// The bottleneck queue as given (a time is resolved per trace by the engine).
+    pub queue: QueueLimit,
     pub loss: Option<f64>,
     pub oracle_reconfig: bool,
 }
@@ -190,46 +213,50 @@ pub fn trace_name(path: &Path) -> String {
 }
 
 impl Matrix {
-    /// Expands the matrix into runs, in a stable order (trace, scenario, control, seed).
+    /// Expands the matrix into runs, in a stable order (trace, queue, scenario, control, seed).
     /// `trace_duration_s` gives each trace's length, which bounds a run with no --duration.
     pub fn expand(&self, trace_duration_s: impl Fn(&Path) -> f64) -> Vec<RunSpec> {
         let mut out = Vec::new();
         for trace in &self.traces {
             let name = trace_name(trace);
-            for &scenario in &self.scenarios {
-                let duration_s = scenario
-                    .fixed_duration_s()
-                    .or(self.duration_s)
-                    .unwrap_or_else(|| trace_duration_s(trace));
-                for label in scenario.labels(&self.ccs) {
-                    for i in 0..self.runs {
-                        let seed = self.seed + u64::from(i);
-                        let key = format!(
-                            "{}|{}|{}|{}|{}|d{}|q{}|l{}{}",
-                            self.engine,
-                            name,
-                            scenario,
-                            label,
-                            seed,
-                            duration_s,
-                            self.queue.map_or("-".into(), |q| q.to_string()),
-                            self.loss.map_or("-".into(), |l| l.to_string()),
-                            if self.oracle_reconfig { "|oracle" } else { "" },
-                        );
-                        out.push(RunSpec {
-                            key,
-                            engine: self.engine,
-                            trace: trace.clone(),
-                            trace_name: name.clone(),
-                            scenario,
-                            flows: scenario.flows_spec(&label, duration_s),
-                            label: label.clone(),
-                            duration_s,
-                            seed,
-                            queue: self.queue,
-                            loss: self.loss,
-                            oracle_reconfig: self.oracle_reconfig,
-                        });
+            for &queue in &self.queues {
+                for &scenario in &self.scenarios {
+                    let duration_s = scenario
+                        .fixed_duration_s()
+                        .or(self.duration_s)
+                        .unwrap_or_else(|| trace_duration_s(trace));
+                    for label in scenario.labels(&self.ccs) {
+                        for i in 0..self.runs {
+                            let seed = self.seed + u64::from(i);
+                            // `q500` is what keys had before the buffer axis, so a results
+                            // file from then resumes.
+                            let key = format!(
+                                "{}|{}|{}|{}|{}|d{}|q{}|l{}{}",
+                                self.engine,
+                                name,
+                                scenario,
+                                label,
+                                seed,
+                                duration_s,
+                                queue,
+                                self.loss.map_or("-".into(), |l| l.to_string()),
+                                if self.oracle_reconfig { "|oracle" } else { "" },
+                            );
+                            out.push(RunSpec {
+                                key,
+                                engine: self.engine,
+                                trace: trace.clone(),
+                                trace_name: name.clone(),
+                                scenario,
+                                flows: scenario.flows_spec(&label, duration_s),
+                                label: label.clone(),
+                                duration_s,
+                                seed,
+                                queue,
+                                loss: self.loss,
+                                oracle_reconfig: self.oracle_reconfig,
+                            });
+                        }
                     }
                 }
             }
@@ -251,7 +278,7 @@ mod tests {
             runs: 3,
             seed: 7,
             duration_s: Some(30.0),
-            queue: Some(500),
+            queues: vec![QueueLimit::Packets(500)],
             loss: None,
             oracle_reconfig: false,
         }
@@ -268,6 +295,26 @@ mod tests {
         assert_eq!(keys.len(), runs.len());
         assert_eq!(runs[0].seed, 7);
         assert_eq!(runs[2].seed, 9);
+    }
+
+    #[test]
+    fn every_buffer_is_a_run_of_its_own() {
+        let mut m = matrix(vec![Scenario::Single]);
+        m.queues = parse_queues(DEFAULT_QUEUES).unwrap();
+        assert_eq!(m.queues, vec![QueueLimit::Packets(500), QueueLimit::Time(150_000)]);
+        let runs = m.expand(|_| 60.0);
+        assert_eq!(runs.len(), 2 * 2 * 2 * 3);
+        assert_eq!(runs.iter().filter(|r| r.queue == QueueLimit::Time(150_000)).count(), runs.len() / 2);
+        // The shallow buffer keeps the key runs had before the buffer axis.
+        assert!(runs[0].key.contains("|q500|"), "{}", runs[0].key);
+        assert!(runs.iter().any(|r| r.key.contains("|q150ms|")));
+        let mut keys: Vec<_> = runs.iter().map(|r| r.key.clone()).collect();
+        keys.sort();
+        keys.dedup();
+        assert_eq!(keys.len(), runs.len());
+        assert_eq!(parse_queues("500, 500p,150ms").unwrap().len(), 2);
+        assert!(parse_queues("500,deep").is_err());
+        assert!(parse_queues(",").is_err());
     }
 
     #[test]

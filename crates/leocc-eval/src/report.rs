@@ -9,7 +9,7 @@
 //! Cubic, the two-stream test) with Jain's index over time. When both engines ran, a table
 //! compares them.
 
-use crate::results::{by_cell, stat, Record, Stat};
+use crate::results::{by_cell, stat, CellKey, Record, Stat};
 use anyhow::{Context, Result};
 use leocc_plot::{bars, color, esc, Axis, BarSeries, Chart, Marker, MarkerKind, Series, Style};
 use leocc_trace::{Dir, Trace};
@@ -19,10 +19,11 @@ use std::path::{Path, PathBuf};
 
 /// The controls LeoCC's throughput is compared with (the paper's +85 to +494 %).
 pub const THROUGHPUT_RIVALS: [&str; 3] = ["cubic", "copa", "bbr3"];
-/// The controls LeoCC's p95 RTT is compared with (the paper's -44 to -56 %).
-pub const DELAY_RIVALS: [&str; 2] = ["bbr", "vivace"];
+/// The controls LeoCC's p95 RTT is compared with: the paper's (-44 to -56 % against BBRv1 and
+/// Vivace) and the authors' own code (`leocc-ref`).
+pub const DELAY_RIVALS: [&str; 3] = ["bbr", "vivace", "leocc-ref"];
 /// Every control in a fixed order, so that a control has the same colour in every chart.
-const CC_ORDER: [&str; 9] = ["leocc", "cubic", "bbr", "bbr3", "copa", "vivace", "reno", "vegas", "satcp"];
+const CC_ORDER: [&str; 10] = ["leocc", "cubic", "bbr", "bbr3", "copa", "vivace", "reno", "vegas", "satcp", "leocc-ref"];
 
 /// The colour of a control (or a mixed label) wherever it appears.
 fn cc_color(label: &str) -> &'static str {
@@ -148,12 +149,15 @@ pub fn write(out_dir: &Path, records: &[Record], command_line: &str) -> Result<P
     );
     let cells = by_cell(records);
     let engines: BTreeSet<&str> = records.iter().map(|r| r.str("engine")).collect();
-    let mut traces: BTreeMap<(String, String), PathBuf> = BTreeMap::new();
+    // One section per engine, trace and buffer; the buffer's label from its first row.
+    let mut traces: BTreeMap<(String, String, String), (PathBuf, String)> = BTreeMap::new();
     for r in records {
-        traces.insert((r.str("engine").into(), r.str("trace").into()), PathBuf::from(r.str("trace_path")));
+        traces
+            .entry((r.str("engine").into(), r.str("trace").into(), r.queue()))
+            .or_insert_with(|| (PathBuf::from(r.str("trace_path")), r.queue_label()));
     }
     html.push_str(&headline_table(&cells));
-    for ((engine, trace), path) in &traces {
+    for ((engine, trace, queue), (path, queue_label)) in &traces {
         let horizon = records
             .iter()
             .filter(|r| r.str("trace") == trace && r.str("engine") == engine)
@@ -166,9 +170,10 @@ pub fn write(out_dir: &Path, records: &[Record], command_line: &str) -> Result<P
                 None
             }
         };
-        let _ = write!(html, "<h2>{} — {}</h2>", esc(trace), esc(engine));
-        single_section(&mut html, out_dir, &cells, engine, trace, view.as_ref());
-        multi_flow_section(&mut html, out_dir, &cells, engine, trace, view.as_ref());
+        let _ = write!(html, "<h2>{} — {} — buffer {}</h2>", esc(trace), esc(engine), esc(queue_label));
+        let at = At { engine, trace, queue };
+        single_section(&mut html, out_dir, &cells, at, view.as_ref());
+        multi_flow_section(&mut html, out_dir, &cells, at, view.as_ref());
     }
     if engines.len() > 1 {
         html.push_str(&engine_comparison(&cells));
@@ -190,25 +195,47 @@ fn resolve(out_dir: &Path, p: &Path) -> PathBuf {
     out_dir.parent().map(|d| d.join(p)).filter(|q| q.exists()).unwrap_or_else(|| p.to_path_buf())
 }
 
-type Cells<'a> = BTreeMap<(String, String, String, String), Vec<&'a Record>>;
+type Cells<'a> = BTreeMap<CellKey, Vec<&'a Record>>;
 
-fn single_runs<'a>(cells: &'a Cells, engine: &str, trace: &str) -> Vec<(&'a str, &'a Vec<&'a Record>)> {
+/// One section of the report: an engine, a trace and a buffer.
+#[derive(Clone, Copy)]
+struct At<'a> {
+    engine: &'a str,
+    trace: &'a str,
+    queue: &'a str,
+}
+
+impl At<'_> {
+    fn holds(&self, key: &CellKey) -> bool {
+        key.0 == self.engine && key.1 == self.trace && key.2 == self.queue
+    }
+}
+
+fn single_runs<'a>(cells: &'a Cells, at: At) -> Vec<(&'a str, &'a Vec<&'a Record>)> {
     cells
         .iter()
-        .filter(|((e, t, s, _), _)| e == engine && t == trace && s == "single")
-        .map(|((_, _, _, l), v)| (l.as_str(), v))
+        .filter(|(k, _)| at.holds(k) && k.3 == "single")
+        .map(|(k, v)| (k.4.as_str(), v))
         .collect()
+}
+
+/// The buffer label of a cell's runs (the first run's).
+fn queue_label(runs: &[&Record]) -> String {
+    runs.first().map_or_else(String::new, |r| r.queue_label())
 }
 
 /// The paper's comparisons, one row per engine and trace with a LeoCC run.
 fn headline_table(cells: &Cells) -> String {
     let mut rows = String::new();
-    for ((engine, trace, scenario, label), runs) in cells {
+    for ((engine, trace, queue, scenario, label), runs) in cells {
         if scenario != "single" || label != "leocc" {
             continue;
         }
         let get = |cc: &str, field: &str| {
-            cells.get(&(engine.clone(), trace.clone(), "single".into(), cc.into())).and_then(|r| stat(r, field)).map(|s| s.mean)
+            cells
+                .get(&(engine.clone(), trace.clone(), queue.clone(), "single".into(), cc.into()))
+                .and_then(|r| stat(r, field))
+                .map(|s| s.mean)
         };
         let thr = stat(runs, "throughput_mbps").map(|s| s.mean).unwrap_or(0.0);
         let p95 = stat(runs, "rtt_p95_ms").map(|s| s.mean).unwrap_or(0.0);
@@ -221,9 +248,10 @@ fn headline_table(cells: &Cells) -> String {
         }
         let _ = write!(
             rows,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{cols}</tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{cols}</tr>",
             esc(engine),
             esc(trace),
+            esc(&queue_label(runs)),
             fmt_stat(stat(runs, "utilization"), 100.0, 1),
             fmt_stat(stat(runs, "qdelay_avg_ms"), 1.0, 1),
             fmt_stat(stat(runs, "qdelay_p95_ms"), 1.0, 1),
@@ -234,10 +262,10 @@ fn headline_table(cells: &Cells) -> String {
     }
     format!(
         "<h2>LeoCC against the field</h2><p>Throughput change of LeoCC against Cubic, Copa and BBRv3 (the paper reports +85 to +494 %) and \
-         p95 RTT change against BBRv1 and Vivace (the paper: −44 to −56 %), single-flow runs, means over seeds. \
+         p95 RTT change against BBRv1 and Vivace (the paper: −44 to −56 %) and against the authors' own code (leocc-ref), single-flow runs, means over seeds, one row per buffer. \
          Negative throughput or positive delay numbers are shortfalls and are shown as measured.</p>\
-         <table><tr><th>engine</th><th>trace</th><th>LeoCC utilisation %</th><th>queueing delay mean ms</th><th>queueing delay p95 ms</th>\
-         <th>thr. vs cubic</th><th>thr. vs copa</th><th>thr. vs bbr3</th><th>p95 RTT vs bbr</th><th>p95 RTT vs vivace</th></tr>{rows}</table>"
+         <table><tr><th>engine</th><th>trace</th><th>buffer</th><th>LeoCC utilisation %</th><th>queueing delay mean ms</th><th>queueing delay p95 ms</th>\
+         <th>thr. vs cubic</th><th>thr. vs copa</th><th>thr. vs bbr3</th><th>p95 RTT vs bbr</th><th>p95 RTT vs vivace</th><th>p95 RTT vs leocc-ref</th></tr>{rows}</table>"
     )
 }
 
@@ -254,14 +282,15 @@ const METRICS: [(&str, &str, f64, usize); 10] = [
     ("jain", "Jain", 1.0, 3),
 ];
 
-fn single_section(html: &mut String, out_dir: &Path, cells: &Cells, engine: &str, trace: &str, view: Option<&TraceView>) {
-    let runs = single_runs(cells, engine, trace);
+fn single_section(html: &mut String, out_dir: &Path, cells: &Cells, at: At, view: Option<&TraceView>) {
+    let At { engine, trace, queue } = at;
+    let runs = single_runs(cells, at);
     if runs.is_empty() {
         return;
     }
     // Throughput against p95 one-way delay, Pantheon style.
     let mut chart = Chart::new(
-        format!("{trace}: throughput vs 95th-percentile one-way delay ({engine})"),
+        format!("{trace}: throughput vs 95th-percentile one-way delay ({engine}, queue {queue})"),
         Axis::new("95th-percentile one-way delay (ms, log scale, better →)").log().inverted(),
         Axis::new("throughput (Mbit/s)"),
     );
@@ -318,7 +347,7 @@ fn single_section(html: &mut String, out_dir: &Path, cells: &Cells, engine: &str
     for (label, rs) in &runs {
         let Some(rec) = rs.iter().min_by_key(|r| r.num("seed").unwrap_or(0.0) as u64) else { continue };
         match read_timeseries(&out_dir.join(rec.str("timeseries"))) {
-            Ok(rows) => html.push_str(&timeseries_chart(&format!("{trace}: {label}"), &rows, view, false)),
+            Ok(rows) => html.push_str(&timeseries_chart(&format!("{trace}, queue {queue}: {label}"), &rows, view, false)),
             Err(e) => {
                 let _ = write!(html, "<p class=\"warn\">{}: no time series ({})</p>", esc(label), esc(&format!("{e:#}")));
             }
@@ -404,16 +433,14 @@ fn jain_over_time(rows: &[TsRow]) -> Vec<(f64, f64)> {
         .collect()
 }
 
-fn multi_flow_section(html: &mut String, out_dir: &Path, cells: &Cells, engine: &str, trace: &str, view: Option<&TraceView>) {
-    let multi: Vec<_> = cells
-        .iter()
-        .filter(|((e, t, s, _), _)| e == engine && t == trace && s != "single")
-        .collect();
+fn multi_flow_section(html: &mut String, out_dir: &Path, cells: &Cells, at: At, view: Option<&TraceView>) {
+    let At { trace, queue, .. } = at;
+    let multi: Vec<_> = cells.iter().filter(|(k, _)| at.holds(k) && k.3 != "single").collect();
     if multi.is_empty() {
         return;
     }
     html.push_str("<h3>Several flows</h3><table><tr><th>scenario</th><th>controls</th><th>total Mbit/s</th><th>per-flow Mbit/s</th><th>Jain</th><th>RTT p95 ms</th></tr>");
-    for ((_, _, scenario, label), runs) in &multi {
+    for ((_, _, _, scenario, label), runs) in &multi {
         let per_flow: Vec<String> = runs
             .first()
             .map(|r| r.flows().iter().map(|f| format!("{} {:.1}", f.get("cc").and_then(|v| v.as_str()).unwrap_or("?"), f.get("throughput_mbps").and_then(|v| v.as_f64()).unwrap_or(0.0))).collect())
@@ -430,13 +457,13 @@ fn multi_flow_section(html: &mut String, out_dir: &Path, cells: &Cells, engine: 
         );
     }
     html.push_str("</table>");
-    for ((_, _, scenario, label), runs) in &multi {
+    for ((_, _, _, scenario, label), runs) in &multi {
         let Some(rec) = runs.iter().min_by_key(|r| r.num("seed").unwrap_or(0.0) as u64) else { continue };
         let Ok(rows) = read_timeseries(&out_dir.join(rec.str("timeseries"))) else { continue };
-        html.push_str(&timeseries_chart(&format!("{trace}: {scenario}, {label} — per-flow throughput"), &rows, view, true));
+        html.push_str(&timeseries_chart(&format!("{trace}, queue {queue}: {scenario}, {label} — per-flow throughput"), &rows, view, true));
         let j = jain_over_time(&rows);
         if !j.is_empty() {
-            let mut c = Chart::new(format!("{trace}: {scenario}, {label} — Jain's index over time"), Axis::new("time (s)"), Axis::new("Jain's index").range(0.0, 1.0));
+            let mut c = Chart::new(format!("{trace}, queue {queue}: {scenario}, {label} — Jain's index over time"), Axis::new("time (s)"), Axis::new("Jain's index").range(0.0, 1.0));
             c.height = 220;
             c.series.push(Series::new("Jain's index", color(2), Style::Line, thin(&j)));
             let _ = write!(html, "<figure>{}</figure>", c.svg());
@@ -446,21 +473,29 @@ fn multi_flow_section(html: &mut String, out_dir: &Path, cells: &Cells, engine: 
 
 fn engine_comparison(cells: &Cells) -> String {
     let mut rows = String::new();
-    for ((engine, trace, scenario, label), sim_runs) in cells {
+    for ((engine, trace, queue, scenario, label), sim_runs) in cells {
         if engine != "sim" || scenario != "single" {
             continue;
         }
-        let Some(emu_runs) = cells.get(&("emu".to_string(), trace.clone(), scenario.clone(), label.clone())) else { continue };
+        let Some(emu_runs) = cells.get(&("emu".to_string(), trace.clone(), queue.clone(), scenario.clone(), label.clone())) else { continue };
         let ratio = |f: &str| match (stat(sim_runs, f), stat(emu_runs, f)) {
             (Some(s), Some(e)) if e.mean > 0.0 => format!("{:.2}", s.mean / e.mean),
             _ => "–".into(),
         };
-        let _ = write!(rows, "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", esc(trace), esc(label), ratio("throughput_mbps"), ratio("rtt_p95_ms"));
+        let _ = write!(
+            rows,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(trace),
+            esc(&queue_label(sim_runs)),
+            esc(label),
+            ratio("throughput_mbps"),
+            ratio("rtt_p95_ms")
+        );
     }
     if rows.is_empty() {
         return String::new();
     }
-    format!("<h2>Simulator against emulator</h2><table><tr><th>trace</th><th>control</th><th>throughput sim/emu</th><th>p95 RTT sim/emu</th></tr>{rows}</table>")
+    format!("<h2>Simulator against emulator</h2><table><tr><th>trace</th><th>buffer</th><th>control</th><th>throughput sim/emu</th><th>p95 RTT sim/emu</th></tr>{rows}</table>")
 }
 
 const HEAD: &str = "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>leocc evaluation</title><style>\
@@ -515,17 +550,18 @@ mod tests {
 pub fn markdown(records: &[Record]) -> String {
     let cells = by_cell(records);
     let mut s = String::from(
-        "| engine | trace | control | throughput Mbit/s | utilisation % | RTT p95 ms | queueing delay mean / p95 ms | loss % | runs |\n\
-         |---|---|---|---:|---:|---:|---:|---:|---:|\n",
+        "| engine | trace | buffer | control | throughput Mbit/s | utilisation % | RTT p95 ms | queueing delay mean / p95 ms | loss % | runs |\n\
+         |---|---|---|---|---:|---:|---:|---:|---:|---:|\n",
     );
-    for ((engine, trace, scenario, label), runs) in &cells {
+    for ((engine, trace, _, scenario, label), runs) in &cells {
         if scenario != "single" {
             continue;
         }
         let m = |f: &str, k: f64, d: usize| stat(runs, f).map_or("–".to_string(), |x| format!("{:.d$}", x.mean * k));
         let _ = writeln!(
             s,
-            "| {engine} | {trace} | {} | {} | {} | {} | {} / {} | {} | {} |",
+            "| {engine} | {trace} | {} | {} | {} | {} | {} | {} / {} | {} | {} |",
+            queue_label(runs),
             if label == "leocc" { "**leocc**".to_string() } else { label.clone() },
             m("throughput_mbps", 1.0, 1),
             m("utilization", 100.0, 1),
@@ -537,15 +573,17 @@ pub fn markdown(records: &[Record]) -> String {
         );
     }
     s.push('\n');
-    for ((engine, trace, scenario, label), runs) in &cells {
+    for ((engine, trace, queue, scenario, label), runs) in &cells {
         if scenario != "single" || label != "leocc" {
             continue;
         }
-        let mean = |cc: &str, f: &str| cells.get(&(engine.clone(), trace.clone(), scenario.clone(), cc.to_string())).and_then(|r| stat(r, f)).map(|x| x.mean);
+        let mean = |cc: &str, f: &str| {
+            cells.get(&(engine.clone(), trace.clone(), queue.clone(), scenario.clone(), cc.to_string())).and_then(|r| stat(r, f)).map(|x| x.mean)
+        };
         let (Some(thr), Some(p95)) = (stat(runs, "throughput_mbps"), stat(runs, "rtt_p95_ms")) else { continue };
         let thr_vs: Vec<String> = THROUGHPUT_RIVALS.iter().filter_map(|cc| mean(cc, "throughput_mbps").map(|t| format!("{cc} {}", pct_change(thr.mean, t)))).collect();
         let rtt_vs: Vec<String> = DELAY_RIVALS.iter().filter_map(|cc| mean(cc, "rtt_p95_ms").map(|t| format!("{cc} {}", pct_change(p95.mean, t)))).collect();
-        let _ = writeln!(s, "- {engine}, {trace}: LeoCC throughput vs {}; p95 RTT vs {}.", thr_vs.join(", "), rtt_vs.join(", "));
+        let _ = writeln!(s, "- {engine}, {trace}, buffer {}: LeoCC throughput vs {}; p95 RTT vs {}.", queue_label(runs), thr_vs.join(", "), rtt_vs.join(", "));
     }
     s
 }

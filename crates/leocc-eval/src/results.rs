@@ -9,6 +9,10 @@ use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::path::Path;
 
+/// The queue of a row without a `queue` field (written before the buffer axis existed, when
+/// every run had the engines' default of 500 packets).
+pub const LEGACY_QUEUE: &str = "500";
+
 /// One finished run.
 #[derive(Clone, Debug)]
 pub struct Record(pub Value);
@@ -22,6 +26,29 @@ impl Record {
     /// A numeric field.
     pub fn num(&self, field: &str) -> Option<f64> {
         self.0.get(field).and_then(Value::as_f64)
+    }
+
+    /// The bottleneck queue the run had, as given (`500`, `150ms`). Rows written before the
+    /// buffer axis have no `queue` field: they ran with 500 packets.
+    pub fn queue(&self) -> String {
+        match self.0.get("queue") {
+            Some(Value::String(q)) if !q.is_empty() => q.clone(),
+            Some(Value::Number(n)) => n.to_string(),
+            _ => LEGACY_QUEUE.to_string(),
+        }
+    }
+
+    /// The queue for tables: as given, with its size in the other unit when the run recorded it
+    /// (`500 pkts (15 ms)`, `150ms (5.6 MB)`).
+    pub fn queue_label(&self) -> String {
+        let q = self.queue();
+        let packets = q.parse::<u64>().is_ok();
+        let given = if packets { format!("{q} pkts") } else { q };
+        match (packets, self.num("queue_ms"), self.num("queue_bytes")) {
+            (true, Some(ms), _) if ms > 0.0 => format!("{given} ({ms:.0} ms)"),
+            (false, _, Some(b)) if b > 0.0 => format!("{given} ({:.1} MB)", b / 1e6),
+            _ => given,
+        }
     }
 
     /// The per-flow objects, when the engine reported them.
@@ -125,8 +152,8 @@ impl Stat {
     }
 }
 
-/// The runs of one (engine, trace, scenario, label) cell.
-pub type CellKey = (String, String, String, String);
+/// The runs of one (engine, trace, queue, scenario, label) cell.
+pub type CellKey = (String, String, String, String, String);
 
 /// Groups records by cell, in a stable order.
 pub fn by_cell(records: &[Record]) -> BTreeMap<CellKey, Vec<&Record>> {
@@ -135,6 +162,7 @@ pub fn by_cell(records: &[Record]) -> BTreeMap<CellKey, Vec<&Record>> {
         let key = (
             r.str("engine").to_string(),
             r.str("trace").to_string(),
+            r.queue(),
             r.str("scenario").to_string(),
             r.str("label").to_string(),
         );
@@ -184,6 +212,28 @@ mod tests {
         fs::write(&p, "{\"key\":\"a\"}\nnot json\n{\"key\":\"b\"}\n").unwrap();
         let err = read(&p).unwrap_err().to_string();
         assert!(err.contains(":2:"), "{err}");
+        fs::remove_file(&p).unwrap();
+    }
+
+    #[test]
+    fn rows_without_a_queue_are_the_old_500_packets_and_cells_split_by_buffer() {
+        let p = tmp("queues.jsonl");
+        fs::write(
+            &p,
+            "{\"key\":\"a\",\"engine\":\"sim\",\"trace\":\"t\",\"scenario\":\"single\",\"label\":\"bbr\",\"throughput_mbps\":10.0}\n\
+             {\"key\":\"b\",\"engine\":\"sim\",\"trace\":\"t\",\"scenario\":\"single\",\"label\":\"bbr\",\"throughput_mbps\":20.0,\"queue\":\"500\",\"queue_bytes\":750000,\"queue_ms\":15.2}\n\
+             {\"key\":\"c\",\"engine\":\"sim\",\"trace\":\"t\",\"scenario\":\"single\",\"label\":\"bbr\",\"throughput_mbps\":30.0,\"queue\":\"150ms\",\"queue_bytes\":5600000,\"queue_ms\":150.0}\n",
+        )
+        .unwrap();
+        let recs = read(&p).unwrap();
+        assert_eq!(recs[0].queue(), "500");
+        assert_eq!(recs[0].queue_label(), "500 pkts");
+        assert_eq!(recs[1].queue_label(), "500 pkts (15 ms)");
+        assert_eq!(recs[2].queue_label(), "150ms (5.6 MB)");
+        let cells = by_cell(&recs);
+        assert_eq!(cells.len(), 2, "old and new 500-packet rows share a cell; 150ms is another");
+        let shallow = &cells[&("sim".into(), "t".into(), "500".into(), "single".into(), "bbr".into())];
+        assert_eq!(stat(shallow, "throughput_mbps").unwrap().mean, 15.0);
         fs::remove_file(&p).unwrap();
     }
 

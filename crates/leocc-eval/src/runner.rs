@@ -123,6 +123,9 @@ impl Runner {
         obj.insert("label".into(), spec.label.clone().into());
         obj.insert("seed".into(), spec.seed.into());
         obj.insert("flows_spec".into(), spec.flows.clone().into());
+        // The engines report the queue resolved for the trace (queue_bytes, queue_ms); the
+        // queue as the matrix gave it is the run's identity.
+        obj.insert("queue".into(), spec.queue.to_string().into());
         obj.insert(
             "timeseries".into(),
             format!("ts/{}.csv", spec.file_id()).into(),
@@ -145,9 +148,7 @@ impl Runner {
         cmd.arg("--flows").arg(&spec.flows);
         cmd.arg("--duration").arg(spec.duration_s.to_string());
         cmd.arg("--seed").arg(spec.seed.to_string());
-        if let Some(q) = spec.queue {
-            cmd.arg("--queue").arg(q.to_string());
-        }
+        cmd.arg("--queue").arg(spec.queue.to_string());
         if let Some(l) = spec.loss {
             cmd.arg("--loss").arg(l.to_string());
         }

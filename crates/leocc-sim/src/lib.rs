@@ -57,14 +57,34 @@ pub enum QueueLimit {
     Packets(u64),
     /// At most this many bytes.
     Bytes(u64),
+    /// This many µs of the trace's mean capacity in the data direction; resolved to bytes
+    /// with [`QueueLimit::resolve`] before a run (the simulator does it in `World::new`).
+    Time(u64),
 }
+
+/// The grammar of a queue limit, for help texts and errors.
+pub const QUEUE_GRAMMAR: &str = "packets (500, 500p), bytes (750000b, 750kB, 1MB) or time at the trace's mean capacity (150ms)";
+
+/// Bytes one packet occupies when a packet limit is expressed in bytes or time.
+pub const QUEUE_PACKET_BYTES: u64 = 1500;
 
 impl std::str::FromStr for QueueLimit {
     type Err = String;
-    /// `500` or `500p` (packets), `750000b` / `750kB` / `1MB` (bytes).
+    /// `500` or `500p` (packets), `750000b` / `750kB` / `1MB` (bytes), `150ms` (time).
     fn from_str(s: &str) -> Result<QueueLimit, String> {
         let t = s.trim();
-        let bad = || format!("bad queue size '{s}': expected packets (500, 500p) or bytes (750000b, 750kB, 1MB)");
+        let bad = || format!("bad queue size '{s}': expected {QUEUE_GRAMMAR}");
+        if let Some(n) = t.strip_suffix("ms") {
+            let ms: f64 = n.trim().parse().map_err(|_| bad())?;
+            if !ms.is_finite() || ms <= 0.0 {
+                return Err(format!("bad queue size '{s}': must be positive"));
+            }
+            if ms > 1e7 {
+                return Err(format!("bad queue size '{s}': too large"));
+            }
+            let us = (ms * 1000.0).round() as u64;
+            return if us == 0 { Err(format!("bad queue size '{s}': must be at least 1 µs")) } else { Ok(QueueLimit::Time(us)) };
+        }
         let (num, mult, bytes) = if let Some(n) = t.strip_suffix("MB") {
             (n, 1_000_000, true)
         } else if let Some(n) = t.strip_suffix("kB") {
@@ -83,6 +103,62 @@ impl std::str::FromStr for QueueLimit {
         } else {
             Ok(QueueLimit::Packets(v))
         }
+    }
+}
+
+impl std::fmt::Display for QueueLimit {
+    /// The canonical form, which parses back to the same limit: `500`, `750000b`, `150ms`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            QueueLimit::Packets(n) => write!(f, "{n}"),
+            QueueLimit::Bytes(b) => write!(f, "{b}b"),
+            QueueLimit::Time(us) if us % 1000 == 0 => write!(f, "{}ms", us / 1000),
+            QueueLimit::Time(us) => write!(f, "{}ms", us as f64 / 1000.0),
+        }
+    }
+}
+
+/// A queue limit as given and as it applies to one trace and direction.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ResolvedQueue {
+    /// As given (`Time` stays `Time` here).
+    pub given: QueueLimit,
+    /// What the hops enforce: `Packets` or `Bytes`, never `Time`.
+    pub limit: QueueLimit,
+    /// The limit in bytes (packets count `QUEUE_PACKET_BYTES` each).
+    pub bytes: u64,
+    /// How long the limit takes to drain at the mean capacity, ms.
+    pub ms: f64,
+    /// The mean capacity of the data direction over one period of the trace, bit/s.
+    pub mean_capacity_bps: f64,
+}
+
+impl QueueLimit {
+    /// Resolves the limit for `trace` with data flowing in `dir`: a time becomes the bytes the
+    /// satellite link's mean capacity in that direction (over one period of the trace) carries
+    /// in that time, at least one packet. Packets and bytes stay as they are.
+    pub fn resolve(self, trace: &Trace, dir: Dir) -> Result<ResolvedQueue, String> {
+        let link = trace.link(dir);
+        let mean = link.mean_capacity_bps(0, link.period_us().max(1));
+        self.resolve_at(mean)
+    }
+
+    /// As [`QueueLimit::resolve`], given the mean capacity in bit/s.
+    pub fn resolve_at(self, mean_capacity_bps: f64) -> Result<ResolvedQueue, String> {
+        let bytes_per_ms = mean_capacity_bps / 8.0 / 1000.0;
+        let (limit, bytes) = match self {
+            QueueLimit::Packets(n) => (self, n.saturating_mul(QUEUE_PACKET_BYTES)),
+            QueueLimit::Bytes(b) => (self, b),
+            QueueLimit::Time(us) => {
+                if !(mean_capacity_bps.is_finite() && mean_capacity_bps > 0.0) {
+                    return Err(format!("queue {self}: the trace offers no capacity in the data direction to size it by"));
+                }
+                let b = ((bytes_per_ms * us as f64 / 1000.0).round() as u64).max(QUEUE_PACKET_BYTES);
+                (QueueLimit::Bytes(b), b)
+            }
+        };
+        let ms = if bytes_per_ms > 0.0 && bytes_per_ms.is_finite() { bytes as f64 / bytes_per_ms } else { 0.0 };
+        Ok(ResolvedQueue { given: self, limit, bytes, ms, mean_capacity_bps })
     }
 }
 
@@ -308,6 +384,36 @@ mod tests {
         assert!("0".parse::<QueueLimit>().is_err());
         assert!("lots".parse::<QueueLimit>().is_err());
         assert!("99999999999999999MB".parse::<QueueLimit>().is_err());
+        assert_eq!("150ms".parse::<QueueLimit>().unwrap(), QueueLimit::Time(150_000));
+        assert_eq!(" 12.5ms".parse::<QueueLimit>().unwrap(), QueueLimit::Time(12_500));
+        assert!("0ms".parse::<QueueLimit>().is_err());
+        assert!("-5ms".parse::<QueueLimit>().is_err());
+        assert!("fastms".parse::<QueueLimit>().is_err());
+        for q in ["500", "750000b", "150ms", "12.5ms"] {
+            let l: QueueLimit = q.parse().unwrap();
+            assert_eq!(l.to_string().parse::<QueueLimit>().unwrap(), l, "{q} round-trips");
+        }
+        assert_eq!("500p".parse::<QueueLimit>().unwrap().to_string(), "500");
+    }
+
+    #[test]
+    fn a_time_queue_is_the_mean_capacity_times_the_time() {
+        // 24 Mbit/s = 3000 bytes per ms: 150 ms = 450 kB; 500 packets = 750 kB = 250 ms.
+        let t = constant_trace(24.0, 10_000, 1_000_000, &[]);
+        let r = QueueLimit::Time(150_000).resolve(&t, Dir::Down).unwrap();
+        assert_eq!(r.limit, QueueLimit::Bytes(450_000));
+        assert_eq!(r.bytes, 450_000);
+        assert!((r.ms - 150.0).abs() < 1e-9);
+        let p = QueueLimit::Packets(500).resolve(&t, Dir::Down).unwrap();
+        assert_eq!((p.limit, p.bytes), (QueueLimit::Packets(500), 750_000));
+        assert!((p.ms - 250.0).abs() < 1e-9);
+        // Outages count: 20 % of the period without capacity lowers the mean by 20 %.
+        let t = constant_trace(24.0, 10_000, 1_000_000, &[(0, 200_000)]);
+        let r = QueueLimit::Time(100_000).resolve(&t, Dir::Up).unwrap();
+        assert_eq!(r.limit, QueueLimit::Bytes(240_000));
+        // A tiny time still holds one packet; no capacity is an error.
+        assert_eq!(QueueLimit::Time(1).resolve_at(1e6).unwrap().bytes, QUEUE_PACKET_BYTES);
+        assert!(QueueLimit::Time(1000).resolve_at(0.0).is_err());
     }
 
     #[test]

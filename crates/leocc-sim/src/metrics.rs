@@ -215,6 +215,12 @@ pub struct RunResult {
     pub jain: f64,
     /// Reconfigurations the detector reported (or the oracle fed).
     pub reconfigs_detected: u64,
+    /// The bottleneck queue limit as given (`500`, `750000b`, `150ms`).
+    pub queue: String,
+    /// The queue limit in bytes (a packet limit counts 1500 bytes a packet).
+    pub queue_bytes: u64,
+    /// The queue limit in ms of the data direction's mean capacity.
+    pub queue_ms: f64,
     /// Per-flow results.
     pub flows: Vec<FlowResult>,
     /// Per-100 ms time series, when asked for (not part of the JSON line).

@@ -20,7 +20,7 @@ use crate::event::{Ev, EventQueue};
 use crate::metrics::{jain, mbps, FlowResult, FlowStats, RunResult, TsRow};
 use crate::rng::Rng;
 use crate::tcp::{ack_size, Body, Io, Packet, Receiver, Sender, DATA_PACKET_BYTES, INIT_CWND, MSS};
-use crate::{QueueLimit, Scenario, SimError};
+use crate::{QueueLimit, ResolvedQueue, Scenario, SimError};
 
 /// Time-series interval (issue 4: per 100 ms).
 pub const SAMPLE_INTERVAL_US: u64 = 100_000;
@@ -72,6 +72,7 @@ impl Hop {
         match self.limit {
             QueueLimit::Packets(n) => self.queue.len() as u64 >= n,
             QueueLimit::Bytes(b) => self.queued_bytes + size as u64 > b,
+            QueueLimit::Time(_) => unreachable!("World::new resolves a time limit to bytes"),
         }
     }
 }
@@ -111,6 +112,8 @@ pub struct World {
     ts: Vec<TsRow>,
     /// Events processed (for the benchmark).
     pub events_processed: u64,
+    /// The queue limit of every hop, as given and as resolved for this trace.
+    pub queue: ResolvedQueue,
 }
 
 impl World {
@@ -124,6 +127,8 @@ impl World {
         let sat_data = trace.link(data_dir);
         let sat_ack = trace.link(ack_dir);
         let terr = if sc.terrestrial { trace.terrestrial() } else { None };
+        let queue = sc.queue.resolve(trace, data_dir).map_err(SimError::Config)?;
+        let limit = queue.limit;
         let mut hops = Vec::new();
         let mut data_route = Vec::new();
         let mut ack_route = Vec::new();
@@ -136,20 +141,20 @@ impl World {
         };
         if data_down {
             if let Some(t) = &terr {
-                data_route.push(push(&mut hops, Hop::new(t.clone(), true, sc.queue, 0.0, true)));
+                data_route.push(push(&mut hops, Hop::new(t.clone(), true, limit, 0.0, true)));
             }
-            data_route.push(push(&mut hops, Hop::new(sat_data, true, sc.queue, sc.loss, true)));
-            ack_route.push(push(&mut hops, Hop::new(sat_ack, true, sc.queue, 0.0, true)));
+            data_route.push(push(&mut hops, Hop::new(sat_data, true, limit, sc.loss, true)));
+            ack_route.push(push(&mut hops, Hop::new(sat_ack, true, limit, 0.0, true)));
             if let Some(t) = &terr {
-                ack_route.push(push(&mut hops, Hop::new(t.clone(), false, sc.queue, 0.0, false)));
+                ack_route.push(push(&mut hops, Hop::new(t.clone(), false, limit, 0.0, false)));
             }
         } else {
-            data_route.push(push(&mut hops, Hop::new(sat_data, true, sc.queue, sc.loss, true)));
+            data_route.push(push(&mut hops, Hop::new(sat_data, true, limit, sc.loss, true)));
             if let Some(t) = &terr {
-                data_route.push(push(&mut hops, Hop::new(t.clone(), true, sc.queue, 0.0, true)));
-                ack_route.push(push(&mut hops, Hop::new(t.clone(), false, sc.queue, 0.0, false)));
+                data_route.push(push(&mut hops, Hop::new(t.clone(), true, limit, 0.0, true)));
+                ack_route.push(push(&mut hops, Hop::new(t.clone(), false, limit, 0.0, false)));
             }
-            ack_route.push(push(&mut hops, Hop::new(sat_ack, true, sc.queue, 0.0, true)));
+            ack_route.push(push(&mut hops, Hop::new(sat_ack, true, limit, 0.0, true)));
         }
         let mut flows = Vec::new();
         for (i, f) in sc.flows.iter().enumerate() {
@@ -191,6 +196,7 @@ impl World {
             timeseries: sc.timeseries,
             ts: Vec::new(),
             events_processed: 0,
+            queue,
         };
         for (i, f) in w.flows.iter().enumerate() {
             w.ev.push(f.start_us, Ev::FlowStart(i as u16));
@@ -666,6 +672,9 @@ impl World {
             retrans_rate: ratio(retrans as f64, sent as f64),
             jain: jain(&flows.iter().map(|f| f.throughput_mbps).collect::<Vec<_>>()),
             reconfigs_detected: self.reconfigs,
+            queue: self.queue.given.to_string(),
+            queue_bytes: self.queue.bytes,
+            queue_ms: self.queue.ms,
             flows,
             timeseries: std::mem::take(&mut self.ts),
         }

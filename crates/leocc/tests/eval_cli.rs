@@ -1,6 +1,7 @@
-//! `leocc eval` end to end on the simulator: the matrix runs, results.jsonl holds one object per
-//! run with the run's identity, report.html is written with its plots, and a rerun resumes
-//! (finished runs skipped, a run lost to an interruption run again).
+//! `leocc eval` end to end on the simulator: the matrix runs for both default buffers (500
+//! packets and 150 ms), results.jsonl holds one object per run with the run's identity and
+//! queue, report.html is written with its plots, and a rerun resumes (finished runs skipped, a
+//! run lost to an interruption run again).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -31,29 +32,40 @@ fn eval_runs_the_matrix_writes_the_report_and_resumes() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let results = out.join("results.jsonl");
     let recs = lines(&results);
-    // (leocc, cubic) x 2 seeds + one leocc+bbr pair x 2 seeds
-    assert_eq!(recs.len(), 6);
+    // ((leocc, cubic) x 2 seeds + one leocc+bbr pair x 2 seeds) x 2 buffers
+    assert_eq!(recs.len(), 12);
     for r in &recs {
-        for f in ["key", "engine", "trace", "scenario", "label", "throughput_mbps", "rtt_p95_ms", "owd_p95_ms", "utilization", "jain"] {
+        for f in ["key", "engine", "trace", "scenario", "label", "throughput_mbps", "rtt_p95_ms", "owd_p95_ms", "utilization", "jain", "queue", "queue_bytes", "queue_ms"] {
             assert!(r.get(f).is_some(), "field {f} missing in {r}");
         }
         assert!(out.join(r["timeseries"].as_str().unwrap()).exists());
     }
+    for (q, n) in [("500", 6), ("150ms", 6)] {
+        assert_eq!(recs.iter().filter(|r| r["queue"] == q).count(), n, "runs with queue {q}");
+    }
+    // 500 packets are 750 kB; 150 ms is 150 ms of this trace's mean uplink capacity.
+    let shallow = recs.iter().find(|r| r["queue"] == "500").unwrap();
+    assert_eq!(shallow["queue_bytes"], 750_000);
+    let deep = recs.iter().find(|r| r["queue"] == "150ms").unwrap();
+    assert!((deep["queue_ms"].as_f64().unwrap() - 150.0).abs() < 0.1, "{deep}");
+    let (rd, rs) = (deep["rtt_p95_ms"].as_f64().unwrap(), shallow["rtt_p95_ms"].as_f64().unwrap());
+    assert!(rd > 0.0 && rs > 0.0);
     let pair = recs.iter().find(|r| r["label"] == "leocc+bbr").unwrap();
     assert_eq!(pair["flows"].as_array().unwrap().len(), 2);
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.contains("<svg") && html.contains("starlink-up-60s") && html.contains("Jain"));
+    assert!(html.contains("buffer 500 pkts") && html.contains("buffer 150ms"), "a section per buffer");
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.contains("leocc") && stdout.contains("cubic"), "{stdout}");
 
-    // Interrupted: the last run's line is torn. The rerun skips five runs and redoes one.
+    // Interrupted: the last run's line is torn. The rerun skips eleven runs and redoes one.
     let text = std::fs::read_to_string(&results).unwrap();
     let keep = text.trim_end().rfind('\n').unwrap() + 1;
     std::fs::write(&results, format!("{}{{\"key\": \"tor", &text[..keep])).unwrap();
     let o = eval(&out);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("5 of 6 runs already"), "{err}");
+    assert!(err.contains("11 of 12 runs already"), "{err}");
     assert!(err.contains("[1/1]"), "{err}");
     std::fs::remove_dir_all(&out).unwrap();
 }
@@ -90,7 +102,7 @@ fn eval_emulator_engine_runs_kernel_tcp() {
     let out = std::env::temp_dir().join(format!("leocc-eval-emu-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
     let o = Command::new(env!("CARGO_BIN_EXE_leocc"))
-        .args(["eval", "--engine", "emu", "--trace", "traces/starlink-up-60s.trace", "--cc", "cubic,leocc", "--duration", "6", "-o"])
+        .args(["eval", "--engine", "emu", "--trace", "traces/starlink-up-60s.trace", "--cc", "cubic,leocc", "--duration", "6", "--queue", "500", "-o"])
         .arg(&out)
         .current_dir(root())
         .output()

@@ -11,6 +11,7 @@ mod bbr3;
 mod copa;
 mod cubic;
 mod leocc;
+mod leocc_ref;
 mod reno;
 mod satcp;
 mod vegas;
@@ -21,6 +22,7 @@ pub use bbr3::Bbr3;
 pub use copa::Copa;
 pub use cubic::Cubic;
 pub use leocc::Leocc;
+pub use leocc_ref::LeoccRef;
 pub use reno::Reno;
 pub use satcp::Satcp;
 pub use vegas::Vegas;
@@ -156,7 +158,7 @@ pub struct CcConfig {
 }
 
 /// The names `new_controller` accepts.
-pub const NAMES: &[&str] = &["reno", "cubic", "vegas", "bbr", "bbr3", "copa", "vivace", "satcp", "leocc"];
+pub const NAMES: &[&str] = &["reno", "cubic", "vegas", "bbr", "bbr3", "copa", "vivace", "satcp", "leocc", "leocc-ref"];
 
 /// The controller called `name`, or an error listing the known names.
 pub fn new_controller(name: &str, cfg: &CcConfig) -> Result<Box<dyn Controller>, String> {
@@ -170,6 +172,7 @@ pub fn new_controller(name: &str, cfg: &CcConfig) -> Result<Box<dyn Controller>,
         "vivace" => Box::new(Vivace::new(cfg)),
         "satcp" => Box::new(Satcp::new(cfg)),
         "leocc" => Box::new(Leocc::new(cfg)),
+        "leocc-ref" => Box::new(LeoccRef::new(cfg)),
         _ => return Err(format!("unknown congestion control '{name}' (known: {})", NAMES.join(", "))),
     })
 }

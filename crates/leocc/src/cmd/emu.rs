@@ -23,9 +23,10 @@ pub struct EmuArgs {
     /// A different trace for the uplink (its uplink direction is used).
     #[arg(long, value_name = "T2")]
     uplink_trace: Option<PathBuf>,
-    /// Droptail queue limit in packets (0 = unlimited).
-    #[arg(long, value_name = "P")]
-    queue: Option<usize>,
+    /// Droptail queue limit: packets (500), bytes (750kB) or time at the mean capacity of the
+    /// trace's measured direction (150ms); 0 = unlimited [default: 500 packets].
+    #[arg(long, value_name = "Q")]
+    queue: Option<String>,
     /// Droptail queue limit in bytes (alone, replaces the packet limit).
     #[arg(long, value_name = "B")]
     queue_bytes: Option<usize>,
@@ -95,9 +96,26 @@ fn config(a: &EmuArgs) -> anyhow::Result<EmuConfig> {
         bail!("--loss must be a probability in [0, 1), got {}", a.loss);
     }
     cfg.loss = a.loss;
-    cfg.queue = match (a.queue, a.queue_bytes) {
+    cfg.queue = match (&a.queue, a.queue_bytes) {
         (None, None) => QueueLimit { packets: Some(DEFAULT_QUEUE_PACKETS), bytes: None },
-        (p, b) => QueueLimit { packets: p.filter(|&n| n > 0), bytes: b.filter(|&n| n > 0) },
+        (q, b) => {
+            let mut lim = QueueLimit { packets: None, bytes: b.filter(|&n| n > 0) };
+            if let Some(q) = q.as_deref().filter(|q| q.trim() != "0") {
+                let given: leocc_sim::QueueLimit = q.parse().map_err(|e: String| anyhow::anyhow!("--queue: {e}"))?;
+                // A time is sized by the mean capacity of the direction the trace measured
+                // (down when it has both), as `leocc sim` and `leocc eval` size it.
+                let data = if trace.meta.direction.primary() == Dir::Up { &cfg.up } else { &cfg.down };
+                let r = given.resolve_at(data.mean_capacity_bps(0, data.period_us().max(1))).map_err(|e| anyhow::anyhow!("--queue: {e}"))?;
+                if matches!(given, leocc_sim::QueueLimit::Time(_)) {
+                    eprintln!("leocc emu: queue {given} = {} bytes at {:.1} Mbit/s mean capacity", r.bytes, r.mean_capacity_bps / 1e6);
+                }
+                match r.limit {
+                    leocc_sim::QueueLimit::Packets(n) => lim.packets = Some(n as usize),
+                    _ => lim.bytes = Some(lim.bytes.map_or(r.bytes as usize, |b| b.min(r.bytes as usize))),
+                }
+            }
+            lim
+        }
     };
     cfg.seed = a.seed;
     cfg.spin_us = a.spin_us;
@@ -160,3 +178,40 @@ pub fn bench(a: BenchEmuArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        emu: EmuArgs,
+    }
+
+    fn config_of(trace: &Path, queue: &[&str]) -> anyhow::Result<EmuConfig> {
+        let mut argv = vec!["leocc-emu", "--trace", trace.to_str().unwrap()];
+        argv.extend_from_slice(queue);
+        argv.extend_from_slice(&["--", "true"]);
+        config(&Cli::try_parse_from(argv)?.emu)
+    }
+
+    #[test]
+    fn queue_takes_packets_bytes_or_time_at_the_mean_capacity() {
+        let dir = std::env::temp_dir().join(format!("leocc-emu-queue-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("const24.trace");
+        // 24 Mbit/s both ways: 3000 bytes per ms.
+        leocc_sim::constant_trace(24.0, 10_000, 1_000_000, &[]).save(&path).unwrap();
+        let q = |args: &[&str]| config_of(&path, args).map(|c| (c.queue.packets, c.queue.bytes));
+        assert_eq!(q(&[]).unwrap(), (Some(DEFAULT_QUEUE_PACKETS), None));
+        assert_eq!(q(&["--queue", "100"]).unwrap(), (Some(100), None));
+        assert_eq!(q(&["--queue", "150ms"]).unwrap(), (None, Some(450_000)));
+        assert_eq!(q(&["--queue", "750kB"]).unwrap(), (None, Some(750_000)));
+        assert_eq!(q(&["--queue", "150ms", "--queue-bytes", "300000"]).unwrap(), (None, Some(300_000)));
+        assert_eq!(q(&["--queue", "0"]).unwrap(), (None, None));
+        assert!(q(&["--queue", "0ms"]).unwrap_err().to_string().contains("--queue"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

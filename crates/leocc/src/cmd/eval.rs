@@ -2,26 +2,29 @@
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use leocc_eval::matrix::{Engine, Matrix, Scenario};
+use leocc_eval::matrix::{parse_queues, Engine, Matrix, Scenario, DEFAULT_QUEUES};
 use leocc_eval::report;
 use leocc_eval::results::{self, stat};
 use leocc_eval::runner::{self, Runner};
 use std::path::{Path, PathBuf};
 
-/// Every control the simulator runs, in report order.
-pub const ALL_CCS: &str = "leocc,cubic,reno,vegas,bbr,bbr3,copa,vivace,satcp";
+/// Every control the simulator runs, in report order: LeoCC, the authors' own code
+/// (`leocc-ref`), then the field.
+pub const ALL_CCS: &str = "leocc,leocc-ref,cubic,reno,vegas,bbr,bbr3,copa,vivace,satcp";
 
 #[derive(Args)]
 pub struct EvalArgs {
-    /// Engine: sim (the simulator, all nine controls) or emu (the emulator with kernel TCP).
+    /// Engine: sim (the simulator, every control) or emu (the emulator with kernel TCP).
     #[arg(long, default_value = "sim")]
     engine: Engine,
     /// Trace files (our format or mahimahi); one or more.
     #[arg(long, num_args = 1.., required = true)]
     trace: Vec<PathBuf>,
-    /// Comma-separated controls.
-    #[arg(long, default_value = ALL_CCS, value_delimiter = ',')]
-    cc: Vec<String>,
+    /// Comma-separated controls [default: every simulator control (leocc, leocc-ref, cubic,
+    /// reno, vegas, bbr, bbr3, copa, vivace, satcp); with --engine emu the kernel's: reno,
+    /// cubic, bbr, leocc].
+    #[arg(long, value_delimiter = ',')]
+    cc: Option<Vec<String>>,
     /// Comma-separated scenarios: single, two-stream, fairness, vs-bbr, vs-cubic.
     #[arg(long, default_value = "single", value_delimiter = ',')]
     scenario: Vec<Scenario>,
@@ -34,9 +37,11 @@ pub struct EvalArgs {
     /// Seconds per run (default: the trace's length; two-stream is always 140 s).
     #[arg(long)]
     duration: Option<f64>,
-    /// Bottleneck queue in packets, the same for every control (default: the engine's).
-    #[arg(long)]
-    queue: Option<u32>,
+    /// Bottleneck queues, comma separated; the matrix runs once per queue (the buffer axis).
+    /// Each is packets (500), bytes (750kB) or time at the trace's mean capacity (150ms).
+    /// Default: shallow 500 packets (the authors' replay setting) and deep 150 ms.
+    #[arg(long, default_value = DEFAULT_QUEUES)]
+    queue: String,
     /// Extra random loss rate, the same for every control.
     #[arg(long)]
     loss: Option<f64>,
@@ -108,18 +113,19 @@ fn run_matrix(m: &Matrix, out: &Path, jobs: usize, command_line: &str) -> Result
 fn print_table(records: &[results::Record]) {
     let cells = results::by_cell(records);
     println!(
-        "{:<6} {:<22} {:<8} {:>10} {:>7} {:>9} {:>9} {:>10} {:>7} {:>8}",
-        "engine", "trace", "cc", "thr Mbit/s", "util %", "RTT p95", "OWD p95", "qdelay avg", "loss %", "retx %"
+        "{:<6} {:<22} {:<18} {:<10} {:>10} {:>7} {:>9} {:>9} {:>10} {:>7} {:>8}",
+        "engine", "trace", "buffer", "cc", "thr Mbit/s", "util %", "RTT p95", "OWD p95", "qdelay avg", "loss %", "retx %"
     );
-    for ((engine, trace, scenario, label), runs) in &cells {
+    for ((engine, trace, _, scenario, label), runs) in &cells {
         if scenario != "single" {
             continue;
         }
         let m = |f: &str, k: f64| stat(runs, f).map_or("–".to_string(), |s| format!("{:.1}", s.mean * k));
         println!(
-            "{:<6} {:<22} {:<8} {:>10} {:>7} {:>9} {:>9} {:>10} {:>7} {:>8}",
+            "{:<6} {:<22} {:<18} {:<10} {:>10} {:>7} {:>9} {:>9} {:>10} {:>7} {:>8}",
             engine,
             trace,
+            runs.first().map(|r| r.queue_label()).unwrap_or_default(),
             label,
             m("throughput_mbps", 1.0),
             m("utilization", 100.0),
@@ -137,15 +143,19 @@ fn command_line() -> String {
 }
 
 pub fn eval(a: EvalArgs) -> Result<()> {
+    let ccs = a.cc.unwrap_or_else(|| match a.engine {
+        Engine::Sim => ALL_CCS.split(',').map(String::from).collect(),
+        Engine::Emu => leocc_eval::emu_engine::KERNEL_CCS.iter().map(|s| s.to_string()).collect(),
+    });
     let m = Matrix {
         engine: a.engine,
         traces: a.trace,
-        ccs: a.cc,
+        ccs,
         scenarios: a.scenario,
         runs: a.runs.max(1),
         seed: a.seed,
         duration_s: a.duration,
-        queue: a.queue,
+        queues: parse_queues(&a.queue).map_err(|e| anyhow::anyhow!(e))?,
         loss: a.loss,
         oracle_reconfig: a.oracle_reconfig,
     };
@@ -182,7 +192,11 @@ pub fn demo(a: DemoArgs) -> Result<()> {
             }
         }
     }
-    eprintln!("demo: LeoCC against eight controls on {} bundled LEO traces in the simulator ({} seeds each)", traces.len(), a.runs);
+    eprintln!(
+        "demo: LeoCC against the authors' code and eight controls on {} bundled LEO traces in the simulator ({} seeds each, buffers {DEFAULT_QUEUES})",
+        traces.len(),
+        a.runs
+    );
     let sim = Matrix {
         engine: Engine::Sim,
         traces: traces.clone(),
@@ -191,7 +205,7 @@ pub fn demo(a: DemoArgs) -> Result<()> {
         runs: a.runs.max(1),
         seed: 1,
         duration_s: None,
-        queue: None,
+        queues: parse_queues(DEFAULT_QUEUES).map_err(|e| anyhow::anyhow!(e))?,
         loss: None,
         oracle_reconfig: false,
     };
@@ -210,6 +224,8 @@ pub fn demo(a: DemoArgs) -> Result<()> {
                 ccs: leocc_eval::emu_engine::KERNEL_CCS.iter().map(|s| s.to_string()).collect(),
                 runs: 1,
                 duration_s: Some(DEMO_EMU_SECONDS),
+                // One buffer (the authors' 500 packets) keeps the real-time part short.
+                queues: vec![leocc_sim::QueueLimit::Packets(500)],
                 ..sim
             };
             match run_matrix(&emu, &a.out, 1, &command_line()) {
@@ -280,9 +296,10 @@ pub struct EmuRunArgs {
     /// Seed of the emulator's random loss.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Droptail queue in packets (default: the emulator's 500).
+    /// Droptail queue: packets, bytes or time at the data direction's mean capacity (150ms)
+    /// [default: the emulator's 500 packets].
     #[arg(long)]
-    queue: Option<u32>,
+    queue: Option<leocc_sim::QueueLimit>,
     /// Extra random loss on the satellite segment.
     #[arg(long)]
     loss: Option<f64>,

@@ -29,7 +29,7 @@ pub struct SimArgs {
     #[arg(long, required_unless_present = "list_params")]
     pub trace: Option<PathBuf>,
     /// Congestion control(s), comma separated; one run each [default: cubic]. Known: reno,
-    /// cubic, vegas, bbr, bbr3, copa, vivace, satcp, leocc.
+    /// cubic, vegas, bbr, bbr3, copa, vivace, satcp, leocc, leocc-ref (the authors' code).
     #[arg(long, value_delimiter = ',')]
     pub cc: Option<Vec<String>>,
     /// Flows: a number N (N flows of each --cc) or a list like 'cubic@0-60,leocc@20-80' (one run).
@@ -41,7 +41,8 @@ pub struct SimArgs {
     /// Seed of every random choice (loss, probe phase, controls' randomness).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Bottleneck queue: packets (500, 500p) or bytes (750000b, 750kB, 1MB).
+    /// Bottleneck queue: packets (500, 500p), bytes (750000b, 750kB, 1MB) or time at the
+    /// trace's mean capacity in the data direction (150ms).
     #[arg(long, default_value = "500")]
     pub queue: String,
     /// Random loss rate added on the data direction (on top of the trace's own loss).
