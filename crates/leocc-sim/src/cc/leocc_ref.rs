@@ -665,7 +665,7 @@ mod tests {
     }
 
     fn cfg() -> CcConfig {
-        CcConfig { mss: 1448, init_cwnd: 10, seed: 5 }
+        CcConfig { mss: 1448, init_cwnd: 10, seed: 5, params: Vec::new() }
     }
 
     #[test]
