@@ -72,9 +72,7 @@ pub fn repair(path: &Path) -> Result<()> {
         return Ok(());
     }
     let keep = text.rfind('\n').map_or(0, |i| i + 1);
-    let tmp = path.with_extension("jsonl.tmp");
-    fs::write(&tmp, &text[..keep]).with_context(|| format!("writing {}", tmp.display()))?;
-    fs::rename(&tmp, path).with_context(|| format!("replacing {}", path.display()))
+    Ok(leocc_trace::write_atomic(path, &text.as_bytes()[..keep])?)
 }
 
 /// The keys of the runs already in the file.
