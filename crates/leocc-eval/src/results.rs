@@ -45,7 +45,14 @@ pub fn read(path: &Path) -> Result<Vec<Record>> {
             continue;
         }
         match serde_json::from_str::<Value>(line) {
-            Ok(v) if v.is_object() => out.push(Record(v)),
+            // Every record the runner appends carries its key; an object without one is some
+            // other JSON file, which must not read as an empty or meaningless result set.
+            Ok(v) if v.get("key").is_some_and(Value::is_string) => out.push(Record(v)),
+            Ok(v) if v.is_object() => bail!(
+                "{}:{}: not an eval result (no \"key\" field); expected the results.jsonl that `leocc eval` writes",
+                path.display(),
+                i + 1
+            ),
             Ok(_) => bail!("{}:{}: not a JSON object", path.display(), i + 1),
             Err(_) if i + 1 == lines.len() && !text.ends_with('\n') => {
                 eprintln!(
@@ -182,6 +189,15 @@ mod tests {
         fs::write(&p, "{\"key\":\"a\"}\nnot json\n{\"key\":\"b\"}\n").unwrap();
         let err = read(&p).unwrap_err().to_string();
         assert!(err.contains(":2:"), "{err}");
+        fs::remove_file(&p).unwrap();
+    }
+
+    #[test]
+    fn json_that_is_not_results_is_an_error() {
+        let p = tmp("other.jsonl");
+        fs::write(&p, "{\"name\":\"leocc\",\"version\":1}\n").unwrap();
+        let err = read(&p).unwrap_err().to_string();
+        assert!(err.contains(":1:") && err.contains("not an eval result"), "{err}");
         fs::remove_file(&p).unwrap();
     }
 

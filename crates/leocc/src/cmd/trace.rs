@@ -243,6 +243,16 @@ mod tests {
         std::fs::write(d.join("bad.txt"), "1\n2\nx\n").unwrap();
         let e = run(TraceCmd::Stat { trace: d.join("bad.txt"), json: false, dir: None }).unwrap_err();
         assert!(e.to_string().contains("bad.txt:3: "), "{e}");
+        std::fs::write(d.join("img.png"), b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR").unwrap();
+        let e = run(TraceCmd::Stat { trace: d.join("img.png"), json: false, dir: None }).unwrap_err();
+        assert!(e.to_string().contains("img.png: not a text trace"), "{e}");
+        // Export onto an existing file: a clear refusal, honoured with --force.
+        let tr = d.join("f.trace");
+        run(TraceCmd::Gen { profile: "fiber".into(), duration: 2, seed: 1, output: tr.clone() }).unwrap();
+        let e = run(TraceCmd::Export { input: tr.clone(), format: Format::Mahimahi, output: d.join("bad.txt"), force: false }).unwrap_err();
+        assert!(e.to_string().contains("bad.txt: exists and is not a directory"), "{e}");
+        run(TraceCmd::Export { input: tr, format: Format::Mahimahi, output: d.join("bad.txt"), force: true }).unwrap();
+        assert!(d.join("bad.txt").join("bw.txt").exists() || d.join("bad.txt").join("bw_down.txt").exists());
         let _ = std::fs::remove_dir_all(&d);
     }
 }
