@@ -8,7 +8,7 @@ use std::process::Command;
 use crate::error::TraceError;
 use crate::model::{Dir, Measured, Trace};
 use crate::out::{check_pdf, check_png, OutFile};
-use crate::stats::{capacity_bins_mbps, delay_samples_us, detect_reconfigurations, CAPACITY_BIN_US};
+use crate::stats::{capacity_bin_count, capacity_bins_mbps, delay_sample_count, delay_samples_us, detect_reconfigurations, CAPACITY_BIN_US};
 use leocc_plot::{stack, Axis, Chart, Marker, MarkerKind, Series, Style};
 
 /// At most this many points per series; longer series are averaged into buckets.
@@ -27,13 +27,27 @@ const PANEL_HEIGHT: u32 = 335;
 /// Chromium, for PNG output.
 pub const CHROMIUM: &str = "/usr/bin/chromium";
 
-/// Averages consecutive points so that at most [`MAX_POINTS`] remain.
-fn thin(points: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
-    let k = points.len().div_ceil(MAX_POINTS).max(1);
-    if k == 1 {
-        return points;
+/// Averages consecutive points of a series of `n` so that at most [`MAX_POINTS`] remain,
+/// without holding the whole series (a days-long period has millions of bins).
+fn thin(n: u64, points: impl Iterator<Item = (f64, f64)>) -> Vec<(f64, f64)> {
+    let k = n.div_ceil(MAX_POINTS as u64).max(1);
+    let mut out = Vec::with_capacity(n.min(MAX_POINTS as u64) as usize);
+    let (mut first, mut sum, mut count) = (0.0, 0.0, 0u64);
+    for (x, y) in points {
+        if count == 0 {
+            first = x;
+        }
+        sum += y;
+        count += 1;
+        if count == k {
+            out.push((first, sum / count as f64));
+            (sum, count) = (0.0, 0);
+        }
     }
-    points.chunks(k).map(|c| (c[0].0, c.iter().map(|p| p.1).sum::<f64>() / c.len() as f64)).collect()
+    if count > 0 {
+        out.push((first, sum / count as f64));
+    }
+    out
 }
 
 /// The figure for `trace` as SVG: capacity per 100 ms above one-way delay, sharing the time
@@ -53,16 +67,15 @@ pub fn figure(trace: &Trace) -> String {
         c.height = PANEL_HEIGHT;
     }
     for &d in &dirs {
-        let bins = capacity_bins_mbps(&trace.link(d));
-        let pts = bins.iter().enumerate().map(|(i, &v)| (i as f64 * bin_s, v)).collect();
-        cap.series.push(Series::new(format!("{} capacity", d.as_str()), color(d), Style::Line, thin(pts)));
-        let pts = delay_samples_us(trace, d).into_iter().map(|(t, v)| (t as f64 / 1e6, v as f64 / 1000.0)).collect();
-        owd.series.push(Series::new(format!("{} delay", d.as_str()), color(d), Style::Line, thin(pts)));
+        let link = trace.link(d);
+        let pts = capacity_bins_mbps(&link).enumerate().map(|(i, v)| (i as f64 * bin_s, v));
+        cap.series.push(Series::new(format!("{} capacity", d.as_str()), color(d), Style::Line, thin(capacity_bin_count(&link), pts)));
+        let pts = delay_samples_us(trace, d).map(|(t, v)| (t as f64 / 1e6, v as f64 / 1000.0));
+        owd.series.push(Series::new(format!("{} delay", d.as_str()), color(d), Style::Line, thin(delay_sample_count(trace, d), pts)));
     }
     if let Some(t) = trace.terrestrial() {
-        let bins = capacity_bins_mbps(&t);
-        let pts = bins.iter().enumerate().map(|(i, &v)| (i as f64 * bin_s, v)).collect();
-        cap.series.push(Series::new("terrestrial capacity", COLOR_TERR, Style::Line, thin(pts)));
+        let pts = capacity_bins_mbps(&t).enumerate().map(|(i, v)| (i as f64 * bin_s, v));
+        cap.series.push(Series::new("terrestrial capacity", COLOR_TERR, Style::Line, thin(capacity_bin_count(&t), pts)));
     }
     let mut kinds = Vec::new();
     let mut marks = Vec::new();
