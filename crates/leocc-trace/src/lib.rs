@@ -4,6 +4,8 @@
 //!
 //! Times are `u64` microseconds since the trace start unless a name says otherwise.
 
+#[doc(hidden)]
+pub mod alloc_count;
 pub mod error;
 pub mod format;
 pub mod gen;

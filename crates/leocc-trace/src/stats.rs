@@ -598,52 +598,24 @@ mod tests {
         assert_eq!(Summary::of_runs(&Runs::of(times.iter().copied().zip(values.iter().copied()), 0).runs), dense);
     }
 
-    /// Bytes allocated by this thread (tests run in parallel threads; only ours count).
-    mod alloc_count {
-        use std::alloc::{GlobalAlloc, Layout, System};
-        use std::cell::Cell;
-
-        pub struct Counting;
-        thread_local! {
-            pub static LIVE: Cell<usize> = const { Cell::new(0) };
-            pub static PEAK: Cell<usize> = const { Cell::new(0) };
-        }
-
-        unsafe impl GlobalAlloc for Counting {
-            unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-                let _ = LIVE.try_with(|c| {
-                    c.set(c.get() + l.size());
-                    let _ = PEAK.try_with(|p| p.set(p.get().max(c.get())));
-                });
-                // SAFETY: forwarded unchanged to the system allocator.
-                unsafe { System.alloc(l) }
-            }
-            unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-                let _ = LIVE.try_with(|c| c.set(c.get().saturating_sub(l.size())));
-                // SAFETY: forwarded unchanged to the system allocator.
-                unsafe { System.dealloc(p, l) }
-            }
-        }
-
-        #[global_allocator]
-        static A: Counting = Counting;
-    }
+    #[global_allocator]
+    static ALLOC: crate::alloc_count::Counting = crate::alloc_count::Counting;
 
     /// The 11-byte `1\n604799999\n` spans 7 days with two opportunities: statistics, detection
     /// and the plot must take memory for its content, not its span (was 179 MB), and the one-line
     /// form (the same link looped) must report the same week-long outage.
     #[test]
     fn week_long_sparse_trace_is_cheap_and_both_forms_agree_on_outages() {
-        use alloc_count::{LIVE, PEAK};
         let load = |s: &str| crate::mahimahi::trace_from_capacity_file(std::path::Path::new("t"), s.as_bytes()).unwrap();
         let (two, one) = (load("1\n604799999\n"), load("604799999\n"));
-        PEAK.with(|p| p.set(LIVE.with(|l| l.get())));
-        let base = PEAK.with(|p| p.get());
-        let s2 = stats(&two, Dir::Down);
-        let s1 = stats(&one, Dir::Down);
-        let _ = crate::plot::figure(&two);
-        let used = PEAK.with(|p| p.get()) - base;
+        let (mut s1, mut s2) = (None, None);
+        let used = crate::alloc_count::peak_during(|| {
+            s2 = Some(stats(&two, Dir::Down));
+            s1 = Some(stats(&one, Dir::Down));
+            crate::plot::figure(&two)
+        });
         assert!(used < 4 << 20, "peak {used} bytes");
+        let (s1, s2) = (s1.unwrap(), s2.unwrap());
         assert_eq!(s2.outages.len(), 1, "{:?}", s2.outages);
         assert_eq!(s1.outages.len(), 1, "{:?}", s1.outages);
         assert!(s1.outages[0].len_ms > 604_000_000.0 && s2.outages[0].len_ms > 604_000_000.0);
