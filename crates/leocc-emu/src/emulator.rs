@@ -257,9 +257,12 @@ impl Emulator {
     /// returns the statistics.
     pub fn stop(mut self) -> Summary {
         let dirs = self.join_threads();
-        for p in &self.pcaps {
-            if let Ok(mut w) = p.lock() {
-                let _ = w.flush();
+        // The engine threads are joined, so these are the last references.
+        for p in std::mem::take(&mut self.pcaps) {
+            if let Some(w) = Arc::try_unwrap(p).ok().and_then(|m| m.into_inner().ok()) {
+                if let Err(e) = w.finish() {
+                    eprintln!("leocc emu: warning: could not write the capture: {e}");
+                }
             }
         }
         let tun_drops = [(&self.client_ns, CLIENT_DEV), (&self.server_ns, SERVER_DEV)]
@@ -269,8 +272,8 @@ impl Emulator {
         let mut dirs: Vec<Direction> = dirs;
         for d in &mut dirs {
             for s in [&mut d.first.data, &mut d.second.data] {
-                if let Some(mut l) = s.take_log() {
-                    if let Err(e) = l.flush() {
+                if let Some(l) = s.take_log() {
+                    if let Err(e) = l.finish() {
                         eprintln!("leocc emu: warning: could not write the event log: {e}");
                     }
                 }

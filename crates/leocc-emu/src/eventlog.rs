@@ -8,16 +8,18 @@
 //!   `T d N`      a packet of N bytes was dropped (full queue or random loss)
 //! We use Unix milliseconds for B so logs line up with pcap timestamps.
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::Path;
+
+use leocc_trace::OutFile;
 
 /// Bytes of one delivery opportunity as the log prints it.
 const OPPORTUNITY_LOG_BYTES: u32 = leocc_trace::OPPORTUNITY_BYTES;
 
 /// A mahimahi-format event log for one link direction.
 pub struct EventLog {
-    out: BufWriter<File>,
+    /// A temporary file until [`EventLog::finish`] renames it into place.
+    out: OutFile,
     base_ms: u64,
 }
 
@@ -25,7 +27,7 @@ impl EventLog {
     /// Creates `path` and writes the header. `base_unix_ms` is the wall-clock time of
     /// emulation time zero; `title` describes the link (direction and trace).
     pub fn create(path: &Path, title: &str, base_unix_ms: u64) -> std::io::Result<EventLog> {
-        let mut out = BufWriter::new(File::create(path)?);
+        let mut out = OutFile::create(path).map_err(std::io::Error::other)?;
         writeln!(out, "# leocc emu ({title}) > {}", path.display())?;
         writeln!(out, "# base timestamp: {base_unix_ms}")?;
         Ok(EventLog { out, base_ms: base_unix_ms })
@@ -56,9 +58,9 @@ impl EventLog {
         let _ = writeln!(self.out, "{} d {bytes}", self.ms(t_us));
     }
 
-    /// Flushes the buffered lines.
-    pub fn flush(&mut self) -> std::io::Result<()> {
-        self.out.flush()
+    /// Writes the buffered lines and renames the complete log into place.
+    pub fn finish(self) -> std::io::Result<()> {
+        self.out.commit().map_err(std::io::Error::other)
     }
 }
 
@@ -80,7 +82,7 @@ mod tests {
         log.departure(2_000, 1500, 1_500);
         log.arrival(2_100, 60);
         log.drop_packet(2_100, 60);
-        log.flush().unwrap();
+        log.finish().unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert!(lines[0].starts_with("# "));

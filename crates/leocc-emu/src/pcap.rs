@@ -2,9 +2,10 @@
 //! one 16-byte record header plus the bytes per packet. Link type RAW (101): each record is
 //! a bare IP packet, which is exactly what a TUN device carries.
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::Path;
+
+use leocc_trace::OutFile;
 
 /// pcap magic for microsecond timestamps, written in native byte order.
 const PCAP_MAGIC_US: u32 = 0xa1b2_c3d4;
@@ -15,15 +16,16 @@ const LINKTYPE_RAW: u32 = 101;
 /// Bytes captured per packet at most (the whole packet: TUN MTU is 1500).
 const SNAPLEN: u32 = 65535;
 
-/// A pcap file being written.
+/// A pcap file being written: to a temporary file that [`PcapWriter::finish`] renames into
+/// place, so an interrupted run leaves no truncated capture under the real name.
 pub struct PcapWriter {
-    out: BufWriter<File>,
+    out: OutFile,
 }
 
 impl PcapWriter {
-    /// Creates `path` and writes the global header.
+    /// Starts `path` and writes the global header.
     pub fn create(path: &Path) -> std::io::Result<PcapWriter> {
-        let mut out = BufWriter::new(File::create(path)?);
+        let mut out = OutFile::create(path).map_err(std::io::Error::other)?;
         out.write_all(&PCAP_MAGIC_US.to_ne_bytes())?;
         out.write_all(&PCAP_VERSION_MAJOR.to_ne_bytes())?;
         out.write_all(&PCAP_VERSION_MINOR.to_ne_bytes())?;
@@ -44,9 +46,9 @@ impl PcapWriter {
         self.out.write_all(&pkt[..len as usize])
     }
 
-    /// Flushes buffered records to the file.
-    pub fn flush(&mut self) -> std::io::Result<()> {
-        self.out.flush()
+    /// Writes the buffered records and renames the complete file into place.
+    pub fn finish(self) -> std::io::Result<()> {
+        self.out.commit().map_err(std::io::Error::other)
     }
 }
 
@@ -61,7 +63,9 @@ mod tests {
         let path = dir.join("t.pcap");
         let mut w = PcapWriter::create(&path).unwrap();
         w.write(1_500_000, &[0x45, 1, 2]).unwrap();
-        w.flush().unwrap();
+        // Nothing under the real name until the capture is complete.
+        assert!(!path.exists());
+        w.finish().unwrap();
         let b = std::fs::read(&path).unwrap();
         assert_eq!(b.len(), 24 + 16 + 3);
         assert_eq!(u32::from_ne_bytes(b[0..4].try_into().unwrap()), PCAP_MAGIC_US);

@@ -324,7 +324,7 @@ fn measure(flows: &[Flow], outs: &[Value], fwd: &LinkModel, back: &LinkModel, r:
     let per: Vec<f64> = flow_recs.iter().filter_map(|f| f["throughput_mbps"].as_f64()).collect();
     let (s, s2) = (per.iter().sum::<f64>(), per.iter().map(|x| x * x).sum::<f64>());
     if let Some(p) = &r.timeseries {
-        std::fs::write(p, ts).with_context(|| format!("writing {}", p.display()))?;
+        leocc_trace::write_atomic(p, ts.as_bytes())?;
     }
     let cc: Vec<&str> = flows.iter().map(|f| f.cc.as_str()).collect();
     Ok(json!({

@@ -180,9 +180,7 @@ pub fn write(out_dir: &Path, records: &[Record], command_line: &str) -> Result<P
     }
     html.push_str("</body></html>\n");
     let path = out_dir.join("report.html");
-    let tmp = out_dir.join(".report.html.tmp");
-    std::fs::write(&tmp, html).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, &path)?;
+    leocc_trace::write_atomic(&path, html.as_bytes())?;
     Ok(path)
 }
 

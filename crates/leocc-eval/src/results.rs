@@ -72,7 +72,14 @@ pub fn read(path: &Path) -> Result<Vec<Record>> {
             continue;
         }
         match serde_json::from_str::<Value>(line) {
-            Ok(v) if v.is_object() => out.push(Record(v)),
+            // Every record the runner appends carries its key; an object without one is some
+            // other JSON file, which must not read as an empty or meaningless result set.
+            Ok(v) if v.get("key").is_some_and(Value::is_string) => out.push(Record(v)),
+            Ok(v) if v.is_object() => bail!(
+                "{}:{}: not an eval result (no \"key\" field); expected the results.jsonl that `leocc eval` writes",
+                path.display(),
+                i + 1
+            ),
             Ok(_) => bail!("{}:{}: not a JSON object", path.display(), i + 1),
             Err(_) if i + 1 == lines.len() && !text.ends_with('\n') => {
                 eprintln!(
@@ -99,9 +106,7 @@ pub fn repair(path: &Path) -> Result<()> {
         return Ok(());
     }
     let keep = text.rfind('\n').map_or(0, |i| i + 1);
-    let tmp = path.with_extension("jsonl.tmp");
-    fs::write(&tmp, &text[..keep]).with_context(|| format!("writing {}", tmp.display()))?;
-    fs::rename(&tmp, path).with_context(|| format!("replacing {}", path.display()))
+    Ok(leocc_trace::write_atomic(path, &text.as_bytes()[..keep])?)
 }
 
 /// The keys of the runs already in the file.
@@ -234,6 +239,15 @@ mod tests {
         assert_eq!(cells.len(), 2, "old and new 500-packet rows share a cell; 150ms is another");
         let shallow = &cells[&("sim".into(), "t".into(), "500".into(), "single".into(), "bbr".into())];
         assert_eq!(stat(shallow, "throughput_mbps").unwrap().mean, 15.0);
+        fs::remove_file(&p).unwrap();
+    }
+
+    #[test]
+    fn json_that_is_not_results_is_an_error() {
+        let p = tmp("other.jsonl");
+        fs::write(&p, "{\"name\":\"leocc\",\"version\":1}\n").unwrap();
+        let err = read(&p).unwrap_err().to_string();
+        assert!(err.contains(":1:") && err.contains("not an eval result"), "{err}");
         fs::remove_file(&p).unwrap();
     }
 

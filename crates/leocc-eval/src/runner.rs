@@ -102,7 +102,7 @@ impl Runner {
         let mut cmd = self.command(spec);
         let output = cmd.output().with_context(|| format!("starting {}", self.exe.display()))?;
         let log = self.out_dir.join("logs").join(format!("{}.stderr", spec.file_id()));
-        std::fs::write(&log, &output.stderr)?;
+        leocc_trace::write_atomic(&log, &output.stderr)?;
         if !output.status.success() {
             let tail: String = String::from_utf8_lossy(&output.stderr).lines().rev().take(3).collect::<Vec<_>>().join(" | ");
             bail!("{} exited with {} ({}): {tail}", spec.engine, output.status, log.display());

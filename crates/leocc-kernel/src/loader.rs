@@ -418,6 +418,8 @@ impl fmt::Display for Status {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = match (self.link_pinned, self.registered) {
             (true, true) => "loaded (pinned at ".to_string() + LINK_PIN + ")",
+            // /sys/fs/bpf is root-only: without root the pin is invisible, not absent.
+            (false, true) if !self.root => "registered (whether by this loader needs root to check: run `sudo leocc kernel status`)".to_string(),
             (false, true) => "registered, but NOT by this loader (no pin)".to_string(),
             (true, false) => "stale pin, not registered (`leocc kernel load` repairs it)".into(),
             (false, false) => "not loaded".to_string(),
@@ -513,5 +515,22 @@ impl fmt::Display for Status {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Without root the pin under /sys/fs/bpf cannot be seen, so a registered leocc must not
+    /// be reported as someone else's.
+    #[test]
+    fn unprivileged_status_says_root_is_needed_not_foreign_loader() {
+        let mut s = status(None);
+        (s.root, s.link_pinned, s.registered) = (false, false, true);
+        let text = s.to_string();
+        assert!(text.contains("needs root") && !text.contains("NOT by this loader"), "{text}");
+        s.root = true;
+        assert!(s.to_string().contains("NOT by this loader"));
     }
 }

@@ -8,7 +8,7 @@
 //! status`.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -87,13 +87,9 @@ fn read_pid(dir: &Path) -> Option<u32> {
     fs::read_to_string(dir.join(PID_FILE)).ok()?.trim().parse().ok()
 }
 
-/// Writes `bytes` to `path` atomically (temp file in the same directory, then rename).
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
-    let mut f = File::create(&tmp)?;
-    f.write_all(bytes)?;
-    f.sync_data().ok();
-    fs::rename(&tmp, path)
+/// Writes `bytes` to `path` atomically, through the project's one output helper.
+fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    leocc_trace::write_atomic(path, bytes).map_err(io::Error::other)
 }
 
 impl Instance {

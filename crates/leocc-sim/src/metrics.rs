@@ -6,7 +6,8 @@
 //!   active time at the receiver (first to last arrival), Mbit/s;
 //! - goodput: unique payload bytes delivered over the same time;
 //! - utilization: unique data packets delivered, on the wire (×1500 B), over the capacity the
-//!   data-direction bottleneck(s) offered in the same time (`LinkModel::mean_capacity_bps`);
+//!   data-direction bottleneck(s) offered from the first to the last opportunity those packets
+//!   used, both ends included (`LinkModel::mean_capacity_bps`); never above 1 on one bottleneck;
 //! - one-way delay: arrival − send time of every data packet that reached the receiver,
 //!   95th percentile (Pantheon's "95th percentile per-packet one-way delay");
 //! - RTT: the sender's per-ACK RTT samples (Karn: never from retransmissions); queueing delay
@@ -117,6 +118,9 @@ pub struct FlowStats {
     pub first_arrival_us: Option<u64>,
     /// Last data arrival.
     pub last_arrival_us: u64,
+    /// First and last bottleneck service time of a new segment that arrived: the
+    /// opportunities those segments used all lie within [first, last], inclusive.
+    pub served_us: Option<(u64, u64)>,
     /// Data packets dropped by a full queue.
     pub dropped_queue: u64,
     /// Data packets dropped by random loss.

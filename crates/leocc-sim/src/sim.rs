@@ -377,7 +377,8 @@ impl World {
             budget -= take;
             hop.head_sent += take as u32;
             if hop.head_sent == head.size {
-                let p = hop.queue.pop_front().expect("head exists");
+                let mut p = hop.queue.pop_front().expect("head exists");
+                p.served_us = now;
                 hop.queued_bytes -= p.size as u64;
                 hop.head_sent = 0;
                 departed.push(p);
@@ -452,6 +453,8 @@ impl World {
         let r = f.receiver.on_data(now, seq, &mut self.ev);
         if r.new {
             f.stats.arrived_unique += 1;
+            let (a, b) = f.stats.served_us.unwrap_or((p.served_us, p.served_us));
+            f.stats.served_us = Some((a.min(p.served_us), b.max(p.served_us)));
             f.ts_bytes += MSS as u64;
         }
         if r.ack_now {
@@ -471,7 +474,7 @@ impl World {
             info.term_pop_rtt_us = self.detector.term_pop_rtt_us;
             info.term_pop_seq = self.detector.replies;
         }
-        let p = Packet { flow: f as u16, size: ack_size(info.nsacks), sent_us: now, route: 1, hop: 0, body: Body::Ack(info) };
+        let p = Packet { flow: f as u16, size: ack_size(info.nsacks), sent_us: now, route: 1, hop: 0, served_us: 0, body: Body::Ack(info) };
         let h = self.routes[1][0];
         self.enter(now, h, p);
     }
@@ -512,6 +515,13 @@ impl World {
             }
         }
         at - t
+    }
+
+    /// Bits the data route's bottleneck(s) offered over the service window `served` (first
+    /// and last opportunity used, both included: counting over [first, last) would leave out
+    /// the opportunity the last packet used, and report 2.0 for two packets on two opportunities).
+    fn offered_bits_served(&self, served: Option<(u64, u64)>) -> f64 {
+        served.map_or(0.0, |(a, b)| self.offered_bits(a, b + 1))
     }
 
     /// Bits the data route's bottleneck(s) offered over [a, b).
@@ -599,6 +609,7 @@ impl World {
         let mut all = FlowStats::default();
         let (mut sent, mut retrans, mut drops) = (0u64, 0u64, 0u64);
         let (mut first, mut last) = (u64::MAX, 0u64);
+        let mut served: Option<(u64, u64)> = None;
         let mut arrived_bytes = 0.0;
         let mut unique = 0u64;
         for (i, f) in self.flows.iter().enumerate() {
@@ -614,7 +625,7 @@ impl World {
                 stop_s: f.stop_us as f64 / 1e6,
                 throughput_mbps: mbps((s.arrived * DATA_PACKET_BYTES as u64) as f64, b - a),
                 goodput_mbps: mbps((s.arrived_unique * MSS as u64) as f64, b - a),
-                utilization: ratio((s.arrived_unique * DATA_PACKET_BYTES as u64 * 8) as f64, self.offered_bits(a, b)),
+                utilization: ratio((s.arrived_unique * DATA_PACKET_BYTES as u64 * 8) as f64, self.offered_bits_served(s.served_us)),
                 rtt_avg_ms: s.rtt.mean() / 1000.0,
                 rtt_p50_ms: s.rtt.quantile(0.5) / 1000.0,
                 rtt_p95_ms: s.rtt.quantile(0.95) / 1000.0,
@@ -636,6 +647,9 @@ impl World {
             if s.first_arrival_us.is_some() {
                 first = first.min(a);
                 last = last.max(b);
+            }
+            if let Some((sa, sb)) = s.served_us {
+                served = Some(served.map_or((sa, sb), |(x, y)| (x.min(sa), y.max(sb))));
             }
             arrived_bytes += (s.arrived * DATA_PACKET_BYTES as u64) as f64;
             unique += s.arrived_unique;
@@ -660,7 +674,7 @@ impl World {
             duration_s: sc.duration_us as f64 / 1e6,
             throughput_mbps: mbps(arrived_bytes, last - first),
             goodput_mbps: mbps((unique * MSS as u64) as f64, last - first),
-            utilization: ratio((unique * DATA_PACKET_BYTES as u64 * 8) as f64, self.offered_bits(first, last)),
+            utilization: ratio((unique * DATA_PACKET_BYTES as u64 * 8) as f64, self.offered_bits_served(served)),
             rtt_avg_ms: all.rtt.mean() / 1000.0,
             rtt_p50_ms: all.rtt.quantile(0.5) / 1000.0,
             rtt_p95_ms: all.rtt.quantile(0.95) / 1000.0,
@@ -716,4 +730,29 @@ enum DropKind {
 
 fn ratio(a: f64, b: f64) -> f64 {
     if b > 0.0 { a / b } else { 0.0 }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use crate::{run, Scenario};
+
+    fn utilization(mahimahi: &str, duration_us: u64) -> (f64, Vec<f64>) {
+        let t = leocc_trace::mahimahi::trace_from_capacity_file(std::path::Path::new("t"), mahimahi.as_bytes()).unwrap();
+        let r = run(&Scenario::new(Arc::new(t), "t", "cubic", duration_us)).unwrap();
+        (r.utilization, r.flows.iter().map(|f| f.utilization).collect())
+    }
+
+    /// Two packets on the two opportunities of `1\n500` used all the capacity: 1.0, not 2.0
+    /// (the last opportunity was left out of the window) nor above 1.
+    #[test]
+    fn utilisation_counts_the_last_opportunity_and_never_exceeds_one() {
+        let (all, flows) = utilization("1\n500\n", 500_000);
+        assert!((all - 1.0).abs() < 1e-9, "{all}");
+        assert!((flows[0] - 1.0).abs() < 1e-9, "{flows:?}");
+        let dense: String = (1..=200).map(|ms| format!("{ms}\n")).collect();
+        let (all, _) = utilization(&dense, 3_000_000);
+        assert!(all > 0.5 && all <= 1.0 + 1e-9, "{all}");
+    }
 }

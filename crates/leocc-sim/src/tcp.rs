@@ -115,6 +115,10 @@ pub struct Packet {
     pub route: u8,
     /// Index of the hop within the route.
     pub hop: u8,
+    /// When the last capacity hop it crossed served it (the opportunity it used), µs; 0
+    /// before that. Utilisation counts capacity over these times, not arrival times, which
+    /// lag by the path delay.
+    pub served_us: u64,
     /// Payload.
     pub body: Body,
 }
@@ -887,6 +891,7 @@ impl Sender {
             sent_us: now,
             route: 0,
             hop: 0,
+            served_us: 0,
             body: Body::Data { seq, tx_index: self.tx_counter },
         });
         if self.rto_deadline.is_none() {

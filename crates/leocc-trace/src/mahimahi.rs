@@ -184,30 +184,86 @@ pub const CAPACITY_FILE: &str = "bw.txt";
 /// Delay file name for a trace whose delay is the same in both directions.
 pub const DELAY_FILE: &str = "delay.txt";
 
+/// Written by [`export`] beside the data files: which files belong to this export and a hash
+/// of each, so that [`load_dir`] can refuse a directory whose files come from two exports. Its
+/// name contains neither "bw" nor "delay", so the file pickers below ignore it.
+pub const MANIFEST_FILE: &str = "leocc-export.txt";
+const MANIFEST_HEADER: &str = "# leocc trace export: these files belong together (name, FNV-1a 64 hash)";
+
+/// FNV-1a, 64 bit: enough to tell two exports apart (not a defence against forgery).
+fn fnv1a(data: &[u8]) -> u64 {
+    data.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
+}
+
 /// Writes the trace as mahimahi capacity file(s) and LeoReplayer delay file(s) into `dir`:
 /// `bw.txt` (one measured direction) or `bw_down.txt` + `bw_up.txt`, and `delay.txt` or
-/// `delay_down.txt` + `delay_up.txt`. Returns the paths written. Loss, ground truth and the
-/// terrestrial segment have no mahimahi form and are not written.
-pub fn export(trace: &Trace, dir: &Path) -> Result<Vec<PathBuf>, TraceError> {
-    std::fs::create_dir_all(dir).map_err(|e| TraceError::io(dir, &e))?;
-    let mut files: Vec<(PathBuf, String)> = Vec::new();
+/// `delay_down.txt` + `delay_up.txt`, plus [`MANIFEST_FILE`]. The directory is written whole
+/// into a temporary directory and swapped in, so a failure leaves the old one untouched and
+/// no stale file of an earlier export survives; a non-empty `dir` is refused unless `force`.
+/// Returns the final paths of the data files. Loss, ground truth and the terrestrial segment
+/// have no mahimahi form and are not written.
+pub fn export(trace: &Trace, dir: &Path, force: bool) -> Result<Vec<PathBuf>, TraceError> {
+    let out = crate::out::OutDir::create(dir, force)?;
+    let mut files: Vec<(String, String)> = Vec::new();
     let err = |p: String| TraceError::whole(dir, p);
     let caps: Vec<(Dir, &Capacity)> =
         [Dir::Down, Dir::Up].iter().filter_map(|&d| trace.dir(d).capacity.as_ref().map(|c| (d, c))).collect();
     for (d, c) in &caps {
         let name = if caps.len() == 1 { CAPACITY_FILE.to_string() } else { format!("bw_{}.txt", d.as_str()) };
-        files.push((dir.join(name), render_capacity(c).map_err(err)?));
+        files.push((name, render_capacity(c).map_err(err)?));
     }
     let delays: Vec<(Dir, &DelaySeries)> =
         [Dir::Down, Dir::Up].iter().filter_map(|&d| trace.dir(d).delay.as_ref().map(|s| (d, s))).collect();
     for (d, s) in &delays {
         let name = if delays.len() == 1 { DELAY_FILE.to_string() } else { format!("delay_{}.txt", d.as_str()) };
-        files.push((dir.join(name), render_delay(s, trace.duration_us()).map_err(err)?));
+        files.push((name, render_delay(s, trace.duration_us()).map_err(err)?));
     }
-    for (p, body) in &files {
-        crate::write_atomic(p, body.as_bytes())?;
+    let mut manifest = format!("{MANIFEST_HEADER}\n");
+    for (name, body) in &files {
+        crate::write_atomic(&out.path().join(name), body.as_bytes())?;
+        let _ = writeln!(manifest, "{name} {:016x}", fnv1a(body.as_bytes()));
     }
-    Ok(files.into_iter().map(|(p, _)| p).collect())
+    crate::write_atomic(&out.path().join(MANIFEST_FILE), manifest.as_bytes())?;
+    out.commit()?;
+    Ok(files.into_iter().map(|(n, _)| dir.join(n)).collect())
+}
+
+/// When `dir` holds a [`MANIFEST_FILE`], checks that every capacity and delay file in it is
+/// listed there with the same hash: a file from another export (copied in, or left by an old
+/// version that wrote into the directory in place) would silently pair one trace's capacity
+/// with another's delay. Directories from elsewhere have no manifest and are not checked.
+fn check_manifest(dir: &Path, names: &[String]) -> Result<(), TraceError> {
+    let path = dir.join(MANIFEST_FILE);
+    let text = match std::fs::read(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(TraceError::io(&path, &e)),
+    };
+    let mut listed = std::collections::BTreeMap::new();
+    for line in text::lines(&text) {
+        let line = line.map_err(|(no, p)| TraceError::new(&path, no, p))?;
+        if line.text.starts_with('#') || line.text.trim().is_empty() {
+            continue;
+        }
+        let cols = text::columns(line.text, 2, "file name and hash").map_err(|p| TraceError::new(&path, line.no, p))?;
+        let hash = u64::from_str_radix(cols[1], 16).map_err(|_| TraceError::new(&path, line.no, format!("bad hash {:?}", cols[1])))?;
+        listed.insert(cols[0].to_string(), hash);
+    }
+    let mixed = |what: String| {
+        TraceError::whole(dir, format!("{what}: the directory mixes files of two exports; export again into an empty directory (or delete {MANIFEST_FILE} if you combined them on purpose)"))
+    };
+    for n in names.iter().filter(|n| n.contains("bw") || n.contains("delay")) {
+        let Some(&want) = listed.get(n) else {
+            return Err(mixed(format!("{n} is not part of the export recorded in {MANIFEST_FILE}")));
+        };
+        if fnv1a(&read(&dir.join(n))?) != want {
+            return Err(mixed(format!("{n} differs from the file recorded in {MANIFEST_FILE}")));
+        }
+    }
+    if let Some(n) = listed.keys().find(|n| !names.contains(n)) {
+        return Err(mixed(format!("{n}, recorded in {MANIFEST_FILE}, is missing")));
+    }
+    Ok(())
 }
 
 /// Loads a directory holding mahimahi/LeoReplayer files: `bw.txt`, or `bw_down.txt` and
@@ -221,6 +277,7 @@ pub fn load_dir(dir: &Path) -> Result<Trace, TraceError> {
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
+    check_manifest(dir, &names)?;
     let pick = |want: &str, what: &str| -> Result<Option<PathBuf>, TraceError> {
         let hits: Vec<&String> = names.iter().filter(|n| n.contains(want)).collect();
         match hits.len() {
@@ -293,7 +350,7 @@ mod tests {
         for p in [crate::gen::Profile::Fiber, crate::gen::Profile::StarlinkUp] {
             let t = crate::gen::generate(p, 5_000, 1, "test").unwrap();
             let _ = std::fs::remove_dir_all(&dir);
-            let files = export(&t, &dir).unwrap();
+            let files = export(&t, &dir, true).unwrap();
             let back = load_dir(&dir).unwrap();
             for d in [Dir::Up, Dir::Down] {
                 assert_eq!(back.capacity(d), t.capacity(d), "{p} {d:?}");
@@ -303,6 +360,30 @@ mod tests {
             assert_eq!(files.len(), if p == crate::gen::Profile::Fiber { 3 } else { 2 });
         }
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn exports_do_not_mix_and_mixed_directories_are_refused() {
+        let root = std::env::temp_dir().join(format!("leocc-mahimahi-mix-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let (a, b) = (root.join("a"), root.join("b"));
+        let fiber = crate::gen::generate(crate::gen::Profile::Fiber, 3_000, 1, "test").unwrap();
+        let star = crate::gen::generate(crate::gen::Profile::StarlinkDown, 6_000, 1, "test").unwrap();
+        export(&fiber, &a, false).unwrap();
+        // A used directory is refused without force, and replaced whole with it.
+        let e = export(&star, &a, false).unwrap_err();
+        assert!(e.problem.contains("not empty") && e.problem.contains("--force"), "{e}");
+        export(&star, &a, true).unwrap();
+        assert_eq!(load_dir(&a).unwrap().duration_us(), star.duration_us());
+        // Files of two exports side by side: refused, naming the odd one out.
+        export(&fiber, &b, false).unwrap();
+        std::fs::copy(b.join(DELAY_FILE), a.join(DELAY_FILE)).unwrap();
+        let e = load_dir(&a).unwrap_err();
+        assert!(e.problem.contains("delay.txt") && e.problem.contains("two exports"), "{e}");
+        // Plain mahimahi/LeoReplayer directories (no manifest) still load.
+        std::fs::remove_file(b.join(MANIFEST_FILE)).unwrap();
+        assert_eq!(load_dir(&b).unwrap().capacity(Dir::Down), fiber.capacity(Dir::Down));
+        let _ = std::fs::remove_dir_all(&root);
     }
 
     #[test]

@@ -1,12 +1,14 @@
 //! `leocc trace plot`: capacity per 100 ms and one-way delay over time, reconfigurations
-//! marked (ground truth and detected), as SVG; PNG through headless Chromium when asked.
+//! marked (ground truth and detected), as SVG; PNG or PDF through headless Chromium when asked.
 
+use std::io::Write;
 use std::path::Path;
 use std::process::Command;
 
 use crate::error::TraceError;
 use crate::model::{Dir, Measured, Trace};
-use crate::stats::{capacity_bins_mbps, delay_samples_us, detect_reconfigurations, CAPACITY_BIN_US};
+use crate::out::{check_pdf, check_png, OutFile};
+use crate::stats::{capacity_bin_count, capacity_bins_mbps, delay_sample_count, delay_samples_us, detect_reconfigurations, CAPACITY_BIN_US};
 use leocc_plot::{stack, Axis, Chart, Marker, MarkerKind, Series, Style};
 
 /// At most this many points per series; longer series are averaged into buckets.
@@ -25,13 +27,27 @@ const PANEL_HEIGHT: u32 = 335;
 /// Chromium, for PNG output.
 pub const CHROMIUM: &str = "/usr/bin/chromium";
 
-/// Averages consecutive points so that at most [`MAX_POINTS`] remain.
-fn thin(points: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
-    let k = points.len().div_ceil(MAX_POINTS).max(1);
-    if k == 1 {
-        return points;
+/// Averages consecutive points of a series of `n` so that at most [`MAX_POINTS`] remain,
+/// without holding the whole series (a days-long period has millions of bins).
+fn thin(n: u64, points: impl Iterator<Item = (f64, f64)>) -> Vec<(f64, f64)> {
+    let k = n.div_ceil(MAX_POINTS as u64).max(1);
+    let mut out = Vec::with_capacity(n.min(MAX_POINTS as u64) as usize);
+    let (mut first, mut sum, mut count) = (0.0, 0.0, 0u64);
+    for (x, y) in points {
+        if count == 0 {
+            first = x;
+        }
+        sum += y;
+        count += 1;
+        if count == k {
+            out.push((first, sum / count as f64));
+            (sum, count) = (0.0, 0);
+        }
     }
-    points.chunks(k).map(|c| (c[0].0, c.iter().map(|p| p.1).sum::<f64>() / c.len() as f64)).collect()
+    if count > 0 {
+        out.push((first, sum / count as f64));
+    }
+    out
 }
 
 /// The figure for `trace` as SVG: capacity per 100 ms above one-way delay, sharing the time
@@ -51,16 +67,15 @@ pub fn figure(trace: &Trace) -> String {
         c.height = PANEL_HEIGHT;
     }
     for &d in &dirs {
-        let bins = capacity_bins_mbps(&trace.link(d));
-        let pts = bins.iter().enumerate().map(|(i, &v)| (i as f64 * bin_s, v)).collect();
-        cap.series.push(Series::new(format!("{} capacity", d.as_str()), color(d), Style::Line, thin(pts)));
-        let pts = delay_samples_us(trace, d).into_iter().map(|(t, v)| (t as f64 / 1e6, v as f64 / 1000.0)).collect();
-        owd.series.push(Series::new(format!("{} delay", d.as_str()), color(d), Style::Line, thin(pts)));
+        let link = trace.link(d);
+        let pts = capacity_bins_mbps(&link).enumerate().map(|(i, v)| (i as f64 * bin_s, v));
+        cap.series.push(Series::new(format!("{} capacity", d.as_str()), color(d), Style::Line, thin(capacity_bin_count(&link), pts)));
+        let pts = delay_samples_us(trace, d).map(|(t, v)| (t as f64 / 1e6, v as f64 / 1000.0));
+        owd.series.push(Series::new(format!("{} delay", d.as_str()), color(d), Style::Line, thin(delay_sample_count(trace, d), pts)));
     }
     if let Some(t) = trace.terrestrial() {
-        let bins = capacity_bins_mbps(&t);
-        let pts = bins.iter().enumerate().map(|(i, &v)| (i as f64 * bin_s, v)).collect();
-        cap.series.push(Series::new("terrestrial capacity", COLOR_TERR, Style::Line, thin(pts)));
+        let pts = capacity_bins_mbps(&t).enumerate().map(|(i, v)| (i as f64 * bin_s, v));
+        cap.series.push(Series::new("terrestrial capacity", COLOR_TERR, Style::Line, thin(capacity_bin_count(&t), pts)));
     }
     let mut kinds = Vec::new();
     let mut marks = Vec::new();
@@ -80,38 +95,110 @@ pub fn figure(trace: &Trace) -> String {
     stack(&format!("trace {}", trace.meta.name), &[cap, owd])
 }
 
-/// Writes the plot to `out`: SVG, or PNG (rendered by headless Chromium) for a `.png` name.
-pub fn plot(trace: &Trace, out: &Path) -> Result<(), TraceError> {
-    let svg = figure(trace);
-    let is_png = out.extension().is_some_and(|e| e.eq_ignore_ascii_case("png"));
-    if !is_png {
-        return crate::write_atomic(out, svg.as_bytes());
-    }
-    let tmp = std::env::temp_dir().join(format!("leocc-plot-{}.svg", std::process::id()));
-    crate::write_atomic(&tmp, svg.as_bytes())?;
-    let result = svg_to_png(&tmp, out, WIDTH, 30 + 2 * PANEL_HEIGHT);
-    let _ = std::fs::remove_file(&tmp);
-    result
+/// What [`plot`] writes, chosen by the output's extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Svg,
+    Png,
+    Pdf,
 }
 
-/// Renders an SVG file to PNG with headless Chromium.
-pub fn svg_to_png(svg: &Path, png: &Path, width: u32, height: u32) -> Result<(), TraceError> {
+/// Writes the plot to `out`: `.svg`, or `.png` / `.pdf` rendered by headless Chromium. The
+/// rendering goes to a temporary file beside `out` and is renamed only once it is verified
+/// complete, so a full disk or a crashed browser never leaves a broken plot under `out`. Any
+/// other extension is an error rather than SVG under a misleading name.
+pub fn plot(trace: &Trace, out: &Path) -> Result<(), TraceError> {
+    let ext = out.extension().map(|e| e.to_string_lossy().to_ascii_lowercase()).unwrap_or_default();
+    let kind = match ext.as_str() {
+        "svg" => Kind::Svg,
+        "png" => Kind::Png,
+        "pdf" => Kind::Pdf,
+        _ => return Err(TraceError::whole(out, "unknown plot format; name the output .svg, .png or .pdf")),
+    };
+    // Open the destination first: a missing directory is reported before any work.
+    let mut dest = OutFile::create(out)?;
+    let svg = figure(trace);
+    if kind == Kind::Svg {
+        dest.write_all(svg.as_bytes()).map_err(|e| TraceError::io(out, &e))?;
+        return dest.commit();
+    }
+    let src = OutFile::create(&out.with_extension("svg.src.svg"))?;
+    std::fs::write(src.temp_path(), svg.as_bytes()).map_err(|e| TraceError::io(src.temp_path(), &e))?;
+    render(kind, src.temp_path(), &mut dest, WIDTH, 30 + 2 * PANEL_HEIGHT)?;
+    // `src` is dropped uncommitted: the SVG source was only for the browser.
+    dest.commit_checked(if kind == Kind::Png { check_png } else { check_pdf })
+}
+
+/// Has Chromium render `svg` into `dest`'s temporary file.
+fn render(kind: Kind, svg: &Path, dest: &mut OutFile, width: u32, height: u32) -> Result<(), TraceError> {
+    let what = if kind == Kind::Png { "PNG" } else { "PDF" };
+    let out = dest.dest().to_path_buf();
     if !Path::new(CHROMIUM).exists() {
-        return Err(TraceError::whole(png, format!("PNG output needs {CHROMIUM}; write .svg instead")));
+        return Err(TraceError::whole(&out, format!("{what} output needs {CHROMIUM}; write .svg instead")));
     }
     let abs = |p: &Path| std::path::absolute(p).map_err(|e| TraceError::io(p, &e));
-    let (svg_abs, png_abs) = (abs(svg)?, abs(png)?);
-    let status = Command::new(CHROMIUM)
-        .args(["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"])
-        .arg(format!("--screenshot={}", png_abs.display()))
+    let (svg_abs, tmp_abs) = (abs(svg)?, abs(dest.temp_path())?);
+    let target = match kind {
+        Kind::Pdf => format!("--print-to-pdf={}", tmp_abs.display()),
+        _ => format!("--screenshot={}", tmp_abs.display()),
+    };
+    let output = Command::new(CHROMIUM)
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-pdf-header-footer"])
+        .arg(target)
         .arg(format!("--window-size={width},{height}"))
         .arg(format!("file://{}", svg_abs.display()))
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
+        .stderr(std::process::Stdio::piped())
+        .output()
         .map_err(|e| TraceError::io(CHROMIUM, &e))?;
-    if !status.success() || !png_abs.exists() {
-        return Err(TraceError::whole(png, format!("chromium failed to render the PNG ({status})")));
+    if !output.status.success() {
+        let err = String::from_utf8_lossy(&output.stderr);
+        let last = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+        return Err(TraceError::whole(&out, format!("chromium failed to render the {what} ({}): {last}", output.status)));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("leocc-plot-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn small() -> Trace {
+        crate::gen::generate(crate::gen::Profile::Oneweb, 3_000, 1, "test").unwrap()
+    }
+
+    #[test]
+    fn unknown_extension_and_missing_directory_are_errors_naming_them() {
+        let d = scratch("bad");
+        let e = plot(&small(), &d.join("p.jpg")).unwrap_err();
+        assert!(e.to_string().contains("p.jpg") && e.problem.contains(".pdf"), "{e}");
+        let e = plot(&small(), &d.join("missing/p.png")).unwrap_err();
+        assert!(e.problem.contains("missing") && e.problem.contains("does not exist"), "{e}");
+        assert_eq!(std::fs::read_dir(&d).unwrap().count(), 0);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn png_and_pdf_are_real_and_leave_no_temporaries() {
+        if !Path::new(CHROMIUM).exists() {
+            eprintln!("SKIP: {CHROMIUM} is absent");
+            return;
+        }
+        let d = scratch("render");
+        plot(&small(), &d.join("p.png")).unwrap();
+        plot(&small(), &d.join("p.pdf")).unwrap();
+        check_png(&d.join("p.png")).unwrap();
+        check_pdf(&d.join("p.pdf")).unwrap();
+        let mut names: Vec<String> = std::fs::read_dir(&d).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        names.sort();
+        assert_eq!(names, ["p.pdf", "p.png"]);
+        let _ = std::fs::remove_dir_all(&d);
+    }
 }

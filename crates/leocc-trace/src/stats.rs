@@ -66,6 +66,29 @@ pub struct Summary {
 }
 
 impl Summary {
+    /// Summarises run-length encoded values (value, how many times): the same numbers as
+    /// [`Summary::of`] on the expanded list, in memory proportional to the runs.
+    pub fn of_runs(runs: &[(f64, u64)]) -> Summary {
+        let n: u64 = runs.iter().map(|r| r.1).sum();
+        if n == 0 {
+            return Summary::of(&[]);
+        }
+        let mut v: Vec<(f64, u64)> = runs.iter().copied().filter(|r| r.1 > 0).collect();
+        v.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mean = v.iter().map(|&(x, c)| x * c as f64).sum::<f64>() / n as f64;
+        // The k-th order statistic (0-based) of the expanded, sorted list.
+        let nth = |k: u64| {
+            let mut seen = 0;
+            v.iter().find(|&&(_, c)| { seen += c; k < seen }).map_or(0.0, |r| r.0)
+        };
+        let pct = |q: f64| {
+            let pos = q / 100.0 * (n - 1) as f64;
+            let (lo, hi) = (nth(pos.floor() as u64), nth(pos.ceil() as u64));
+            lo + (hi - lo) * (pos - pos.floor())
+        };
+        Summary { mean: round3(mean), p5: round3(pct(5.0)), p50: round3(pct(50.0)), p95: round3(pct(95.0)) }
+    }
+
     /// Summarises `values` (linear interpolation between order statistics); zeros if empty.
     pub fn of(values: &[f64]) -> Summary {
         if values.is_empty() {
@@ -131,27 +154,28 @@ pub fn stats(trace: &Trace, dir: Dir) -> Stats {
     let link = trace.link(dir);
     let cap = trace.capacity(dir).expect("validated trace");
     let res = trace.meta.resolution_us;
-    let outages: Vec<OutageMs> = empty_runs(cap.times_us(), cap.period_us(), res)
+    let outages: Vec<OutageMs> = outages_in_period(cap.times_us(), cap.period_us(), res)
         .into_iter()
-        .filter(|o| o.start_us < cap.period_us())
         .map(|o| OutageMs { start_ms: us_to_ms(o.start_us), len_ms: us_to_ms(o.len_us) })
         .collect();
-    let bins = capacity_bins_mbps(&link);
-    let delay = delay_samples_us(trace, dir);
-    let owd: Vec<f64> = delay.iter().map(|&(_, d)| d as f64 / 1000.0).collect();
+    // Summaries only: no samples kept, just the value counts.
+    let bins = Runs::of(capacity_bins_mbps(&link).enumerate().map(|(b, v)| (b as u64 * CAPACITY_BIN_US, v)), 0);
+    let delay = Runs::of(delay_samples_us(trace, dir).map(|(t, d)| (t, d as f64 / 1000.0)), 0);
     let events = detect_reconfigurations(trace, dir);
     Stats {
         name: trace.meta.name.clone(),
         direction: dir.as_str(),
         duration_s: trace.duration_us() as f64 / 1e6,
-        capacity_mbps: Summary::of(&bins),
-        owd_ms: Summary::of(&owd),
+        capacity_mbps: Summary::of_runs(&bins.runs),
+        owd_ms: Summary::of_runs(&delay.runs),
         loss: round3(trace.dir(dir).loss.mean() * 1000.0) / 1000.0,
         outages,
         reconfigurations_ms: events.iter().map(|&t| us_to_ms(t)).collect(),
         period_ms: detect_period_ms(&events),
         truth_reconfigurations_ms: trace.reconfigurations.iter().map(|&t| us_to_ms(t)).collect(),
-        terrestrial_capacity_mbps: trace.terrestrial().map(|l| Summary::of(&capacity_bins_mbps(&l))),
+        terrestrial_capacity_mbps: trace
+            .terrestrial()
+            .map(|l| Summary::of_runs(&Runs::of(capacity_bins_mbps(&l).enumerate().map(|(b, v)| (b as u64, v)), 0).runs)),
     }
 }
 
@@ -159,37 +183,108 @@ fn us_to_ms(us: u64) -> f64 {
     us as f64 / 1000.0
 }
 
-/// Capacity per full 100 ms bin of one period, Mbit/s.
-pub fn capacity_bins_mbps(link: &LinkModel) -> Vec<f64> {
-    let n = link.period_us() / CAPACITY_BIN_US;
-    (0..n).map(|b| link.mean_capacity_bps(b * CAPACITY_BIN_US, (b + 1) * CAPACITY_BIN_US) / 1e6).collect()
+/// Runs without opportunity (see [`empty_runs`]) folded into one period: the run that wraps
+/// from the last opportunity to the first of the next loop starts at or after the period when
+/// the period ends on an opportunity (mahimahi), and is the same outage as at the trace start.
+/// Without folding, `604799999` alone reported no outage while `1\n604799999` reported 7 days.
+pub fn outages_in_period(times: &[u64], period: u64, res: u64) -> Vec<crate::model::Span> {
+    let mut v: Vec<crate::model::Span> = empty_runs(times, period, res)
+        .into_iter()
+        .map(|o| crate::model::Span { start_us: o.start_us % period, len_us: o.len_us })
+        .collect();
+    v.sort_by_key(|o| o.start_us);
+    v
 }
 
-/// The delay of `dir` sampled at each interval start within one period: (time, delay) µs.
-pub fn delay_samples_us(trace: &Trace, dir: Dir) -> Vec<(u64, u64)> {
+/// Capacity per full 100 ms bin of one period, Mbit/s, computed lazily: a trace's period can
+/// be days long with only a few opportunities, so callers must not collect this blindly (see
+/// [`Runs`]).
+pub fn capacity_bins_mbps(link: &LinkModel) -> impl Iterator<Item = f64> + '_ {
+    let n = capacity_bin_count(link);
+    (0..n).map(|b| link.mean_capacity_bps(b * CAPACITY_BIN_US, (b + 1) * CAPACITY_BIN_US) / 1e6)
+}
+
+/// How many items [`capacity_bins_mbps`] yields.
+pub fn capacity_bin_count(link: &LinkModel) -> u64 {
+    link.period_us() / CAPACITY_BIN_US
+}
+
+/// The delay of `dir` sampled at each interval start within one period: (time, delay) µs,
+/// lazily (see [`capacity_bins_mbps`]). The count is [`delay_sample_count`].
+pub fn delay_samples_us(trace: &Trace, dir: Dir) -> impl Iterator<Item = (u64, u64)> + '_ {
     let d = trace.delay(dir);
+    (0..delay_sample_count(trace, dir)).map(move |i| (i * d.interval_us, d.at(i * d.interval_us)))
+}
+
+/// How many items [`delay_samples_us`] yields.
+pub fn delay_sample_count(trace: &Trace, dir: Dir) -> u64 {
     let period = trace.capacity(dir).expect("validated trace").period_us();
-    let n = period.div_ceil(d.interval_us).max(1);
-    (0..n).map(|i| (i * d.interval_us, d.at(i * d.interval_us))).collect()
+    period.div_ceil(trace.delay(dir).interval_us.max(1)).max(1)
+}
+
+/// A regularly sampled series in memory bounded by its changes, not its length: a run of
+/// equal values (an empty stretch of days, a delay held after the series ends) keeps only its
+/// first and last `keep` samples with their true times. With `keep` at least twice a
+/// detector's window, every window of the step and spike detectors, and their non-maximum
+/// suppression over ±window, sees exactly what it would see in the full series (the dropped
+/// middle holds windows of one value, which are never a step). `runs` keeps the exact value
+/// counts for summaries.
+struct Runs {
+    times: Vec<u64>,
+    values: Vec<f64>,
+    runs: Vec<(f64, u64)>,
+}
+
+impl Runs {
+    fn of(samples: impl Iterator<Item = (u64, f64)>, keep: usize) -> Runs {
+        let mut r = Runs { times: Vec::new(), values: Vec::new(), runs: Vec::new() };
+        let mut tail: std::collections::VecDeque<(u64, f64)> = std::collections::VecDeque::new();
+        let flush = |r: &mut Runs, tail: &mut std::collections::VecDeque<(u64, f64)>| {
+            for (t, v) in tail.drain(..) {
+                r.times.push(t);
+                r.values.push(v);
+            }
+        };
+        for (t, v) in samples {
+            match r.runs.last_mut() {
+                Some(run) if run.0 == v => run.1 += 1,
+                _ => {
+                    flush(&mut r, &mut tail);
+                    r.runs.push((v, 1));
+                }
+            }
+            if r.runs.last().is_some_and(|run| run.1 as usize <= keep) {
+                r.times.push(t);
+                r.values.push(v);
+            } else {
+                tail.push_back((t, v));
+                if tail.len() > keep {
+                    tail.pop_front();
+                }
+            }
+        }
+        flush(&mut r, &mut tail);
+        r
+    }
 }
 
 /// Detected reconfiguration times (µs) of one direction, sorted. See the module docs.
 pub fn detect_reconfigurations(trace: &Trace, dir: Dir) -> Vec<u64> {
     let cap = trace.capacity(dir).expect("validated trace");
     let link = trace.link(dir);
-    let mut events: Vec<u64> = empty_runs(cap.times_us(), cap.period_us(), trace.meta.resolution_us)
+    let mut events: Vec<u64> = outages_in_period(cap.times_us(), cap.period_us(), trace.meta.resolution_us)
         .into_iter()
-        .filter(|o| o.len_us >= RECONFIG_OUTAGE_MIN_US && o.start_us < cap.period_us())
+        .filter(|o| o.len_us >= RECONFIG_OUTAGE_MIN_US)
         .map(|o| o.start_us)
         .collect();
-    let delay = delay_samples_us(trace, dir);
-    let times: Vec<u64> = delay.iter().map(|s| s.0).collect();
-    let values: Vec<f64> = delay.iter().map(|s| s.1 as f64).collect();
-    add_unless_near(&mut events, delay_spikes(&times, &values, step_samples(trace.delay(dir).interval_us)));
-    add_unless_near(&mut events, level_steps(&times, &values, step_samples(trace.delay(dir).interval_us), is_delay_step));
-    let bins = capacity_bins_mbps(&link);
-    let bin_times: Vec<u64> = (0..bins.len() as u64).map(|b| b * CAPACITY_BIN_US).collect();
-    add_unless_near(&mut events, level_steps(&bin_times, &bins, step_samples(CAPACITY_BIN_US), is_capacity_step));
+    let w = step_samples(trace.delay(dir).interval_us);
+    let delay = Runs::of(delay_samples_us(trace, dir).map(|(t, d)| (t, d as f64)), 2 * w + 1);
+    let (times, values) = (&delay.times, &delay.values);
+    add_unless_near(&mut events, delay_spikes(times, values, w));
+    add_unless_near(&mut events, level_steps(times, values, w, is_delay_step));
+    let w = step_samples(CAPACITY_BIN_US);
+    let bins = Runs::of(capacity_bins_mbps(&link).enumerate().map(|(b, v)| (b as u64 * CAPACITY_BIN_US, v)), 2 * w + 1);
+    add_unless_near(&mut events, level_steps(&bins.times, &bins.values, w, is_capacity_step));
     events
 }
 
@@ -479,5 +574,50 @@ mod tests {
         assert_eq!(level_steps(&times, &values, 100, is_delay_step), vec![3_000_000]);
         let flat: Vec<f64> = (0..600).map(|i| 20_000.0 + (i % 7) as f64 * 500.0).collect();
         assert!(level_steps(&times, &flat, 100, is_delay_step).is_empty());
+    }
+
+    /// Compressing long runs changes no detection: steps and spikes on both sides of long
+    /// constant stretches come out the same as on the full series.
+    #[test]
+    fn compressed_runs_detect_the_same_steps_and_spikes() {
+        let mut values = Vec::new();
+        for (v, n) in [(0.0, 500), (50.0, 3000), (0.0, 40), (50.0, 25), (0.0, 9000), (80.0, 12), (30.0, 700)] {
+            values.extend(std::iter::repeat_n(v, n));
+        }
+        let times: Vec<u64> = (0..values.len() as u64).map(|i| i * CAPACITY_BIN_US).collect();
+        let w = step_samples(CAPACITY_BIN_US);
+        let r = Runs::of(times.iter().copied().zip(values.iter().copied()), 2 * w + 1);
+        assert!(r.values.len() < values.len() / 5, "{} of {}", r.values.len(), values.len());
+        assert_eq!(level_steps(&r.times, &r.values, w, is_capacity_step), level_steps(&times, &values, w, is_capacity_step));
+        let delay: Vec<f64> = values.iter().map(|v| 20_000.0 + v * 1000.0).collect();
+        let r = Runs::of(times.iter().copied().zip(delay.iter().copied()), 2 * w + 1);
+        assert_eq!(delay_spikes(&r.times, &r.values, w), delay_spikes(&times, &delay, w));
+        assert_eq!(level_steps(&r.times, &r.values, w, is_delay_step), level_steps(&times, &delay, w, is_delay_step));
+        let dense = Summary::of(&values);
+        assert_eq!(Summary::of_runs(&r.runs).p50, Summary::of(&delay).p50);
+        assert_eq!(Summary::of_runs(&Runs::of(times.iter().copied().zip(values.iter().copied()), 0).runs), dense);
+    }
+
+    #[global_allocator]
+    static ALLOC: crate::alloc_count::Counting = crate::alloc_count::Counting;
+
+    /// The 11-byte `1\n604799999\n` spans 7 days with two opportunities: statistics, detection
+    /// and the plot must take memory for its content, not its span (was 179 MB), and the one-line
+    /// form (the same link looped) must report the same week-long outage.
+    #[test]
+    fn week_long_sparse_trace_is_cheap_and_both_forms_agree_on_outages() {
+        let load = |s: &str| crate::mahimahi::trace_from_capacity_file(std::path::Path::new("t"), s.as_bytes()).unwrap();
+        let (two, one) = (load("1\n604799999\n"), load("604799999\n"));
+        let (mut s1, mut s2) = (None, None);
+        let used = crate::alloc_count::peak_during(|| {
+            s2 = Some(stats(&two, Dir::Down));
+            s1 = Some(stats(&one, Dir::Down));
+            crate::plot::figure(&two)
+        });
+        assert!(used < 4 << 20, "peak {used} bytes");
+        let (s1, s2) = (s1.unwrap(), s2.unwrap());
+        assert_eq!(s2.outages.len(), 1, "{:?}", s2.outages);
+        assert_eq!(s1.outages.len(), 1, "{:?}", s1.outages);
+        assert!(s1.outages[0].len_ms > 604_000_000.0 && s2.outages[0].len_ms > 604_000_000.0);
     }
 }

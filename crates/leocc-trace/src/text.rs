@@ -20,19 +20,44 @@ pub struct Line<'a> {
     pub text: &'a str,
 }
 
-/// Splits `data` into lines, rejecting CR line endings and invalid UTF-8. A missing final
-/// newline is accepted (writers always add one).
+/// Why `data` is not text at all (an image, an archive, random bytes), if it is not: such a
+/// file should be reported as the wrong file, not by the first line-level symptom (a stray
+/// carriage return, say) that would send the user to dos2unix.
+pub fn not_text(data: &[u8]) -> Option<String> {
+    const MAGIC: [(&[u8], &str); 6] = [
+        (b"\x89PNG", "a PNG image"),
+        (b"%PDF", "a PDF document"),
+        (b"\x1f\x8b", "gzip-compressed data (decompress it first)"),
+        (b"PK\x03\x04", "a zip archive (extract it first)"),
+        (b"\x7fELF", "an executable"),
+        (b"\xff\xd8\xff", "a JPEG image"),
+    ];
+    if let Some((_, what)) = MAGIC.iter().find(|(m, _)| data.starts_with(m)) {
+        return Some(format!("not a text trace: this is {what}"));
+    }
+    // Text traces hold digits, letters, punctuation, spaces, tabs and newlines; CR is left to
+    // the CRLF check below. Any other control byte means binary data.
+    let bad = data.iter().position(|&b| (b < 0x20 && !matches!(b, b'\n' | b'\t' | b'\r')) || b == 0x7f)?;
+    Some(format!("not a text trace: binary data (byte 0x{:02x} at offset {bad})", data[bad]))
+}
+
+/// Splits `data` into lines, rejecting binary data (as a whole, line 0), CR line endings and
+/// invalid UTF-8. A missing final newline is accepted (writers always add one).
 pub fn lines(data: &[u8]) -> impl Iterator<Item = Result<Line<'_>, (usize, String)>> {
+    if let Some(why) = not_text(data) {
+        let once: Box<dyn Iterator<Item = Result<Line<'_>, (usize, String)>>> = Box::new(std::iter::once(Err((0, why))));
+        return once;
+    }
     let body = data.strip_suffix(b"\n").unwrap_or(data);
     let parts: Box<dyn Iterator<Item = &[u8]>> =
         if body.is_empty() && data.is_empty() { Box::new(std::iter::empty()) } else { Box::new(body.split(|&b| b == b'\n')) };
-    parts.enumerate().map(|(i, raw)| {
+    Box::new(parts.enumerate().map(|(i, raw)| {
         let no = i + 1;
         if raw.ends_with(b"\r") || raw.contains(&b'\r') {
             return Err((no, "CRLF line ending (carriage return); convert the file to LF, e.g. with dos2unix".to_string()));
         }
         std::str::from_utf8(raw).map(|text| Line { no, text }).map_err(|_| (no, "invalid UTF-8".to_string()))
-    })
+    }))
 }
 
 /// Splits a line into whitespace-separated columns and checks their number.
@@ -150,5 +175,20 @@ mod tests {
         assert_eq!(e.0, 1);
         assert!(e.1.contains("CRLF"));
         assert_eq!(lines(b"").count(), 0);
+    }
+
+    #[test]
+    fn binary_input_is_not_text_rather_than_crlf() {
+        let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
+        let e = lines(png).find_map(|l| l.err()).unwrap();
+        assert_eq!(e.0, 0);
+        assert!(e.1.contains("not a text trace") && e.1.contains("PNG"), "{}", e.1);
+        // Pseudo-random bytes (a fixed LCG, so the test is deterministic).
+        let mut x = 12345u32;
+        let noise: Vec<u8> = (0..4096).map(|_| { x = x.wrapping_mul(1_103_515_245).wrapping_add(12345); (x >> 16) as u8 }).collect();
+        let e = lines(&noise).find_map(|l| l.err()).unwrap();
+        assert!(e.1.contains("not a text trace") && !e.1.contains("CRLF"), "{}", e.1);
+        // Text with tabs is still text.
+        assert!(lines(b"1\t\n2\n").all(|l| l.is_ok()));
     }
 }

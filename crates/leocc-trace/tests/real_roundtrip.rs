@@ -23,7 +23,7 @@ fn leocc_example_uplink_round_trips_byte_identical() {
     let back = Trace::load(&ours).unwrap();
     assert_eq!(back, t);
     let out = scratch.join("out");
-    let written = mahimahi::export(&back, &out).unwrap();
+    let written = mahimahi::export(&back, &out, false).unwrap();
     assert_eq!(written.len(), 2);
     let same = |a: &str, b: &str| std::fs::read(out.join(a)).unwrap() == std::fs::read(dir.join(b)).unwrap();
     assert!(same(mahimahi::CAPACITY_FILE, "bw_example.txt"), "capacity file differs");

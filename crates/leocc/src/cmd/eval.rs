@@ -268,6 +268,9 @@ pub struct ReportArgs {
 
 /// Remakes report.html (or prints the markdown table) from a directory's results.jsonl.
 pub fn report(a: ReportArgs) -> Result<()> {
+    if a.dir.is_file() {
+        bail!("{}: is a file; `leocc report` takes the eval output directory (the one holding results.jsonl)", a.dir.display());
+    }
     let path = runner::results_path(&a.dir);
     let records = results::read(&path)?;
     if records.is_empty() {
@@ -331,4 +334,24 @@ pub fn emu_run(a: EmuRunArgs) -> Result<()> {
     })?;
     println!("{rec}");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn report_on_a_file_or_foreign_json_is_an_error() {
+        let d = std::env::temp_dir().join(format!("leocc-cli-report-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        let f = d.join("package.json");
+        std::fs::write(&f, "{\"name\":\"x\"}\n").unwrap();
+        let e = report(ReportArgs { dir: f, markdown: true }).unwrap_err();
+        assert!(e.to_string().contains("is a file"), "{e}");
+        std::fs::write(runner::results_path(&d), "{\"name\":\"x\"}\n").unwrap();
+        let e = report(ReportArgs { dir: d.clone(), markdown: true }).unwrap_err();
+        assert!(e.to_string().contains("not an eval result"), "{e}");
+        let _ = std::fs::remove_dir_all(&d);
+    }
 }

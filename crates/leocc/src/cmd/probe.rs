@@ -384,6 +384,13 @@ fn replay_cmd(file: &std::path::Path, threshold_ms: f64, tol_ms: f64, holdoff_ms
     Ok(())
 }
 
+/// The totals lines of `simulate` and `emulate`. A ratio over nothing is "n/a": with no
+/// detections, "precision 100.00 %" would read as a perfect detector.
+fn totals(truth: usize, dets: usize, matched: usize) -> String {
+    let pct = |a: usize, b: usize| if b == 0 { "n/a".to_string() } else { format!("{:.2} %", a as f64 * 100.0 / b as f64) };
+    format!("total: truth {truth}, detections {dets}, matched {matched}\nprecision {}, recall {}\n", pct(matched, dets), pct(matched, truth))
+}
+
 /// Link capacity the overhead is quoted against (issue 7): a 10 Mbit/s uplink.
 const REFERENCE_UPLINK_BPS: f64 = 10e6;
 
@@ -420,9 +427,7 @@ fn simulate_cmd(traces: &[(String, leocc_trace::Trace)], threshold_ms: f64, inte
     if json {
         return Ok(());
     }
-    let pct = |a: usize, b: usize| if b == 0 { 100.0 } else { a as f64 * 100.0 / b as f64 };
-    println!("total: truth {truth}, detections {dets}, matched {matched}");
-    println!("precision {:.2} %, recall {:.2} %", pct(matched, dets), pct(matched, truth));
+    print!("{}", totals(truth, dets, matched));
     if let (Some(p50), Some(p95)) = (replay::percentile(&delays, 50.0), replay::percentile(&delays, 95.0)) {
         println!("detection delay from outage start: median {:.1} ms, p95 {:.1} ms", p50 as f64 / 1e3, p95 as f64 / 1e3);
     }
@@ -503,9 +508,7 @@ fn emulate_cmd(
         sent += summary.sent;
         secs += run_ms as f64 / 1e3;
     }
-    let pct = |a: usize, b: usize| if b == 0 { 100.0 } else { a as f64 * 100.0 / b as f64 };
-    println!("total: truth {truth}, detections {dets}, matched {matched}");
-    println!("precision {:.2} %, recall {:.2} %", pct(matched, dets), pct(matched, truth));
+    print!("{}", totals(truth, dets, matched));
     if let (Some(p50), Some(p95)) = (replay::percentile(&delays, 50.0), replay::percentile(&delays, 95.0)) {
         println!("detection delay from outage start: median {:.1} ms, p95 {:.1} ms", p50 as f64 / 1e3, p95 as f64 / 1e3);
     }
@@ -516,4 +519,17 @@ fn emulate_cmd(
         measured_bps * 100.0 / REFERENCE_UPLINK_BPS
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn totals_without_detections_print_na_not_100_percent() {
+        let t = totals(3, 0, 0);
+        assert!(t.contains("precision n/a, recall 0.00 %"), "{t}");
+        assert!(totals(0, 0, 0).contains("precision n/a, recall n/a"));
+        assert!(totals(4, 2, 1).contains("precision 50.00 %, recall 25.00 %"));
+    }
 }

@@ -171,6 +171,9 @@ pub fn run(a: SimArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     let scs = scenarios(&a)?;
+    // Opened before simulating, so an unwritable destination fails at once; dropped on any
+    // error below, which removes the temporary file.
+    let ts_out = a.timeseries.as_deref().map(leocc_trace::OutFile::create).transpose()?;
     let tty = std::io::stderr().is_terminal();
     let mut results = Vec::new();
     let stdout = std::io::stdout();
@@ -202,8 +205,9 @@ pub fn run(a: SimArgs) -> anyhow::Result<()> {
         }
         results.push(r);
     }
-    if let Some(path) = &a.timeseries {
-        write_timeseries(path, &results)?;
+    if let Some(out) = ts_out {
+        let path = out.dest().to_path_buf();
+        write_timeseries(out, &results)?;
         if !a.quiet {
             eprintln!("sim: time series written to {}", path.display());
         }
@@ -236,8 +240,9 @@ fn table_rows(r: &RunResult) -> Vec<String> {
     v
 }
 
-/// Write every run's time series to `path` atomically (temporary file, then rename).
-fn write_timeseries(path: &std::path::Path, results: &[RunResult]) -> anyhow::Result<()> {
+/// Write every run's time series through `out` (temporary file, renamed when complete).
+fn write_timeseries(mut out_file: leocc_trace::OutFile, results: &[RunResult]) -> anyhow::Result<()> {
+    let path = out_file.dest().to_path_buf();
     let csv = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("csv"));
     let mut out = String::new();
     if csv {
@@ -266,9 +271,39 @@ fn write_timeseries(path: &std::path::Path, results: &[RunResult]) -> anyhow::Re
             }
         }
     }
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "timeseries".into());
-    let tmp = path.with_file_name(format!(".{name}.tmp.{}", std::process::id()));
-    std::fs::write(&tmp, out).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))?;
-    Ok(())
+    out_file.write_all(out.as_bytes()).with_context(|| format!("writing {}", path.display()))?;
+    Ok(out_file.commit()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        sim: SimArgs,
+    }
+
+    fn args(trace: &std::path::Path, ts: &std::path::Path) -> SimArgs {
+        let (t, s) = (trace.display().to_string(), ts.display().to_string());
+        Cli::parse_from(["sim", "--trace", &t, "--timeseries", &s, "--quiet", "--json"]).sim
+    }
+
+    #[test]
+    fn timeseries_destination_is_checked_first_and_leaves_nothing_behind() {
+        let d = std::env::temp_dir().join(format!("leocc-cli-sim-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        let trace = d.join("bw.txt");
+        std::fs::write(&trace, (0..2000).map(|i| format!("{i}\n")).collect::<String>()).unwrap();
+        let e = run(args(&trace, &d.join("missing/ts.csv"))).unwrap_err();
+        assert!(e.to_string().contains("missing") && e.to_string().contains("does not exist"), "{e}");
+        run(args(&trace, &d.join("ts.csv"))).unwrap();
+        let mut names: Vec<String> = std::fs::read_dir(&d).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        names.sort();
+        assert_eq!(names, ["bw.txt", "ts.csv"]);
+        let _ = std::fs::remove_dir_all(&d);
+    }
 }

@@ -68,9 +68,12 @@ pub enum TraceCmd {
         /// Output format.
         #[arg(long, value_enum, default_value = "mahimahi")]
         format: Format,
-        /// Output directory (created if missing).
+        /// Output directory (created if missing; written whole, then swapped in).
         #[arg(short, long)]
         output: PathBuf,
+        /// Replace OUTPUT even if it is a non-empty directory or a file.
+        #[arg(long)]
+        force: bool,
     },
     /// Print duration, capacity, delay, loss, outages, reconfigurations and their period.
     Stat {
@@ -98,11 +101,11 @@ pub enum TraceCmd {
         #[arg(short, long)]
         output: PathBuf,
     },
-    /// Plot capacity and delay over time with reconfigurations marked (.svg, or .png).
+    /// Plot capacity and delay over time with reconfigurations marked (.svg, .png or .pdf).
     Plot {
         /// Trace to plot.
         trace: PathBuf,
-        /// Output file: .svg, or .png (rendered with headless chromium).
+        /// Output file: .svg, or .png / .pdf (rendered with headless chromium).
         #[arg(short, long)]
         output: PathBuf,
     },
@@ -119,9 +122,9 @@ pub fn run(cmd: TraceCmd) -> Result<()> {
             t.save(&output)?;
             eprintln!("wrote {} ({:.1} s)", output.display(), t.duration_us() as f64 / 1e6);
         }
-        TraceCmd::Export { input, format: Format::Mahimahi, output } => {
+        TraceCmd::Export { input, format: Format::Mahimahi, output, force } => {
             let t = Trace::load(&input)?;
-            for p in mahimahi::export(&t, &output)? {
+            for p in mahimahi::export(&t, &output, force)? {
                 eprintln!("wrote {}", p.display());
             }
         }
@@ -195,7 +198,7 @@ mod tests {
         let d = scratch("chain");
         let tr = d.join("up.trace");
         run(TraceCmd::Gen { profile: "starlink-up".into(), duration: 20, seed: 4, output: tr.clone() }).unwrap();
-        run(TraceCmd::Export { input: tr.clone(), format: Format::Mahimahi, output: d.join("mm") }).unwrap();
+        run(TraceCmd::Export { input: tr.clone(), format: Format::Mahimahi, output: d.join("mm"), force: false }).unwrap();
         let back = d.join("back.trace");
         run(TraceCmd::Import {
             bw: d.join("mm/bw.txt"),
@@ -240,6 +243,16 @@ mod tests {
         std::fs::write(d.join("bad.txt"), "1\n2\nx\n").unwrap();
         let e = run(TraceCmd::Stat { trace: d.join("bad.txt"), json: false, dir: None }).unwrap_err();
         assert!(e.to_string().contains("bad.txt:3: "), "{e}");
+        std::fs::write(d.join("img.png"), b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR").unwrap();
+        let e = run(TraceCmd::Stat { trace: d.join("img.png"), json: false, dir: None }).unwrap_err();
+        assert!(e.to_string().contains("img.png: not a text trace"), "{e}");
+        // Export onto an existing file: a clear refusal, honoured with --force.
+        let tr = d.join("f.trace");
+        run(TraceCmd::Gen { profile: "fiber".into(), duration: 2, seed: 1, output: tr.clone() }).unwrap();
+        let e = run(TraceCmd::Export { input: tr.clone(), format: Format::Mahimahi, output: d.join("bad.txt"), force: false }).unwrap_err();
+        assert!(e.to_string().contains("bad.txt: exists and is not a directory"), "{e}");
+        run(TraceCmd::Export { input: tr, format: Format::Mahimahi, output: d.join("bad.txt"), force: true }).unwrap();
+        assert!(d.join("bad.txt").join("bw.txt").exists() || d.join("bad.txt").join("bw_down.txt").exists());
         let _ = std::fs::remove_dir_all(&d);
     }
 }
