@@ -49,11 +49,22 @@
  * ends the current burst and starts the drain phase at once.
  *
  * Bottleneck shifting (section 4.3): RTT_non-sat = bRTT_latest - RTT_term-PoP (from
- * leocc_on_path). A rise of nonsat_spike_us above its windowed minimum says the bottleneck may
- * be terrestrial; but the probe does not see the satellite's TCP/UDP queue (appendix B), so in
- * cruise the skip is provisional: it stands only if the new path's delivery rate, measured
- * over a burst right after the event, stays within SKIP_BW_TOL_PCT of the rate before it
- * (the paper's premise: behind a terrestrial bottleneck the bandwidth does not change).
+ * leocc_on_path) and its spike verdict are computed and reported (leocc_view), but no event is
+ * skipped on them: the PoP answers ICMP on its own queue (appendix B), so RTT_non-sat also
+ * rises with this flow's own satellite queue, and skipping on it cost throughput and delay on
+ * every trace measured, the bottleneck-shift one included (docs/algorithm.md, ablation). An
+ * adaptation at a terrestrial bottleneck costs one capped round; a wrong skip kept a stale
+ * RTT range for seconds.
+ *
+ * Range from the probe: bRTT_h = bRTT_l + the width of the bands the PoP probe sees (its own
+ * queue, never this flow's), with Delta_RTT = 0 as in the authors' code; the flow's own band
+ * range stands in while no probe speaks. While congested cwnd is 1 x target x bRTT_h, so a
+ * standing queue cannot outgrow the band range.
+ *
+ * Guards: events closer than rcf_min_spacing_us to the last adaptation merge into it, an
+ * adaptation budget (rcf_budget_pct of the time) turns a storm of false events into window
+ * cuts without the inflight cap, and a flow that stays congested through drain_fail_rounds
+ * failed drains re-anchors its RTT range (the base moved with no event).
  *
  * Without detector (no event, or events too old): no window is ever cut by an event, so the
  * windows expire on their own (bw_win_rounds round trips, W_RT) and LeoCC is a BBR-like
@@ -115,15 +126,6 @@
 #define RA_DRAIN_BOUND_RTTS 3u
 /* Rounds a seeded bBW_a (rate*_target) survives unless confirmed by samples. */
 #define BW_SEED_ROUNDS 2u
-/* A provisional section 4.3 skip (check_provisional_skip) is confirmed when the new path's
- * delivery rate stays within this % of the rate before the event (ours: the cruise burst
- * probes at 1.25 x, so a grown link shows well above it; rate noise within an interval on the
- * bundled traces is a few %) ... */
-#define SKIP_BW_TOL_PCT 10u
-/* ... measured until the forced burst phase's packets are acked (the cycle reaches
- * PHASE_FIRST_VERDICT), at most this many round trips (ours: bounds a drain phase that
- * lasts). */
-#define SKIP_CHECK_ROUNDS 8u
 /* Bytes per packet until the first ACK tells (Ethernet MTU with TCP timestamps). */
 #define DEFAULT_MSS 1448u
 /* Cruise phases: 0 burst (bco), 1 drain (dco), 2 .. cycle_len-1 steady (gain 1.0). */
@@ -495,7 +497,9 @@ LEOCC_API void leocc_default_params(struct leocc_params *p)
 	p->rtt_win_us = 10 * 1000 * 1000;               /* W_RT, ours: 10 s (authors' min-RTT
 							 * window is 20 s; Starlink intervals
 							 * are 15 s, so events cut it first) */
-	p->delta_rtt_us = 10 * 1000;                    /* Delta_RTT; authors: 5-20 ms useful */
+	p->delta_rtt_us = 0;                            /* Delta_RTT; authors' code: 0 (their
+							 * 5-20 ms is the range width, which
+							 * comes from the probe here) */
 	p->mpf_bin_us = 1000;                           /* ours: 1 ms resolution of the bands */
 	p->mpf_band_share_pct = 5;                      /* ours; tests mpf_bands, band_switch */
 	p->kal_q = 4;                                   /* authors' var_Q */
@@ -515,6 +519,20 @@ LEOCC_API void leocc_default_params(struct leocc_params *p)
 	p->cwnd_headroom = 3;                           /* BBR's 3 TSO segments, simplified */
 	p->default_rtt_us = 1000;                       /* BBR: 1 ms before any RTT sample */
 	p->rcf_min_confidence = 50;                     /* ours: a coin flip is not an event */
+	p->path_min_samples = 20;                       /* ours: 200 ms of 10 ms probes (the
+							 * authors take 100; the range is needed
+							 * sooner, and refines as more arrive) */
+	p->cwnd_gain_congested = LEOCC_UNIT;            /* ours, see set_output */
+	p->pacing_margin_pct = 0;                       /* authors: 1; no gain measured here */
+	p->rcf_min_spacing_us = 1000 * 1000;            /* ours: real reconfigurations are >= 11 s
+							 * apart (OneWeb; Starlink 15 s), an
+							 * adaptation lasts a few RTTs */
+	p->rcf_budget_pct = 10;                         /* ours: 15 s intervals need ~2 % */
+	p->rcf_budget_max_us = 1000 * 1000;             /* ours: a few adaptations saved up */
+	p->drain_fail_rounds = 3;                       /* ours: a band is learnt after one */
+	p->delta_rtt_own_us = 10 * 1000;                /* ours: the flow's own dense bins miss
+							 * bands it has not visited yet (the
+							 * authors' simulation variant: 5-20 ms) */
 	p->_pad = 0;
 }
 
@@ -552,7 +570,9 @@ LEOCC_API void leocc_init(struct leocc_state *s, const struct leocc_params *para
 	s->window_start_us = 0;
 	s->cwnd = s->p.init_cwnd;
 	s->mss = DEFAULT_MSS;
+	s->adapt_credit_us = s->p.rcf_budget_max_us;
 	mpf_reset(&s->mpf, now_us);
+	mpf_reset(&s->path_mpf, now_us);
 }
 
 LEOCC_API leocc_u32 leocc_state_size(void)
@@ -610,30 +630,54 @@ LEOCC_INTERNAL void update_bw(struct leocc_state *s, const struct leocc_ack_samp
 		return;
 	maxfilt_update(&s->bw_max, s->p.bw_win_rounds, s->round, bw);
 	s->round_bw = max_u64(s->round_bw, bw);
-	/* The new path's delivery rate, for a provisional section 4.3 skip. */
-	if (s->skip_pre_bw && !a->app_limited &&
-	    measured_since(a->now_us, a->interval_us, s->last_rcf_us))
-		s->skip_post_bw = max_u64(s->skip_post_bw, bw);
 	/* An app-limited round says nothing about the new link's capacity: with no other sample
 	 * ra_bw stays 0 and the adaptation keeps rate*_target. */
 	if (s->mode == LEOCC_MODE_RECONF && !a->app_limited)
 		s->ra_bw = max_u64(s->ra_bw, bw);
 }
 
-LEOCC_INTERNAL void refresh_rtt_range(struct leocc_state *s)
+/* The width of the RTT bands as the PoP probe sees them, when it has seen enough of the
+ * current interval and is still speaking: 0 otherwise. */
+LEOCC_INTERNAL leocc_u32 path_band_width(const struct leocc_state *s, leocc_u64 now_us)
 {
 	leocc_u32 lo, hi;
 
+	if (!s->p.path_min_samples || mpf_total(&s->path_mpf) < s->p.path_min_samples ||
+	    now_us > s->path_us + s->p.path_stale_us || !mpf_range(&s->path_mpf, &s->p, &lo, &hi))
+		return 0;
+	/* A zero-width range would make every sample above the floor "congested"; one bin is
+	 * the resolution of both histograms. */
+	return max_u32(hi - lo, s->p.mpf_bin_us);
+}
+
+/* bRTT_l is the floor of the flow's own RTT bands. bRTT_h is that floor plus the width of the
+ * bands the PoP probe sees: the probe answers on its own queue (appendix B), so its spread is
+ * the satellite path's noise and never this flow's queue, whereas the flow's own samples above
+ * the floor are partly its queue. (The authors' live code does the same: min RTT plus the
+ * p95 - p5 spread of the probe's RTTs after each reconfiguration.) Without a fresh probe the
+ * flow's own band range stands in. */
+LEOCC_INTERNAL void refresh_rtt_range(struct leocc_state *s)
+{
+	leocc_u32 lo, hi, width;
+
 	if (mpf_range(&s->mpf, &s->p, &lo, &hi)) {
+		width = path_band_width(s, s->last_now_us);
 		s->brtt_l = lo;
-		s->brtt_h = hi;
+		s->brtt_h = width ? lo + width : hi;
+		s->range_from_path = width != 0;
 	}
+}
+
+/* Delta_RTT of eq. 4: none above a range the probe measured (the authors' code), a margin
+ * above the flow's own dense bins, which miss the bands it has not visited yet. */
+LEOCC_INTERNAL leocc_u32 delta_rtt(const struct leocc_state *s)
+{
+	return s->range_from_path ? s->p.delta_rtt_us : s->p.delta_rtt_own_us;
 }
 
 LEOCC_INTERNAL int is_congested(const struct leocc_state *s)
 {
-	return s->rtt_kal.valid && s->brtt_h > 0 &&
-	       s->rtt_kal.x >= (leocc_u64)s->brtt_h + s->p.delta_rtt_us;
+	return s->rtt_kal.valid && s->brtt_h > 0 && s->rtt_kal.x >= (leocc_u64)s->brtt_h + delta_rtt(s);
 }
 
 /* RTT_non-sat and the section 4.3 verdict, from the latest terminal-PoP RTT if fresh. */
@@ -658,7 +702,7 @@ LEOCC_INTERNAL void update_nonsat(struct leocc_state *s, leocc_u64 now_us)
  *   measured (section 4.2.2: "updates bRTT_h and bRTT_l immediately"): the probe's own queue
  *   is not a band.
  * - In cruise, a sample above bRTT_h counts only from the first steady phase, whose ACKs are
- *   those of the packets sent while draining (or while band learning, see check_band_shift).
+ *   those of the packets sent while draining.
  *   Otherwise a queue less than Delta_RTT above the range, which is not congestion, is
  *   learned as a band, lifts bRTT_h, and the next queue can sit higher still: with other
  *   flows holding the queue this ratchet ran away, and the flow whose range had climbed
@@ -666,7 +710,7 @@ LEOCC_INTERNAL void update_nonsat(struct leocc_state *s, leocc_u64 now_us)
  *   A band the path really has shows in those samples too, at a slower rate.
  * - While congested, samples above the range by Delta_RTT are queue, not a band: they stay
  *   out so a standing queue cannot widen the range it is judged against (until a drain
- *   phase has shown that the elevation is not a queue). */
+ *   phase has shown that the elevation is not a queue, see check_drain). */
 LEOCC_INTERNAL int rtt_is_band_sample(const struct leocc_state *s, leocc_u32 rtt_us)
 {
 	if (s->mode == LEOCC_MODE_RECONF && s->ra_step == 1 && s->brtt_h > 0)
@@ -674,7 +718,7 @@ LEOCC_INTERNAL int rtt_is_band_sample(const struct leocc_state *s, leocc_u32 rtt
 	if (s->mode == LEOCC_MODE_CRUISE && !s->band_learning && s->brtt_h > 0 &&
 	    rtt_us >= s->brtt_h && s->cycle_phase != PHASE_FIRST_STEADY)
 		return 0;
-	return !(s->congested && !s->band_learning && rtt_us >= s->brtt_h + s->p.delta_rtt_us);
+	return !(s->congested && !s->band_learning && rtt_us >= s->brtt_h + delta_rtt(s));
 }
 
 LEOCC_INTERNAL void update_rtt(struct leocc_state *s, const struct leocc_ack_sample *a)
@@ -793,14 +837,40 @@ LEOCC_INTERNAL void set_phase(struct leocc_state *s, leocc_u32 phase, leocc_u64 
 		s->drain_start_rtt = rtt_latest(s);
 }
 
-/* Congested, and a drain phase did not bring the RTT down by half of Delta_RTT (checked at the
- * end of the first steady phase, whose ACKs are those of the packets sent while draining):
- * what lifted the RTT is not a queue this flow can drain but a new RTT band or a longer path.
- * Let the middle-pass filter learn it. */
-LEOCC_INTERNAL void check_band_shift(struct leocc_state *s)
+/* Checked at the end of the first steady phase, whose ACKs are those of the packets sent while
+ * draining: a drain phase at dco x target for about bRTT_l removes (1 - dco) x bRTT_l of this
+ * flow's queue, so if the flow was congested and the RTT did not fall by even half of that,
+ * what lifts the RTT is not a queue this flow can drain but a new band, a longer path or other
+ * flows' standing queue. At once the middle-pass filter may learn the elevated samples (a new
+ * band shows up there); after drain_fail_rounds such cycles in a row the range is re-anchored
+ * (the base refresh when no event comes): the flow has detected a path change by itself and
+ * runs the Reconfiguration Adaptation for it, which rebuilds the range and probes the new
+ * bandwidth (which the moderate target had driven down meanwhile). Without that a path that moves from 40 to 100 ms with no event stays "congested" until the old
+ * samples expire (W_RT), and the moderate target spirals down meanwhile. */
+LEOCC_INTERNAL leocc_u32 start_adaptation(struct leocc_state *s, leocc_u64 t_us);
+
+LEOCC_INTERNAL void check_drain(struct leocc_state *s, leocc_u64 now_us)
 {
-	if (s->congested && rtt_latest(s) + s->p.delta_rtt_us / 2 >= s->drain_start_rtt)
-		s->band_learning = 1;
+	leocc_u64 drop = (leocc_u64)(LEOCC_UNIT - min_u32(s->p.dco, LEOCC_UNIT)) * rtt_l(s) /
+			 LEOCC_UNIT / 2, rate;
+
+	if (!s->congested || rtt_latest(s) + drop < s->drain_start_rtt) {
+		s->failed_drains = 0;
+		return;
+	}
+	s->band_learning = 1;
+	if (!s->p.drain_fail_rounds || ++s->failed_drains < s->p.drain_fail_rounds)
+		return;
+	s->failed_drains = 0;
+	s->reanchors++;
+	s->last_adapt_us = now_us;
+	/* While the range was wrong the moderate target and the one-BDP cwnd fed each other
+	 * down; the max filter still holds the rate the path carried before. */
+	rate = bw_estimate(s);
+	start_adaptation(s, now_us);
+	s->rate_saved = max_u64(s->rate_saved, rate);
+	s->ra_cap_bytes = max_u64(s->ra_cap_bytes,
+				  apply_gain(bdp_bytes(rate, s->ra_old_rtt_l), s->p.ra_inflight_gain));
 }
 
 /* A steady phase drawn per flow: the clock mixed with the flow's own delivery count. */
@@ -815,7 +885,7 @@ LEOCC_INTERNAL leocc_u32 random_steady_phase(const struct leocc_state *s,
 LEOCC_INTERNAL void next_phase(struct leocc_state *s, const struct leocc_ack_sample *a)
 {
 	if (s->cycle_phase == PHASE_FIRST_STEADY)
-		check_band_shift(s);
+		check_drain(s, a->now_us);
 	/* The first drain phase after an adaptation: every flow behind the terminal left its
 	 * adaptation at the same moment, and flows with the same bRTT_l would otherwise burst in
 	 * step for the whole interval. Bursting together, no flow's burst raises its share, so
@@ -1062,6 +1132,12 @@ LEOCC_INTERNAL void set_output(struct leocc_state *s, const struct leocc_ack_sam
 	rate = max_u64(rate, min_rate(s));
 	/* cwnd covers the upper end of the band range: the pacing rate, not cwnd, sets the
 	 * operating point; cwnd only bounds the damage of a wrong rate. */
+	/* Above a range the probe measured the excess is queue for sure: inflight is held to
+	 * one BDP at the top of the range, so a standing queue cannot outgrow the range. Above
+	 * the flow's own range it may be a band not yet seen, so cwnd keeps its headroom. */
+	if (s->congested && s->range_from_path && s->mode == LEOCC_MODE_CRUISE)
+		cwnd_gain = s->p.cwnd_gain_congested;
+	rate = rate * (100 - min_u32(s->p.pacing_margin_pct, 99)) / 100;
 	target_cwnd_bytes = apply_gain(bdp_bytes(base, rtt_h(s)), cwnd_gain);
 	target = bytes_to_pkts(target_cwnd_bytes, s->mss) + s->p.cwnd_headroom;
 	if (s->mode == LEOCC_MODE_RECONF && s->ra_step == 0) {
@@ -1081,21 +1157,35 @@ LEOCC_INTERNAL void set_output(struct leocc_state *s, const struct leocc_ack_sam
 	out->cwnd = cwnd;
 }
 
-LEOCC_INTERNAL void check_provisional_skip(struct leocc_state *s,
-					   const struct leocc_ack_sample *a);
+/* The adaptation budget: credit accrues at rcf_budget_pct of the time that passes, up to
+ * rcf_budget_max_us, and time spent adapting uses it up. A detector that fires falsely every
+ * few hundred ms would otherwise keep the flow capped most of the time. */
+LEOCC_INTERNAL void update_budget(struct leocc_state *s, leocc_u64 dt_us)
+{
+	if (s->mode == LEOCC_MODE_RECONF)
+		s->adapt_credit_us = s->adapt_credit_us > dt_us ? s->adapt_credit_us - dt_us : 0;
+	else
+		s->adapt_credit_us = min_u64(s->adapt_credit_us + dt_us * s->p.rcf_budget_pct / 100,
+					     s->p.rcf_budget_max_us);
+}
 
-LEOCC_API void leocc_on_ack(struct leocc_state *s, const struct leocc_ack_sample *a,
+LEOCC_API void leocc_on_ack(struct leocc_state *s, const struct leocc_ack_sample *sample,
 			    struct leocc_output *out)
 {
+	/* A clock that steps back (QUIC stacks, a sample from another CPU) would make every
+	 * "now - start" underflow; such an ACK is taken as arriving at the latest time seen. */
+	struct leocc_ack_sample clamped = *sample;
+	const struct leocc_ack_sample *a = &clamped;
+
+	if (clamped.now_us < s->last_now_us)
+		clamped.now_us = s->last_now_us;
 	if (a->mss)
 		s->mss = a->mss;
-	/* A clock going backwards would make every "age" huge; treat it as no time passing. */
-	if (a->now_us >= s->last_now_us)
-		s->last_now_us = a->now_us;
+	update_budget(s, a->now_us - s->last_now_us);
+	s->last_now_us = a->now_us;
 	update_round(s, a);
 	update_bw(s, a);
 	update_rtt(s, a);
-	check_provisional_skip(s, a);
 	compute_target(s);
 
 	switch (s->mode) {
@@ -1127,20 +1217,27 @@ LEOCC_INTERNAL void cut_windows(struct leocc_state *s, leocc_u64 cut_us)
 	kal_reset(&s->bw_kal);
 	kal_reset(&s->rtt_kal);
 	mpf_reset(&s->mpf, s->last_now_us);
+	mpf_reset(&s->path_mpf, s->last_now_us);
 	s->round_bw = 0;
+}
+
+/* Cut the windows but keep the bandwidth estimate as a seed that expires unless samples
+ * confirm it (BW_SEED_ROUNDS): for events that do not warrant an adaptation. */
+LEOCC_INTERNAL void cut_windows_seeded(struct leocc_state *s, leocc_u64 cut_us)
+{
+	leocc_u64 rate = bw_estimate(s);
+
+	cut_windows(s, cut_us);
+	maxfilt_reset(&s->bw_max, s->round - (s->p.bw_win_rounds - min_u32(BW_SEED_ROUNDS,
+				 s->p.bw_win_rounds)), rate);
 }
 
 /* Reconfiguration Adaptation (section 4.2.2) for an event whose new path began at t_us. */
 LEOCC_INTERNAL leocc_u32 start_adaptation(struct leocc_state *s, leocc_u64 t_us)
 {
-	leocc_u64 rate;
-
 	s->reconfigs++;
 	if (s->mode == LEOCC_MODE_STARTUP) {
-		rate = bw_estimate(s);
-		cut_windows(s, t_us);
-		maxfilt_reset(&s->bw_max, s->round - (s->p.bw_win_rounds -
-				 min_u32(BW_SEED_ROUNDS, s->p.bw_win_rounds)), rate);
+		cut_windows_seeded(s, t_us);
 		s->full_bw = 0;
 		s->full_bw_cnt = 0;
 		return LEOCC_RCF_CUT_ONLY;
@@ -1166,70 +1263,17 @@ LEOCC_INTERNAL leocc_u32 start_adaptation(struct leocc_state *s, leocc_u64 t_us)
 	return LEOCC_RCF_ADAPT;
 }
 
-/* The satellite link got slower across the event and the provisional window has measured it
- * (as the adaptation's second capped round does for a slower link, section 4.2.2 step 3 in
- * docs/algorithm.md): samples from before the event are dropped, bBW_a = bBW_m = the measured
- * rate (a seed that expires unless samples confirm it), and a drain phase removes the queue
- * the old rate built meanwhile. The capped rounds of a full adaptation would only measure
- * again what is known, with the queue still standing. The RTT range is kept (it expires on
- * its own): rebuilt now it would learn that queue, each flow at its own moment. */
-LEOCC_INTERNAL void adopt_measured_rate(struct leocc_state *s, leocc_u64 rate)
+/* An event inside an adaptation, too close after one, or over the budget: it is not a new
+ * path worth a capped round. An adaptation under way already measures the new path. Otherwise
+ * the samples from before it are still dropped (its cause may have changed the path), with
+ * the bandwidth estimate kept as a short-lived seed, as an event in Startup is handled: no
+ * inflight cap, no probe. */
+LEOCC_INTERNAL leocc_u32 merge_event(struct leocc_state *s, leocc_u64 t_us)
 {
-	s->reconfigs++;
-	s->window_start_us = s->last_rcf_us;
-	s->round_bw = 0;
-	maxfilt_reset(&s->bw_max, s->round - (s->p.bw_win_rounds - min_u32(BW_SEED_ROUNDS,
-				 s->p.bw_win_rounds)), rate);
-	kal_seed(&s->bw_kal, rate, s->p.kal_p0);
-	/* Entering cruise anew makes the drain phase be followed by a per-flow random phase:
-	 * every flow behind the terminal saw the event and the forced burst at once. */
-	enter_cruise(s, s->last_now_us, PHASE_DRAIN);
-}
-
-/* Section 4.3 with separate ICMP queueing (appendix B): an RTT_non-sat rise cannot tell a
- * terrestrial queue from the satellite's, which the terminal-PoP probe never sees. What does
- * tell them apart is the paper's own premise: behind a terrestrial bottleneck "the bandwidth
- * of the network path in the new state does not change". So a spike only makes the skip
- * provisional: the flow keeps its rate, starts a burst phase (a bco probe) and takes the
- * largest delivery rate measured on the new path until the burst's ACKs are in (the cycle
- * reaches PHASE_FIRST_VERDICT with a sample of the new path, or SKIP_CHECK_ROUNDS pass). If that is
- * more than SKIP_BW_TOL_PCT above bBW_a before the event, the satellite was the bottleneck
- * and has grown: the full adaptation runs, late, with the windows cut at the event. If it is
- * more than SKIP_BW_TOL_PCT below, the satellite has shrunk: adopt_measured_rate. Otherwise
- * the skip stands. (Ours, see docs/algorithm.md "Bottleneck shift".) */
-LEOCC_INTERNAL void check_provisional_skip(struct leocc_state *s,
-					   const struct leocc_ack_sample *a)
-{
-	leocc_u64 pre = s->skip_pre_bw, post = s->skip_post_bw;
-	int grew, shrank;
-
-	if (!pre)
-		return;
-	if (s->mode != LEOCC_MODE_CRUISE) {
-		s->skip_pre_bw = 0; /* an adaptation or a new event took over */
-		return;
-	}
-	grew = post * 100 > pre * (100 + SKIP_BW_TOL_PCT);
-	/* Decide once the burst's ACKs are in and the new path has been measured at all (on a
-	 * long queue the first post-event ACKs come later than the phase), or at the bound. */
-	if (!grew && (s->cycle_phase != PHASE_FIRST_VERDICT || !post) &&
-	    s->round < s->skip_round)
-		return;
-	shrank = post && post * 100 < pre * (100 - SKIP_BW_TOL_PCT);
-	s->skip_pre_bw = 0;
-	if (!grew && !shrank) {
-		/* The bandwidth held: terrestrial bottleneck, the skip stands. The flows behind the
-		 * terminal were all put into the burst phase at once; spread them out again
-		 * (as after an adaptation, see next_phase). */
-		set_phase(s, random_steady_phase(s, a), a->now_us);
-		return;
-	}
-	s->reconfigs_skipped--;
-	if (grew) {
-		start_adaptation(s, s->last_rcf_us);
-		return;
-	}
-	adopt_measured_rate(s, post);
+	s->reconfigs_skipped++;
+	if (s->mode != LEOCC_MODE_RECONF)
+		cut_windows_seeded(s, t_us);
+	return LEOCC_RCF_MERGED;
 }
 
 LEOCC_API leocc_u32 leocc_on_reconfig(struct leocc_state *s, const struct leocc_reconfig_event *e)
@@ -1243,7 +1287,7 @@ LEOCC_API leocc_u32 leocc_on_reconfig(struct leocc_state *s, const struct leocc_
 		/* A false event costs a window cut and an inflight cap; a weak one is not worth it
 		 * (a real reconfiguration it was shows up later as a band or rate change, which the
 		 * windows follow on their own). */
-		s->reconfigs_weak++;
+		s->reconfigs_skipped++;
 		return LEOCC_RCF_WEAK;
 	}
 	if (t > s->last_now_us)
@@ -1251,19 +1295,11 @@ LEOCC_API leocc_u32 leocc_on_reconfig(struct leocc_state *s, const struct leocc_
 	if (t + s->p.rcf_max_age_us < s->last_now_us || t < s->window_start_us)
 		return LEOCC_RCF_IGNORED;
 	s->last_rcf_us = t;
-	s->skip_pre_bw = 0;
-	if (s->terrestrial) {
-		/* Section 4.3: the bottleneck looks terrestrial; in cruise that is checked against
-		 * the new path's bandwidth (check_provisional_skip). */
-		if (s->mode == LEOCC_MODE_CRUISE && bw_estimate(s) > 0) {
-			s->skip_pre_bw = bw_estimate(s);
-			s->skip_post_bw = 0;
-			s->skip_round = s->round + SKIP_CHECK_ROUNDS;
-			set_phase(s, PHASE_BURST, s->last_now_us);
-		}
-		s->reconfigs_skipped++;
-		return LEOCC_RCF_SKIPPED;
-	}
+	if (s->mode != LEOCC_MODE_STARTUP &&
+	    (s->mode == LEOCC_MODE_RECONF || s->adapt_credit_us == 0 ||
+	     (s->last_adapt_us && t < s->last_adapt_us + s->p.rcf_min_spacing_us)))
+		return merge_event(s, t);
+	s->last_adapt_us = t;
 	return start_adaptation(s, t);
 }
 
@@ -1273,6 +1309,8 @@ LEOCC_API void leocc_on_path(struct leocc_state *s, leocc_u64 now_us, leocc_u32 
 		return;
 	s->path_rtt_us = term_pop_rtt_us;
 	s->path_us = now_us;
+	mpf_expire(&s->path_mpf, now_us, s->p.rtt_win_us);
+	mpf_add(&s->path_mpf, term_pop_rtt_us, s->p.mpf_bin_us);
 }
 
 LEOCC_API void leocc_view(const struct leocc_state *s, struct leocc_view *v)

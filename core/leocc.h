@@ -45,9 +45,11 @@
 /* What leocc_on_reconfig did with an event (its return value). */
 #define LEOCC_RCF_IGNORED 0u  /* duplicate, out of order or stale event */
 #define LEOCC_RCF_ADAPT 1u    /* windows cut, Reconfiguration Adaptation entered */
-#define LEOCC_RCF_SKIPPED 2u  /* terrestrial bottleneck (section 4.3): adaptation skipped */
+#define LEOCC_RCF_SKIPPED 2u  /* no longer returned (the section 4.3 skip was removed) */
 #define LEOCC_RCF_CUT_ONLY 3u /* windows cut, no adaptation (still in Startup) */
 #define LEOCC_RCF_WEAK 4u     /* confidence below params.rcf_min_confidence: not acted on */
+#define LEOCC_RCF_MERGED 5u   /* too close to the last adaptation, or over the adaptation
+			       * budget: windows cut, no inflight cap */
 
 /* leocc_reconfig_event.confidence of an event the detector is sure of. */
 #define LEOCC_CONF_FULL 100u
@@ -85,6 +87,14 @@ struct leocc_params {
 	leocc_u32 cwnd_headroom;       /* packets added to cwnd_gain x BDP (3) */
 	leocc_u32 default_rtt_us;      /* RTT assumed before the first sample (1000) */
 	leocc_u32 rcf_min_confidence;  /* events graded below this (0..100) are not acted on (50) */
+	leocc_u32 path_min_samples;    /* probe RTTs before their band width sets the range (20) */
+	leocc_u32 cwnd_gain_congested; /* LEOCC_UNIT; cwnd gain while congested (1) */
+	leocc_u32 pacing_margin_pct;   /* pace this % under the target (authors: 1) */
+	leocc_u32 rcf_min_spacing_us;  /* events closer than this to the last adaptation merge */
+	leocc_u32 rcf_budget_pct;      /* at most this % of the time in adaptations (long run) */
+	leocc_u32 rcf_budget_max_us;   /* ... with at most this much saved up */
+	leocc_u32 drain_fail_rounds;   /* failed drains in a row that re-anchor the RTT range */
+	leocc_u32 delta_rtt_own_us;    /* Delta_RTT while the range is the flow's own (10 ms) */
 	leocc_u32 _pad;
 };
 
@@ -143,7 +153,7 @@ struct leocc_view {
 	leocc_u32 _pad;
 	leocc_u64 last_reconfig_us;   /* time of the last accepted or skipped event, 0 if none */
 	leocc_u64 reconfigs;          /* events that cut the windows */
-	leocc_u64 reconfigs_skipped;  /* events skipped because the bottleneck was terrestrial */
+	leocc_u64 reconfigs_skipped;  /* events not adapted to: weak, merged or over budget */
 	leocc_u64 rounds;             /* round trips counted so far */
 };
 
@@ -176,7 +186,7 @@ struct leocc_mpf {                /* RTT-band histogram over the last W_RT/2..W_
 };
 
 /*
- * Per-flow state. Fits in BPF sk_storage; sizeof(struct leocc_state) is 704 bytes on x86-64
+ * Per-flow state. Fits in BPF sk_storage; sizeof(struct leocc_state) is 976 bytes on x86-64
  * and BPF (checked by core/tests, host and BPF builds). Treat every field as private.
  */
 struct leocc_state {
@@ -203,8 +213,8 @@ struct leocc_state {
 	leocc_u64 ra_cap_bytes;       /* RA inflight cap, 0.5 x bBW_m x bRTT_l */
 	leocc_u64 ra_bw;              /* largest fresh delivery rate during RA */
 	leocc_u64 ra_prev_bw;         /* ra_bw of the first capped round, when a second one runs */
-	leocc_u64 skip_pre_bw;        /* provisional 4.3 skip: bBW_a at the event (0 = none) */
-	leocc_u64 skip_post_bw;       /* ... largest delivery rate measured on the new path */
+	leocc_u64 adapt_credit_us;    /* adaptation budget left (see rcf_budget_pct) */
+	leocc_u64 last_adapt_us;      /* when the last adaptation started */
 	leocc_u32 ra_old_rtt_l;       /* bRTT_l of the interval before the event */
 	leocc_u32 ra_step;            /* 0: capped drain, 1: bandwidth probe */
 	leocc_u32 ra_fresh_rtts;      /* RTT samples measured after the event */
@@ -226,10 +236,11 @@ struct leocc_state {
 	leocc_u32 ra_recaps;          /* RA: a second capped round is running */
 	leocc_u32 ra_prev_rtt;        /* bRTT_latest at the end of the first capped round */
 	leocc_u32 drain_start_rtt;    /* bRTT_latest when the current drain phase began */
+	leocc_u32 failed_drains;      /* congested cycles whose drain did not lower the RTT */
+	leocc_u32 reanchors;          /* RTT range re-anchors (check_drain) */
+	leocc_u32 range_from_path;    /* bRTT_h came from the probe's band width */
 	leocc_u32 band_learning;      /* elevated RTT survived a drain: a band, let the MPF learn it */
-	leocc_u32 skip_round;         /* provisional 4.3 skip is decided at this round */
-	leocc_u32 _pad2;
-	leocc_u64 reconfigs_weak;     /* events below rcf_min_confidence, not acted on */
+	struct leocc_mpf path_mpf;    /* the PoP probe's RTT bands since the last event */
 };
 
 LEOCC_API void leocc_default_params(struct leocc_params *params);

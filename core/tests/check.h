@@ -41,5 +41,7 @@ void test_loss_with_drift(void);
 void test_band_switch(void);
 void test_no_detector(void);
 void test_bottleneck_discrimination(void);
+void test_event_guards(void);
+void test_clock_backwards(void);
 void test_starlink_like(void);
 #endif

@@ -42,7 +42,10 @@ void sim_add_seg(struct sim *s, uint64_t start_us, uint64_t cap_Bps, uint32_t rt
 	g->start_us = start_us;
 	g->cap_Bps = cap_Bps;
 	g->rtt_us = rtt_us;
-	g->pop_rtt_us = s->segs[0].pop_rtt_us;
+	/* The segment's RTT change is the satellite's (a new path or band): the probe sees it;
+	 * the terrestrial part (rtt - pop_rtt of the first segment) stays. */
+	g->pop_rtt_us = rtt_us > s->segs[0].rtt_us - s->segs[0].pop_rtt_us ?
+				rtt_us - (s->segs[0].rtt_us - s->segs[0].pop_rtt_us) : 1;
 }
 
 void sim_add_outage(struct sim *s, uint64_t start_us, uint64_t dur_us)

@@ -34,6 +34,8 @@ static const struct test tests[] = {
 	{"band_switch", test_band_switch},
 	{"no_detector", test_no_detector},
 	{"bottleneck_discrimination", test_bottleneck_discrimination},
+	{"event_guards", test_event_guards},
+	{"clock_backwards", test_clock_backwards},
 	{"starlink_like", test_starlink_like},
 };
 

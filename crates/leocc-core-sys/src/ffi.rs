@@ -69,6 +69,22 @@ pub struct Params {
     pub default_rtt_us: u32,
     /// Events the detector graded below this confidence (0..=100) are not acted on.
     pub rcf_min_confidence: u32,
+    /// Probe RTTs since the last event before their band width sets the RTT range (0: never).
+    pub path_min_samples: u32,
+    /// cwnd gain while congested, x1024.
+    pub cwnd_gain_congested: u32,
+    /// Pace this % under the target.
+    pub pacing_margin_pct: u32,
+    /// Events closer than this to the last adaptation merge into it, us.
+    pub rcf_min_spacing_us: u32,
+    /// At most this % of the time in adaptations.
+    pub rcf_budget_pct: u32,
+    /// ... with at most this much saved up, us.
+    pub rcf_budget_max_us: u32,
+    /// Failed drains in a row that re-anchor the RTT range.
+    pub drain_fail_rounds: u32,
+    /// Delta_RTT while the RTT range is the flow's own (no probe), us.
+    pub delta_rtt_own_us: u32,
     /// Layout padding (keep 0).
     pub _pad: u32,
 }

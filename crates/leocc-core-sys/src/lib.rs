@@ -66,12 +66,15 @@ pub enum ReconfigOutcome {
     Ignored,
     /// Windows cut and Reconfiguration Adaptation entered.
     Adapt,
-    /// The bottleneck is terrestrial (§4.3): adaptation skipped.
+    /// No longer returned: the §4.3 skip was removed (see docs/algorithm.md).
     Skipped,
     /// Windows cut, but still in Startup (no adaptation needed).
     CutOnly,
     /// The detector's confidence was below the flow's threshold: nothing changed.
     Weak,
+    /// Inside or too close to an adaptation, or over the adaptation budget: windows cut (the
+    /// bandwidth estimate kept as a seed), no inflight cap.
+    Merged,
 }
 
 /// The confidence of an event the detector is sure of (core/leocc.h `LEOCC_CONF_FULL`).
@@ -84,6 +87,7 @@ impl ReconfigOutcome {
             2 => ReconfigOutcome::Skipped,
             3 => ReconfigOutcome::CutOnly,
             4 => ReconfigOutcome::Weak,
+            5 => ReconfigOutcome::Merged,
             _ => ReconfigOutcome::Ignored,
         }
     }

@@ -59,6 +59,14 @@ params_by_name! {
     cwnd_headroom: "packets added to cwnd_gain x BDP",
     default_rtt_us: "RTT assumed before the first sample, us",
     rcf_min_confidence: "events graded below this confidence (0-100) are not acted on",
+    path_min_samples: "probe RTTs before their band width sets the RTT range (0: never)",
+    cwnd_gain_congested: "cwnd gain while congested, x1024",
+    pacing_margin_pct: "pace this % under the target",
+    rcf_min_spacing_us: "events closer than this to the last adaptation merge into it, us",
+    rcf_budget_pct: "at most this % of the time in adaptations",
+    rcf_budget_max_us: "... with at most this much saved up, us",
+    drain_fail_rounds: "failed drains in a row that re-anchor the RTT range (0: never)",
+    delta_rtt_own_us: "Delta_RTT while the RTT range is the flow's own (no probe), us",
 }
 
 impl Params {
