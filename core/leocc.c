@@ -126,6 +126,16 @@
 #define RA_DRAIN_BOUND_RTTS 3u
 /* Rounds a seeded bBW_a (rate*_target) survives unless confirmed by samples. */
 #define BW_SEED_ROUNDS 2u
+/* A cruise cycle in which more than this % of the RTT samples lie above the probe-measured
+ * range had a standing queue (ours: alone, the burst phase's queue shows in about two of the
+ * eight phases, 25 %; next to a buffer-filling flow nearly all samples are above) ... */
+#define STANDING_QUEUE_PCT 75u
+/* ... and this many such cycles in a row show a queue this flow does not control (ours: one
+ * may be a capacity dip). */
+#define COMPETING_CYCLES 2u
+/* A probe RTT this many bins above the probe's band range is off it (ours: two bins of
+ * margin over the histogram's resolution). */
+#define PATH_STEP_BINS 2u
 /* Bytes per packet until the first ACK tells (Ethernet MTU with TCP timestamps). */
 #define DEFAULT_MSS 1448u
 /* Cruise phases: 0 burst (bco), 1 drain (dco), 2 .. cycle_len-1 steady (gain 1.0). */
@@ -617,12 +627,18 @@ LEOCC_INTERNAL void update_bw(struct leocc_state *s, const struct leocc_ack_samp
 {
 	leocc_u64 bw = delivery_rate(a);
 
-	/* bBW_m takes the largest delivery rate of each completed round. */
+	/* bBW_m takes the largest delivery rate of each completed round, except a lower one from
+	 * a round that the congested one-BDP cwnd held back: that rate is the cap's (cwnd / RTT),
+	 * not the path's, and fed back into the cap it would shrink it round after round while
+	 * another flow's queue keeps the RTT up. */
 	if (s->round_started) {
-		if (s->round_bw > 0)
+		if (s->round_bw > 0 && !(s->round_capped && s->round_bw < s->bw_kal.x))
 			kal_update(&s->bw_kal, s->round_bw, &s->p);
 		s->round_bw = 0;
+		s->round_capped = 0;
 	}
+	if (s->cwnd_capped && a->prior_in_flight >= s->cwnd)
+		s->round_capped = 1;
 	if (bw == 0 || !measured_since(a->now_us, a->interval_us, s->window_start_us))
 		return;
 	/* An app-limited sample says only that the path carries at least this much. */
@@ -638,13 +654,14 @@ LEOCC_INTERNAL void update_bw(struct leocc_state *s, const struct leocc_ack_samp
 
 /* The width of the RTT bands as the PoP probe sees them, when it has seen enough of the
  * current interval and is still speaking: 0 otherwise. */
-LEOCC_INTERNAL leocc_u32 path_band_width(const struct leocc_state *s, leocc_u64 now_us)
+LEOCC_INTERNAL leocc_u32 path_band_width(struct leocc_state *s, leocc_u64 now_us)
 {
 	leocc_u32 lo, hi;
 
 	if (!s->p.path_min_samples || mpf_total(&s->path_mpf) < s->p.path_min_samples ||
 	    now_us > s->path_us + s->p.path_stale_us || !mpf_range(&s->path_mpf, &s->p, &lo, &hi))
 		return 0;
+	s->path_hi_us = hi;
 	/* A zero-width range would make every sample above the floor "congested"; one bin is
 	 * the resolution of both histograms. */
 	return max_u32(hi - lo, s->p.mpf_bin_us);
@@ -661,7 +678,8 @@ LEOCC_INTERNAL void refresh_rtt_range(struct leocc_state *s)
 	leocc_u32 lo, hi, width;
 
 	if (mpf_range(&s->mpf, &s->p, &lo, &hi)) {
-		width = path_band_width(s, s->last_now_us);
+		s->path_width_us = path_band_width(s, s->last_now_us);
+		width = s->last_now_us >= s->competing_until_us ? s->path_width_us : 0;
 		s->brtt_l = lo;
 		s->brtt_h = width ? lo + width : hi;
 		s->range_from_path = width != 0;
@@ -730,6 +748,11 @@ LEOCC_INTERNAL void update_rtt(struct leocc_state *s, const struct leocc_ack_sam
 	if (a->rtt_us == 0 || !measured_since(a->now_us, a->rtt_us, s->window_start_us))
 		return;
 	kal_update(&s->rtt_kal, a->rtt_us, &s->p);
+	if (s->cycle_samples < 0xffff) {
+		s->cycle_samples++;
+		s->cycle_above += s->path_width_us && s->brtt_l &&
+				  a->rtt_us > s->brtt_l + s->path_width_us;
+	}
 	if (s->mode == LEOCC_MODE_RECONF)
 		s->ra_fresh_rtts++;
 	if (rtt_is_band_sample(s, a->rtt_us))
@@ -859,7 +882,10 @@ LEOCC_INTERNAL void check_drain(struct leocc_state *s, leocc_u64 now_us)
 		return;
 	}
 	s->band_learning = 1;
-	if (!s->p.drain_fail_rounds || ++s->failed_drains < s->p.drain_fail_rounds)
+	/* Next to a buffer-filling flow drains fail by nature: the band learning above is what
+	 * lets the flow hold its share there; an adaptation would only cap it again. */
+	if (!s->p.drain_fail_rounds || now_us < s->competing_until_us ||
+	    ++s->failed_drains < s->p.drain_fail_rounds)
 		return;
 	s->failed_drains = 0;
 	s->reanchors++;
@@ -871,6 +897,25 @@ LEOCC_INTERNAL void check_drain(struct leocc_state *s, leocc_u64 now_us)
 	s->rate_saved = max_u64(s->rate_saved, rate);
 	s->ra_cap_bytes = max_u64(s->ra_cap_bytes,
 				  apply_gain(bdp_bytes(rate, s->ra_old_rtt_l), s->p.ra_inflight_gain));
+}
+
+/* Competing with buffer-filling flows (BBR, Cubic in a deep buffer). Alone, this flow's RTT
+ * leaves the range the probe measured only around its burst phase. If most samples of
+ * COMPETING_CYCLES cycles in a row lie above it, a queue stands that this flow does not
+ * control: judged against the probe's range the flow would read it as congestion for ever and
+ * hand the link to the queue's owner. For half a W_RT it then judges against its own range
+ * (the paper's MPF over its own RTTs, which learns the elevation after a failed drain). */
+LEOCC_INTERNAL void check_standing_queue(struct leocc_state *s, leocc_u64 now_us)
+{
+	if (s->cycle_samples &&
+	    (leocc_u32)s->cycle_above * 100 > (leocc_u32)s->cycle_samples * STANDING_QUEUE_PCT)
+		s->standing_cycles++;
+	else
+		s->standing_cycles = 0;
+	if (s->standing_cycles >= COMPETING_CYCLES)
+		s->competing_until_us = now_us + s->p.rtt_win_us / 2;
+	s->cycle_samples = 0;
+	s->cycle_above = 0;
 }
 
 /* A steady phase drawn per flow: the clock mixed with the flow's own delivery count. */
@@ -896,7 +941,12 @@ LEOCC_INTERNAL void next_phase(struct leocc_state *s, const struct leocc_ack_sam
 		set_phase(s, random_steady_phase(s, a), a->now_us);
 		return;
 	}
-	set_phase(s, s->cycle_phase + 1 >= s->p.cycle_len ? 0 : s->cycle_phase + 1, a->now_us);
+	if (s->cycle_phase + 1 >= s->p.cycle_len) {
+		check_standing_queue(s, a->now_us);
+		set_phase(s, PHASE_BURST, a->now_us);
+		return;
+	}
+	set_phase(s, s->cycle_phase + 1, a->now_us);
 }
 
 /* Each phase lasts about bRTT_l; the drain phase lasts until inflight is down to target x
@@ -1135,7 +1185,8 @@ LEOCC_INTERNAL void set_output(struct leocc_state *s, const struct leocc_ack_sam
 	/* Above a range the probe measured the excess is queue for sure: inflight is held to
 	 * one BDP at the top of the range, so a standing queue cannot outgrow the range. Above
 	 * the flow's own range it may be a band not yet seen, so cwnd keeps its headroom. */
-	if (s->congested && s->range_from_path && s->mode == LEOCC_MODE_CRUISE)
+	s->cwnd_capped = s->congested && s->range_from_path && s->mode == LEOCC_MODE_CRUISE;
+	if (s->cwnd_capped)
 		cwnd_gain = s->p.cwnd_gain_congested;
 	rate = rate * (100 - min_u32(s->p.pacing_margin_pct, 99)) / 100;
 	target_cwnd_bytes = apply_gain(bdp_bytes(base, rtt_h(s)), cwnd_gain);
@@ -1276,6 +1327,19 @@ LEOCC_INTERNAL leocc_u32 merge_event(struct leocc_state *s, leocc_u64 t_us)
 	return LEOCC_RCF_MERGED;
 }
 
+/* A path change at t_us, reported by the detector or seen by the core itself: adapt to it,
+ * unless the guards merge it into the last adaptation. */
+LEOCC_INTERNAL leocc_u32 accept_event(struct leocc_state *s, leocc_u64 t_us)
+{
+	s->last_rcf_us = t_us;
+	if (s->mode != LEOCC_MODE_STARTUP &&
+	    (s->mode == LEOCC_MODE_RECONF || s->adapt_credit_us == 0 ||
+	     (s->last_adapt_us && t_us < s->last_adapt_us + s->p.rcf_min_spacing_us)))
+		return merge_event(s, t_us);
+	s->last_adapt_us = t_us;
+	return start_adaptation(s, t_us);
+}
+
 LEOCC_API leocc_u32 leocc_on_reconfig(struct leocc_state *s, const struct leocc_reconfig_event *e)
 {
 	leocc_u64 t = e->time_us;
@@ -1294,13 +1358,7 @@ LEOCC_API leocc_u32 leocc_on_reconfig(struct leocc_state *s, const struct leocc_
 		t = s->last_now_us; /* detector clock slightly ahead: the event is "now" */
 	if (t + s->p.rcf_max_age_us < s->last_now_us || t < s->window_start_us)
 		return LEOCC_RCF_IGNORED;
-	s->last_rcf_us = t;
-	if (s->mode != LEOCC_MODE_STARTUP &&
-	    (s->mode == LEOCC_MODE_RECONF || s->adapt_credit_us == 0 ||
-	     (s->last_adapt_us && t < s->last_adapt_us + s->p.rcf_min_spacing_us)))
-		return merge_event(s, t);
-	s->last_adapt_us = t;
-	return start_adaptation(s, t);
+	return accept_event(s, t);
 }
 
 LEOCC_API void leocc_on_path(struct leocc_state *s, leocc_u64 now_us, leocc_u32 term_pop_rtt_us)
@@ -1309,6 +1367,20 @@ LEOCC_API void leocc_on_path(struct leocc_state *s, leocc_u64 now_us, leocc_u32 
 		return;
 	s->path_rtt_us = term_pop_rtt_us;
 	s->path_us = now_us;
+	/* The probe's level stepped above its band range and stayed there for path_min_samples
+	 * probes: the satellite path moved with no outage the detector saw. The flow's windows
+	 * describe the old path; adapt as to an event (the guards apply). */
+	if (s->path_hi_us && term_pop_rtt_us > s->path_hi_us + PATH_STEP_BINS * s->p.mpf_bin_us)
+		s->path_high++;
+	else
+		s->path_high = 0;
+	if (s->p.path_min_samples && s->path_high >= s->p.path_min_samples &&
+	    now_us >= s->last_now_us) {
+		s->path_high = 0;
+		s->path_hi_us = 0;
+		s->path_steps++;
+		accept_event(s, now_us);
+	}
 	mpf_expire(&s->path_mpf, now_us, s->p.rtt_win_us);
 	mpf_add(&s->path_mpf, term_pop_rtt_us, s->p.mpf_bin_us);
 }

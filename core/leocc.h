@@ -186,7 +186,7 @@ struct leocc_mpf {                /* RTT-band histogram over the last W_RT/2..W_
 };
 
 /*
- * Per-flow state. Fits in BPF sk_storage; sizeof(struct leocc_state) is 976 bytes on x86-64
+ * Per-flow state. Fits in BPF sk_storage; sizeof(struct leocc_state) is 1008 bytes on x86-64
  * and BPF (checked by core/tests, host and BPF builds). Treat every field as private.
  */
 struct leocc_state {
@@ -240,6 +240,16 @@ struct leocc_state {
 	leocc_u32 reanchors;          /* RTT range re-anchors (check_drain) */
 	leocc_u32 range_from_path;    /* bRTT_h came from the probe's band width */
 	leocc_u32 band_learning;      /* elevated RTT survived a drain: a band, let the MPF learn it */
+	leocc_u32 path_width_us;      /* the probe's band width at the last refresh (0: none) */
+	leocc_u16 cycle_samples;      /* RTT samples in the current cruise cycle ... */
+	leocc_u16 cycle_above;        /* ... of which above the probe-measured range */
+	leocc_u16 standing_cycles;    /* cycles in a row mostly above the probe-measured range */
+	leocc_u8 round_capped;        /* this round was held by the congested one-BDP cwnd */
+	leocc_u8 cwnd_capped;         /* the last output used cwnd_gain_congested */
+	leocc_u64 competing_until_us; /* another flow's queue stands: own range until then */
+	leocc_u32 path_hi_us;         /* upper end of the probe's band range (0: unknown) */
+	leocc_u32 path_high;          /* probes in a row above it */
+	leocc_u64 path_steps;         /* path changes seen from the probe's level alone */
 	struct leocc_mpf path_mpf;    /* the PoP probe's RTT bands since the last event */
 };
 

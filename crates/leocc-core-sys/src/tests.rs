@@ -116,6 +116,10 @@ fn path_rtt_gives_the_non_satellite_rtt() {
     flow.feed(&mut core, 6_250_000, 70_000, 50);
     let v = core.view();
     assert!(v.terrestrial_bottleneck, "non-sat {}", v.rtt_nonsat_us);
-    assert_eq!(core.on_reconfig(flow.t, 7, CONF_FULL), ReconfigOutcome::Skipped);
-    assert_ne!(core.view().mode, Mode::Reconf);
+    // The verdict is reported, not acted on (docs/algorithm.md, "Bottleneck shift").
+    assert_eq!(core.on_reconfig(flow.t, 7, CONF_FULL), ReconfigOutcome::Adapt);
+    assert_eq!(core.view().mode, Mode::Reconf);
+    // A weak event is not acted on; one right after the adaptation merges into it.
+    assert_eq!(core.on_reconfig(flow.t, 8, 10), ReconfigOutcome::Weak);
+    assert_eq!(core.on_reconfig(flow.t, 9, CONF_FULL), ReconfigOutcome::Merged);
 }
