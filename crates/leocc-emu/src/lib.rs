@@ -13,7 +13,7 @@
 //! the stages on two threads against the wall clock; `emulator` builds namespaces, devices and
 //! threads and summarises; `shell` runs a command behind the link; `record` is the recorder;
 //! `bench` measures accuracy and speed. `netns`, `tun`, `packet`, `pcap`, `eventlog`, `clock`
-//! are the plumbing.
+//! are the plumbing; `owned` makes every child die with the command that started it.
 
 pub mod bench;
 pub mod clock;
@@ -22,6 +22,7 @@ pub mod engine;
 pub mod error;
 pub mod eventlog;
 pub mod netns;
+pub mod owned;
 pub mod packet;
 pub mod pcap;
 pub mod record;

@@ -74,10 +74,27 @@ impl NetNs {
 impl Drop for NetNs {
     fn drop(&mut self) {
         self.fd = None;
-        if let Err(e) = run_ip(&["netns", "del", &self.name]) {
+        if let Err(e) = remove(&self.name) {
             eprintln!("leocc emu: warning: could not delete namespace {}: {e}", self.name);
         }
     }
+}
+
+/// Kills every process left in namespace `name` (grandchildren of CMD or --server-cmd, which
+/// do not inherit the death signal; everything, after a `kill -9` of leocc), then deletes it.
+/// Deleting alone would leave them running, cut off from the network.
+pub fn remove(name: &str) -> Result<()> {
+    if let Ok(out) = Command::new("ip").args(["netns", "pids", name]).output() {
+        // SAFETY: getpid has no preconditions.
+        let me = unsafe { libc::getpid() };
+        for pid in String::from_utf8_lossy(&out.stdout).split_whitespace().filter_map(|p| p.parse::<libc::pid_t>().ok()) {
+            if pid != me {
+                // SAFETY: kill(2) on a process inside our own namespace.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+        }
+    }
+    run_ip(&["netns", "del", name])
 }
 
 /// Runs `ip ARGS...`; an error carries ip's stderr.

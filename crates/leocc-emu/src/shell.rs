@@ -11,11 +11,18 @@
 //!
 //! Signals: SIGTERM and SIGHUP terminate CMD (SIGTERM, then SIGKILL after
 //! `KILL_GRACE_MS`). SIGINT is left to CMD, as a shell does: Ctrl-C at the terminal reaches
-//! CMD directly (same process group), and a SIGINT sent to leocc with kill(2) is forwarded
-//! to CMD; an interactive shell inside survives it, `iperf3 -c` ends on it.
+//! CMD directly (it is the terminal's foreground group while it runs), and a SIGINT sent to
+//! leocc with kill(2) is forwarded to CMD; an interactive shell inside survives it, `iperf3
+//! -c` ends on it.
+//!
+//! Nothing outlives leocc: CMD and the server command each lead a process group of their own
+//! and die with leocc (`owned`: PR_SET_PDEATHSIG, so even `kill -9` of leocc takes them
+//! down); when CMD exits, whatever it left in its group is terminated; removing the
+//! namespaces kills anything still inside them.
 
 use crate::emulator::{EmuConfig, Emulator, Side, Summary};
 use crate::error::{EmuError, Result};
+use crate::owned::{own_group, terminate_group, KILL_GRACE_MS};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::Child;
@@ -24,8 +31,6 @@ use std::time::{Duration, Instant};
 
 /// How long to wait for --server-cmd to open a socket before starting CMD anyway.
 pub const SERVER_READY_TIMEOUT_MS: u64 = 3000;
-/// How long a terminated process gets before SIGKILL.
-pub const KILL_GRACE_MS: u64 = 2000;
 /// Polling period while waiting for children, ms.
 const WAIT_POLL_MS: u64 = 10;
 
@@ -123,15 +128,36 @@ pub fn run(cfg: &EmuConfig, spec: &ShellSpec) -> Result<(i32, Summary)> {
     let mut server = match &spec.server_cmd {
         Some(sc) => {
             let mut c = emu.command(Side::Server, "sh");
-            c.arg("-c").arg(sc).process_group(0);
+            own_group(c.arg("-c").arg(sc));
             let child = c.spawn().map_err(|e| EmuError::io(format!("start --server-cmd {sc:?}"), e))?;
             wait_until_listening(child.id());
             Some(child)
         }
         None => None,
     };
-    let code = match emu.command(Side::Client, &spec.cmd[0]).args(&spec.cmd[1..]).spawn() {
-        Ok(child) => Ok(supervise(child)),
+    let tty = foreground_terminal();
+    let mut c = emu.command(Side::Client, &spec.cmd[0]);
+    own_group(c.args(&spec.cmd[1..]));
+    if let Some(fd) = tty {
+        // SAFETY: runs in the child after setpgid, before exec; sigprocmask and tcsetpgrp are
+        // async-signal-safe. Done in the child too so that CMD cannot read the terminal
+        // before it is in the foreground (it would be stopped by SIGTTIN).
+        unsafe { c.pre_exec(move || { give_terminal(fd, libc::getpid()); Ok(()) }) };
+    }
+    let code = match c.spawn() {
+        Ok(mut child) => {
+            if let Some(fd) = tty {
+                give_terminal(fd, child.id() as libc::pid_t);
+            }
+            let code = supervise(&mut child);
+            if let Some(fd) = tty {
+                // SAFETY: getpgrp has no preconditions.
+                give_terminal(fd, unsafe { libc::getpgrp() });
+            }
+            // What CMD started and left behind in its group.
+            terminate_group(&mut child);
+            Ok(code)
+        }
         Err(e) => Err(EmuError::io(format!("start {}", spec.cmd[0]), e)),
     };
     if let Some(s) = server.as_mut() {
@@ -141,8 +167,29 @@ pub fn run(cfg: &EmuConfig, spec: &ShellSpec) -> Result<(i32, Summary)> {
     Ok((code?, summary))
 }
 
+/// The terminal on stdin, when leocc is in its foreground: CMD, in a process group of its
+/// own, must then become the foreground group for Ctrl-C and terminal input to reach it.
+fn foreground_terminal() -> Option<libc::c_int> {
+    // SAFETY: isatty, tcgetpgrp and getpgrp have no preconditions.
+    unsafe { (libc::isatty(0) == 1 && libc::tcgetpgrp(0) == libc::getpgrp()).then_some(0) }
+}
+
+/// Makes `pgid` the foreground group of terminal `fd`. SIGTTOU is blocked meanwhile: a
+/// process outside the foreground group gets it for tcsetpgrp and would stop.
+fn give_terminal(fd: libc::c_int, pgid: libc::pid_t) {
+    // SAFETY: plain system calls on a valid signal set and descriptor; async-signal-safe.
+    unsafe {
+        let (mut set, mut old): (libc::sigset_t, libc::sigset_t) = (std::mem::zeroed(), std::mem::zeroed());
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGTTOU);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
+        libc::tcsetpgrp(fd, pgid);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+    }
+}
+
 /// Waits for CMD, reacting to signals; returns its exit code.
-fn supervise(mut child: Child) -> i32 {
+fn supervise(child: &mut Child) -> i32 {
     let mut term_sent: Option<Instant> = None;
     loop {
         if let Ok(Some(status)) = child.try_wait() {
@@ -167,25 +214,6 @@ fn supervise(mut child: Child) -> i32 {
 fn send(pid: u32, sig: libc::c_int) {
     // SAFETY: kill(2) on our own child's pid.
     unsafe { libc::kill(pid as libc::pid_t, sig) };
-}
-
-/// SIGTERM to the whole process group of `child`, SIGKILL after the grace period.
-fn terminate_group(child: &mut Child) {
-    let pgid = child.id() as libc::pid_t;
-    // SAFETY: the child leads its own process group (process_group(0)).
-    unsafe { libc::kill(-pgid, libc::SIGTERM) };
-    let start = Instant::now();
-    while start.elapsed() < Duration::from_millis(KILL_GRACE_MS) {
-        if let Ok(Some(_)) = child.try_wait() {
-            // Stragglers in the group (the shell's children) get SIGKILL too.
-            unsafe { libc::kill(-pgid, libc::SIGKILL) };
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(WAIT_POLL_MS));
-    }
-    // SAFETY: as above.
-    unsafe { libc::kill(-pgid, libc::SIGKILL) };
-    let _ = child.wait();
 }
 
 /// Waits until the namespace of `pid` has a listening TCP or a bound UDP socket.

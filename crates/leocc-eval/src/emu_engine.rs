@@ -23,6 +23,7 @@
 //!   direction; retransmissions: iperf3's retransmit count over segments sent.
 
 use anyhow::{anyhow, bail, Context, Result};
+use leocc_emu::owned::die_with_parent;
 use leocc_emu::{EmuConfig, Emulator, QueueLimit, Side};
 use leocc_trace::{Dir, LinkModel, Trace};
 use serde_json::{json, Value};
@@ -165,7 +166,7 @@ pub fn run(r: &EmuRun) -> Result<Value> {
     // A run killed outright (SIGKILL, or Ctrl-C on the whole eval) cannot remove its
     // namespaces; the next run does.
     for ns in leocc_emu::netns::leftover_namespaces() {
-        if leocc_emu::netns::run_ip(&["netns", "del", &ns]).is_ok() {
+        if leocc_emu::netns::remove(&ns).is_ok() {
             eprintln!("emu-run: removed {ns}, left by a run that was killed");
         }
     }
@@ -174,8 +175,7 @@ pub fn run(r: &EmuRun) -> Result<Value> {
     let mut children: Vec<Child> = Vec::new();
     let result = (|| -> Result<Vec<Value>> {
         for f in &flows {
-            let c = emu
-                .command(recv_side, "iperf3")
+            let c = die_with_parent(&mut emu.command(recv_side, "iperf3"))
                 .args(["-s", "-1", "-p", &f.port.to_string()])
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
@@ -184,8 +184,7 @@ pub fn run(r: &EmuRun) -> Result<Value> {
             children.push(c);
         }
         if ccs.iter().any(|c| c == "leocc") {
-            let c = emu
-                .command(Side::Client, &r.leocc_exe.to_string_lossy())
+            let c = die_with_parent(&mut emu.command(Side::Client, &r.leocc_exe.to_string_lossy()))
                 .args(["probe", "--pop", &leocc_emu::POP_ADDR.to_string(), "--duration", &format!("{}", r.duration_s + 2.0)])
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
@@ -199,6 +198,8 @@ pub fn run(r: &EmuRun) -> Result<Value> {
             .iter()
             .map(|f| {
                 let mut cmd = emu.command(send_side, "iperf3");
+                // Spawned on the thread below, which waits for it: the death signal holds.
+                die_with_parent(&mut cmd);
                 cmd.args([
                     "-c",
                     &recv_addr.to_string(),

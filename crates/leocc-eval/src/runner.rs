@@ -133,9 +133,12 @@ impl Runner {
         Ok(rec)
     }
 
-    /// The child command of a run.
+    /// The child command of a run. It dies with eval (even by SIGINT to eval alone, or kill
+    /// -9), so an interrupted eval leaves no simulations running; it is spawned on a worker
+    /// thread that waits for it, which the death signal requires.
     fn command(&self, spec: &RunSpec) -> Command {
         let mut cmd = Command::new(&self.exe);
+        leocc_emu::owned::die_with_parent(&mut cmd);
         match spec.engine {
             Engine::Sim => {
                 cmd.arg("sim");

@@ -205,6 +205,9 @@ struct Rejects {
     foreign_id: u64,
     wrong_source: u64,
     not_outstanding: u64,
+    /// Valid second replies: duplicated by the network, or a sign of an on-path host
+    /// answering early (see icmp.rs).
+    duplicate: u64,
     bad_cookie: u64,
 }
 
@@ -215,6 +218,7 @@ impl Rejects {
             icmp::Reject::ForeignId => self.foreign_id += 1,
             icmp::Reject::WrongSource => self.wrong_source += 1,
             icmp::Reject::NotOutstanding => self.not_outstanding += 1,
+            icmp::Reject::Duplicate => self.duplicate += 1,
             icmp::Reject::BadCookie => self.bad_cookie += 1,
         }
     }
@@ -301,7 +305,7 @@ pub fn run(opts: Options, publisher: Option<Box<dyn Publisher>>) -> Result<Summa
     };
     let now = net::mono_ns();
     let mut d = Daemon {
-        validator: Validator::new(discover::random_u64() as u16, discover::random_u64(), pop.addr),
+        validator: Validator::new(discover::random_u64() as u16, discover::random_cookie_key(), pop.addr),
         detector: Detector::new(opts.detector.clone()),
         sock,
         pop,

@@ -10,7 +10,7 @@
 
 use std::net::IpAddr;
 
-use crate::icmp::{self, Icmp};
+use crate::icmp::{self, CookieKey, Icmp};
 use crate::net::{self, IcmpSocket, Target};
 
 /// Default PoP prefix: the shared CGNAT space (RFC 6598) Starlink uses for its gateways.
@@ -106,11 +106,11 @@ pub fn discover(dest: Target, prefixes: &[Prefix], max_ttl: u8) -> Result<(Targe
     let io = |error| DiscoverError::Io { dest: dest.to_string(), error };
     let sock = IcmpSocket::open(dest.addr.is_ipv6()).map_err(io)?;
     let id = random_u64() as u16;
-    let secret = random_u64();
+    let key = random_cookie_key();
     let mut hops = Vec::new();
     for ttl in 1..=max_ttl {
         sock.set_ttl(ttl).map_err(io)?;
-        let hop = probe_hop(&sock, dest, ttl, id, secret).map_err(io)?;
+        let hop = probe_hop(&sock, dest, ttl, id, key).map_err(io)?;
         let reached = hop.reached;
         hops.push(hop);
         if let Some(pop) = choose_pop(&hops, prefixes) {
@@ -130,11 +130,13 @@ pub fn discover(dest: Target, prefixes: &[Prefix], max_ttl: u8) -> Result<(Targe
 }
 
 /// Sends up to TRIES_PER_HOP echoes with `ttl` and waits for the quoting error or the reply.
-fn probe_hop(sock: &IcmpSocket, dest: Target, ttl: u8, id: u16, secret: u64) -> std::io::Result<Hop> {
+fn probe_hop(sock: &IcmpSocket, dest: Target, ttl: u8, id: u16, key: CookieKey) -> std::io::Result<Hop> {
     let mut buf = [0u8; RECV_BUF];
     for t in 0..TRIES_PER_HOP {
         let seq = u16::from(ttl) * TRIES_PER_HOP + t;
-        let pkt = icmp::build_echo(dest.addr.is_ipv6(), id, seq, &icmp::cookie(secret, seq));
+        let sent_ns = net::mono_ns();
+        let cookie = icmp::cookie(key, id, seq, sent_ns);
+        let pkt = icmp::build_echo(dest.addr.is_ipv6(), id, seq, &cookie);
         sock.send_to(&pkt, dest)?;
         let deadline = net::mono_ns() + HOP_TIMEOUT_NS;
         loop {
@@ -161,7 +163,7 @@ fn probe_hop(sock: &IcmpSocket, dest: Target, ttl: u8, id: u16, secret: u64) -> 
                         return Ok(Hop { ttl, addr: Some(from), reached: false });
                     }
                     Ok(Icmp::EchoReply { src, id: rid, seq: rseq, payload })
-                        if rid == id && rseq == seq && src == dest.addr && payload == icmp::cookie(secret, seq) =>
+                        if rid == id && rseq == seq && src == dest.addr && payload == cookie =>
                     {
                         return Ok(Hop { ttl, addr: Some(src), reached: true });
                     }
@@ -171,6 +173,11 @@ fn probe_hop(sock: &IcmpSocket, dest: Target, ttl: u8, id: u16, secret: u64) -> 
         }
     }
     Ok(Hop { ttl, addr: None, reached: false })
+}
+
+/// A fresh random cookie key for one run.
+pub fn random_cookie_key() -> CookieKey {
+    CookieKey([random_u64(), random_u64()])
 }
 
 /// 64 random bits from the kernel (getrandom), for identifiers and cookie keys.

@@ -6,8 +6,18 @@
 //! - it comes from the PoP address we probe,
 //! - its sequence number belongs to a probe we sent within the outstanding window and not yet
 //!   answered (duplicates and stale replies are dropped),
-//! - it echoes the 8-byte cookie we put in that probe: a keyed hash of a per-run 64-bit secret
-//!   and the sequence number. An off-path host that cannot see our probes cannot forge it.
+//! - it echoes the 8-byte cookie we put in that probe: SipHash-2-4 under a random per-run
+//!   128-bit key of our identifier, the sequence number and the probe's monotonic send time.
+//!   An off-path host cannot forge it; a captured reply cannot be replayed for a later probe
+//!   with the same sequence number (its send time differs); and since the hash is a keyed
+//!   PRF, seeing cookies reveals neither the key nor the cookie of any other probe.
+//!
+//! The RTT is always taken from the send time stored here, never from the packet. What no
+//! cookie can stop: a host *on the path* sees the probe and may answer it early with the
+//! cookie copied (ICMP echo cannot authenticate the responder). The genuine reply then
+//! arrives for an already answered probe with a valid cookie and is rejected as
+//! [`Reject::Duplicate`], which the daemon counts apart from stale replies: a non-zero count
+//! means replies were duplicated or injected on the path. See docs/detector.md, "Threat model".
 //!
 //! Parsing never panics on any byte string: every field is read through bounds-checked slices
 //! and a short or inconsistent packet is an `Err`, not an index panic.
@@ -235,12 +245,64 @@ pub fn parse_v6(b: &[u8], src: Ipv6Addr) -> Result<Icmp<'_>, ParseError> {
     }
 }
 
-/// The cookie carried by probe `seq`: splitmix64 of the per-run secret mixed with `seq`.
-pub fn cookie(secret: u64, seq: u16) -> [u8; COOKIE_LEN] {
-    let mut z = secret ^ (u64::from(seq)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    (z ^ (z >> 31)).to_be_bytes()
+/// The per-run key of the cookies: 128 random bits, never sent.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct CookieKey(pub [u64; 2]);
+
+impl std::fmt::Debug for CookieKey {
+    /// Never printed: the key is what makes cookies unforgeable.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CookieKey(..)")
+    }
+}
+
+/// SipHash-2-4 (Aumasson and Bernstein) of `msg` under `key`: a keyed PRF, so cookies reveal
+/// nothing about the key or each other (the splitmix64 mix used before is invertible: one
+/// cookie gave away the secret and with it every future cookie).
+fn siphash24(key: CookieKey, msg: &[u8]) -> u64 {
+    let [k0, k1] = key.0;
+    let mut v = [k0 ^ 0x736f_6d65_7073_6575, k1 ^ 0x646f_7261_6e64_6f6d, k0 ^ 0x6c79_6765_6e65_7261, k1 ^ 0x7465_6462_7974_6573];
+    fn round(v: &mut [u64; 4]) {
+        v[0] = v[0].wrapping_add(v[1]);
+        v[1] = v[1].rotate_left(13) ^ v[0];
+        v[0] = v[0].rotate_left(32);
+        v[2] = v[2].wrapping_add(v[3]);
+        v[3] = v[3].rotate_left(16) ^ v[2];
+        v[0] = v[0].wrapping_add(v[3]);
+        v[3] = v[3].rotate_left(21) ^ v[0];
+        v[2] = v[2].wrapping_add(v[1]);
+        v[1] = v[1].rotate_left(17) ^ v[2];
+        v[2] = v[2].rotate_left(32);
+    }
+    let mut compress = |m: u64| {
+        v[3] ^= m;
+        round(&mut v);
+        round(&mut v);
+        v[0] ^= m;
+    };
+    let mut chunks = msg.chunks_exact(8);
+    for c in &mut chunks {
+        compress(u64::from_le_bytes(c.try_into().expect("8-byte chunk")));
+    }
+    let mut last = [0u8; 8];
+    last[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+    compress(u64::from_le_bytes(last) | (msg.len() as u64) << 56);
+    v[2] ^= 0xff;
+    for _ in 0..4 {
+        round(&mut v);
+    }
+    v[0] ^ v[1] ^ v[2] ^ v[3]
+}
+
+/// The cookie of the probe with identifier `id` and sequence `seq` sent at monotonic
+/// `sent_ns`: SipHash-2-4 of the three under the per-run key. The send time is not in the
+/// packet; the receiver recomputes the cookie from the send time it stored.
+pub fn cookie(key: CookieKey, id: u16, seq: u16, sent_ns: u64) -> [u8; COOKIE_LEN] {
+    let mut msg = [0u8; 12];
+    msg[..2].copy_from_slice(&id.to_be_bytes());
+    msg[2..4].copy_from_slice(&seq.to_be_bytes());
+    msg[4..].copy_from_slice(&sent_ns.to_be_bytes());
+    siphash24(key, &msg).to_be_bytes()
 }
 
 /// Why a packet was not accepted as one of our replies.
@@ -252,9 +314,12 @@ pub enum Reject {
     ForeignId,
     /// Right identifier but not from the PoP.
     WrongSource,
-    /// Sequence number never sent, already answered, or too old.
+    /// Sequence number never sent, replaced by a newer probe, or too old.
     NotOutstanding,
-    /// Payload does not carry the cookie of that probe: forged or corrupted.
+    /// A second reply, with a valid cookie, to a probe already answered: the network
+    /// duplicated it, or a host on the path answered early with the cookie copied.
+    Duplicate,
+    /// Payload does not carry the cookie of that probe: forged, replayed or corrupted.
     BadCookie,
 }
 
@@ -262,13 +327,16 @@ pub enum Reject {
 struct Slot {
     seq: u16,
     sent_ns: u64,
+    /// Holds a probe to the current peer (answered or not).
+    sent: bool,
+    /// Not answered yet.
     live: bool,
 }
 
 /// Our identity plus the probes in flight; accepts genuine replies exactly once.
 pub struct Validator {
     id: u16,
-    secret: u64,
+    key: CookieKey,
     peer: IpAddr,
     slots: Vec<Slot>,
 }
@@ -283,9 +351,9 @@ pub struct Accepted {
 }
 
 impl Validator {
-    /// A validator for probes with identifier `id` and cookie key `secret` towards `peer`.
-    pub fn new(id: u16, secret: u64, peer: IpAddr) -> Self {
-        Validator { id, secret, peer, slots: vec![Slot::default(); OUTSTANDING_WINDOW] }
+    /// A validator for probes with identifier `id` and cookie key `key` towards `peer`.
+    pub fn new(id: u16, key: CookieKey, peer: IpAddr) -> Self {
+        Validator { id, key, peer, slots: vec![Slot::default(); OUTSTANDING_WINDOW] }
     }
 
     /// Our echo identifier.
@@ -301,13 +369,13 @@ impl Validator {
     /// Switches to a new peer; probes in flight to the old one are forgotten.
     pub fn set_peer(&mut self, peer: IpAddr) {
         self.peer = peer;
-        self.slots.iter_mut().for_each(|s| s.live = false);
+        self.slots.iter_mut().for_each(|s| *s = Slot::default());
     }
 
     /// The echo request for `seq`, recording it as sent at `now_ns`.
     pub fn probe(&mut self, seq: u16, now_ns: u64) -> Vec<u8> {
-        self.slots[usize::from(seq) % OUTSTANDING_WINDOW] = Slot { seq, sent_ns: now_ns, live: true };
-        build_echo(self.peer.is_ipv6(), self.id, seq, &cookie(self.secret, seq))
+        self.slots[usize::from(seq) % OUTSTANDING_WINDOW] = Slot { seq, sent_ns: now_ns, sent: true, live: true };
+        build_echo(self.peer.is_ipv6(), self.id, seq, &cookie(self.key, self.id, seq, now_ns))
     }
 
     /// Accepts `pkt`, received at `now_ns`, if it is a genuine first reply to one of our probes.
@@ -322,11 +390,16 @@ impl Validator {
             return Err(Reject::WrongSource);
         }
         let slot = &mut self.slots[usize::from(seq) % OUTSTANDING_WINDOW];
-        if !slot.live || slot.seq != seq || now_ns.saturating_sub(slot.sent_ns) > MAX_REPLY_AGE_NS {
+        if !slot.sent || slot.seq != seq || now_ns.saturating_sub(slot.sent_ns) > MAX_REPLY_AGE_NS {
             return Err(Reject::NotOutstanding);
         }
-        if payload != cookie(self.secret, seq) {
+        // Bound to this probe's send time: a reply captured for an earlier probe with the same
+        // sequence number does not verify.
+        if payload != cookie(self.key, self.id, seq, slot.sent_ns) {
             return Err(Reject::BadCookie);
+        }
+        if !slot.live {
+            return Err(Reject::Duplicate);
         }
         slot.live = false;
         Ok(Accepted { seq, sent_ns: slot.sent_ns })
@@ -348,6 +421,7 @@ mod tests {
 
     const POP: IpAddr = IpAddr::V4(Ipv4Addr::new(100, 64, 0, 1));
     const ME: Ipv4Addr = Ipv4Addr::new(100, 64, 1, 2);
+    const KEY: CookieKey = CookieKey([42, 43]);
 
     /// Wraps an ICMP message in an IPv4 header (checksum of the IP header not needed here).
     fn ipv4(src: Ipv4Addr, dst: Ipv4Addr, icmp: &[u8]) -> Vec<u8> {
@@ -387,29 +461,29 @@ mod tests {
 
     #[test]
     fn genuine_reply_is_accepted_once() {
-        let mut v = Validator::new(0x1234, 42, POP);
+        let mut v = Validator::new(0x1234, KEY, POP);
         let req = v.probe(5, 1_000);
         let pkt = ipv4(pop_v4(), ME, &reply_for(&req));
         let parsed = parse_v4(&pkt).unwrap();
         assert_eq!(v.accept(&parsed, 2_000), Ok(Accepted { seq: 5, sent_ns: 1_000 }));
-        assert_eq!(v.accept(&parsed, 3_000), Err(Reject::NotOutstanding), "duplicate");
+        assert_eq!(v.accept(&parsed, 3_000), Err(Reject::Duplicate));
     }
 
     #[test]
     fn foreign_and_spoofed_replies_are_rejected() {
-        let mut v = Validator::new(0x1234, 42, POP);
+        let mut v = Validator::new(0x1234, KEY, POP);
         let req = v.probe(5, 1_000);
         // Another program's ping to the same PoP.
-        let other = reply_for(&build_echo(false, 0x9999, 5, &cookie(42, 5)));
+        let other = reply_for(&build_echo(false, 0x9999, 5, &cookie(KEY, 0x9999, 5, 1_000)));
         assert_eq!(v.accept(&parse_v4(&ipv4(pop_v4(), ME, &other)).unwrap(), 2_000), Err(Reject::ForeignId));
         // Our id and seq, but from elsewhere.
         let elsewhere = ipv4(Ipv4Addr::new(8, 8, 8, 8), ME, &reply_for(&req));
         assert_eq!(v.accept(&parse_v4(&elsewhere).unwrap(), 2_000), Err(Reject::WrongSource));
         // Spoofed from the PoP with our id and a guessed seq, but without the secret cookie.
-        let forged = reply_for(&build_echo(false, 0x1234, 5, &cookie(43, 5)));
+        let forged = reply_for(&build_echo(false, 0x1234, 5, &cookie(CookieKey([42, 44]), 0x1234, 5, 1_000)));
         assert_eq!(v.accept(&parse_v4(&ipv4(pop_v4(), ME, &forged)).unwrap(), 2_000), Err(Reject::BadCookie));
         // A seq we never sent.
-        let unsent = reply_for(&build_echo(false, 0x1234, 6, &cookie(42, 6)));
+        let unsent = reply_for(&build_echo(false, 0x1234, 6, &cookie(KEY, 0x1234, 6, 1_000)));
         assert_eq!(v.accept(&parse_v4(&ipv4(pop_v4(), ME, &unsent)).unwrap(), 2_000), Err(Reject::NotOutstanding));
         // A reply that is far too late.
         let late = ipv4(pop_v4(), ME, &reply_for(&req));
@@ -420,9 +494,57 @@ mod tests {
         assert!(v.accept(&parse_v4(&ipv4(pop_v4(), ME, &reply_for(&req))).unwrap(), 2_000).is_ok());
     }
 
+    /// SipHash-2-4 reference vector (the paper's appendix: key 00..0f, message 00..0e).
+    #[test]
+    fn siphash_matches_the_reference() {
+        let key = CookieKey([u64::from_le_bytes([0, 1, 2, 3, 4, 5, 6, 7]), u64::from_le_bytes([8, 9, 10, 11, 12, 13, 14, 15])]);
+        let msg: Vec<u8> = (0..15).collect();
+        assert_eq!(siphash24(key, &msg), 0xa129_ca61_49be_45e5);
+    }
+
+    /// A reply captured for one probe, replayed when a later probe reuses its sequence
+    /// number, must not verify (the old seq-only cookie did, and the RTT came out as however
+    /// soon the replay was sent).
+    #[test]
+    fn replayed_reply_for_an_earlier_probe_with_the_same_seq_is_rejected() {
+        let mut v = Validator::new(0x1234, KEY, POP);
+        let first = v.probe(5, 1_000);
+        let captured = ipv4(pop_v4(), ME, &reply_for(&first));
+        assert!(v.accept(&parse_v4(&captured).unwrap(), 20_000_000).is_ok());
+        // The sequence comes round again (65 536 probes later; here, sooner).
+        let again = v.probe(5, 30_000_000);
+        assert_eq!(v.accept(&parse_v4(&captured).unwrap(), 30_000_100), Err(Reject::BadCookie));
+        // The genuine reply to the new probe still counts, timed from the stored send time.
+        let genuine = ipv4(pop_v4(), ME, &reply_for(&again));
+        assert_eq!(v.accept(&parse_v4(&genuine).unwrap(), 49_600_000), Ok(Accepted { seq: 5, sent_ns: 30_000_000 }));
+    }
+
+    /// An on-path host that copies the cookie into an early reply cannot be told from the PoP
+    /// (ICMP echo authenticates nobody), but it is not silent: the genuine reply that follows
+    /// is a valid duplicate, counted as such rather than as a stale reply.
+    #[test]
+    fn early_copied_reply_makes_the_genuine_one_a_duplicate() {
+        let mut v = Validator::new(0x1234, KEY, POP);
+        let req = v.probe(9, 1_000_000);
+        let copy = ipv4(pop_v4(), ME, &reply_for(&req));
+        assert_eq!(v.accept(&parse_v4(&copy).unwrap(), 11_000_000), Ok(Accepted { seq: 9, sent_ns: 1_000_000 }));
+        assert_eq!(v.accept(&parse_v4(&copy).unwrap(), 20_600_000), Err(Reject::Duplicate));
+    }
+
+    /// Cookies of different probes are unrelated: neither the sequence number nor the send
+    /// time nor the identifier can be changed without changing the cookie.
+    #[test]
+    fn cookie_binds_id_seq_and_send_time() {
+        let c = cookie(KEY, 1, 2, 3);
+        assert_ne!(c, cookie(KEY, 1, 2, 4));
+        assert_ne!(c, cookie(KEY, 1, 3, 3));
+        assert_ne!(c, cookie(KEY, 2, 2, 3));
+        assert_ne!(c, cookie(CookieKey([42, 0]), 1, 2, 3));
+    }
+
     #[test]
     fn sequence_wrap_replaces_old_slot() {
-        let mut v = Validator::new(1, 2, POP);
+        let mut v = Validator::new(1, KEY, POP);
         let old = v.probe(3, 0);
         v.probe(3 + OUTSTANDING_WINDOW as u16, 10);
         let pkt = ipv4(pop_v4(), ME, &reply_for(&old));
@@ -431,7 +553,7 @@ mod tests {
 
     #[test]
     fn corrupted_checksum_is_rejected() {
-        let mut v = Validator::new(1, 2, POP);
+        let mut v = Validator::new(1, KEY, POP);
         let mut r = reply_for(&v.probe(1, 0));
         r[9] ^= 0xff;
         assert_eq!(parse_v4(&ipv4(pop_v4(), ME, &r)), Err(ParseError::BadChecksum));
@@ -440,7 +562,7 @@ mod tests {
     #[test]
     fn time_exceeded_quotes_our_probe() {
         let dest = Ipv4Addr::new(100, 100, 0, 9);
-        let req = build_echo(false, 77, 3, &cookie(1, 3));
+        let req = build_echo(false, 77, 3, &cookie(KEY, 77, 3, 0));
         let quoted = ipv4(ME, dest, &req);
         let mut te = vec![V4_TIME_EXCEEDED, 0, 0, 0, 0, 0, 0, 0];
         te.extend_from_slice(&quoted[..IPV4_MIN_HEADER + 8]); // routers quote 8 bytes
@@ -483,7 +605,7 @@ mod tests {
 
     #[test]
     fn parsers_never_panic_on_random_or_truncated_bytes() {
-        let mut v = Validator::new(0x1234, 42, POP);
+        let mut v = Validator::new(0x1234, KEY, POP);
         let req = v.probe(5, 0);
         let genuine = ipv4(pop_v4(), ME, &reply_for(&req));
         let mut te = vec![V4_TIME_EXCEEDED, 0, 0, 0, 0, 0, 0, 0];

@@ -176,13 +176,12 @@ impl OutDir {
             std::fs::create_dir_all(p).map_err(|e| TraceError::io(p, &e))?;
         }
         match std::fs::symlink_metadata(dest) {
-            Ok(m) if m.is_dir() => {
-                if !force && !is_empty_dir(dest).map_err(|e| TraceError::io(dest, &e))? {
-                    return Err(TraceError::whole(dest, "the directory is not empty; choose a new one or pass --force to replace it"));
-                }
-            }
-            Ok(_) if !force => {
+            Ok(_) if force => {}
+            Ok(m) if !m.is_dir() => {
                 return Err(TraceError::whole(dest, "exists and is not a directory; choose a directory name or pass --force to replace it"));
+            }
+            Ok(_) if !is_empty_dir(dest).map_err(|e| TraceError::io(dest, &e))? => {
+                return Err(TraceError::whole(dest, "the directory is not empty; choose a new one or pass --force to replace it"));
             }
             _ => {}
         }
@@ -204,7 +203,8 @@ impl OutDir {
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(io(e)),
             Ok(m) => {
-                if !self.force && !(m.is_dir() && is_empty_dir(&dest).map_err(io)?) {
+                let replaceable = self.force || m.is_dir() && is_empty_dir(&dest).map_err(io)?;
+                if !replaceable {
                     return Err(TraceError::whole(&dest, "appeared while writing and is not empty; not replaced"));
                 }
                 let old = temp_beside(&dest);
@@ -291,6 +291,8 @@ mod tests {
     fn directory_is_swapped_whole_or_refused() {
         let d = scratch("dir");
         let out = d.join("mm");
+        // An empty directory is fine to write into.
+        std::fs::create_dir(&out).unwrap();
         let o = OutDir::create(&out, false).unwrap();
         std::fs::write(o.path().join("a.txt"), "1").unwrap();
         o.commit().unwrap();

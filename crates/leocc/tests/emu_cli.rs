@@ -83,3 +83,57 @@ fn emu_cleans_up_on_sigterm_and_sigint() {
     assert_eq!(code, Some(128 + libc::SIGINT), "SIGINT is forwarded to CMD");
     assert!(left.is_empty(), "namespaces left after SIGINT: {left:?}");
 }
+
+/// Waits up to 5 s until `check` holds.
+fn eventually(check: impl Fn() -> bool) -> bool {
+    let start = std::time::Instant::now();
+    while start.elapsed().as_secs() < 5 {
+        if check() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    false
+}
+
+/// `kill -9` of `leocc emu` takes CMD and the server command down with it (death signal), and
+/// `--cleanup` kills what they started in the namespaces (grandchildren do not inherit it).
+#[test]
+fn emu_kill_9_leaves_no_processes_after_cleanup() {
+    use leocc_emu::owned::{descendants, processes};
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 || !std::path::Path::new("/dev/net/tun").exists() {
+        eprintln!("SKIP kill -9 test: needs root and /dev/net/tun");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("leocc-emu-kill9-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let t = dir.join("t.mm");
+    std::fs::write(&t, "1\n2\n").unwrap();
+    let mut child = leocc()
+        .args(["emu", "--trace"])
+        .arg(&t)
+        // Both shells fork (two commands each), so each leaves a grandchild too.
+        .args(["--server-cmd", "sleep 31; true", "--", "sh", "-c", "sleep 32; true"])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    assert!(eventually(|| descendants(pid).len() >= 4), "CMD, server and their sleeps did not start: {:?}", descendants(pid));
+    let (direct, all): (Vec<u32>, Vec<u32>) = {
+        let procs = processes();
+        (procs.iter().filter(|p| p.ppid == pid).map(|p| p.pid).collect(), descendants(pid))
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let alive = |pids: &[u32]| -> Vec<u32> {
+        let live = processes();
+        pids.iter().copied().filter(|p| live.iter().any(|q| q.pid == *p)).collect()
+    };
+    assert!(eventually(|| alive(&direct).is_empty()), "children outlived kill -9: {:?}", alive(&direct));
+    let out = leocc().args(["emu", "--cleanup"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(eventually(|| alive(&all).is_empty()), "processes left after --cleanup: {:?}", alive(&all));
+    assert!(namespaces_of(pid).is_empty(), "namespaces left: {:?}", namespaces_of(pid));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -123,3 +123,42 @@ fn eval_emulator_engine_runs_kernel_tcp() {
     assert!(leocc["utilization"].as_f64().unwrap() > 0.5, "LeoCC should fill most of the uplink: {leocc}");
     std::fs::remove_dir_all(&out).unwrap();
 }
+
+/// SIGINT to eval's process alone (not its group, as `kill -INT PID` does) must not leave its
+/// `leocc sim` children running: they die with it.
+#[test]
+fn sigint_to_eval_alone_leaves_no_sim_running() {
+    use leocc_emu::owned::{descendants, processes};
+    let out = std::env::temp_dir().join(format!("leocc-eval-sigint-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_leocc"))
+        .args(["eval", "--engine", "sim", "--trace", "traces/starlink-up-60s.trace", "--cc", "cubic"])
+        .args(["--scenario", "single", "--runs", "1", "--duration", "36000", "-o"])
+        .arg(&out)
+        .current_dir(root())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let start = std::time::Instant::now();
+    while descendants(pid).is_empty() && start.elapsed().as_secs() < 10 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let sims = descendants(pid);
+    assert!(!sims.is_empty(), "eval started no child");
+    // SAFETY: signalling our own child, alone.
+    unsafe { libc::kill(pid as i32, libc::SIGINT) };
+    child.wait().unwrap();
+    let left = || -> Vec<u32> { processes().into_iter().map(|p| p.pid).filter(|p| sims.contains(p)).collect() };
+    let start = std::time::Instant::now();
+    while !left().is_empty() && start.elapsed().as_secs() < 5 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let still = left();
+    for p in &still {
+        // SAFETY: cleaning up after a failed assertion; these are our grandchildren.
+        unsafe { libc::kill(*p as i32, libc::SIGKILL) };
+    }
+    assert!(still.is_empty(), "sim children outlived eval: {still:?}");
+    let _ = std::fs::remove_dir_all(&out);
+}

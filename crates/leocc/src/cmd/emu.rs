@@ -57,7 +57,8 @@ pub struct EmuArgs {
     /// Keep the engine threads at normal priority (default: SCHED_FIFO when permitted).
     #[arg(long)]
     no_realtime: bool,
-    /// Remove namespaces left by leocc processes that no longer exist, then exit.
+    /// Remove namespaces left by leocc processes that no longer exist, and kill the processes
+    /// still running in them, then exit.
     #[arg(long)]
     cleanup: bool,
     /// The command to run in the client namespace.
@@ -139,8 +140,8 @@ fn with_suffix(base: &Path, s: &str) -> PathBuf {
 pub fn run(a: EmuArgs) -> anyhow::Result<()> {
     if a.cleanup {
         for ns in leocc_emu::netns::leftover_namespaces() {
-            leocc_emu::netns::run_ip(&["netns", "del", &ns])?;
-            eprintln!("removed {ns}");
+            leocc_emu::netns::remove(&ns)?;
+            eprintln!("removed {ns} and the processes left in it");
         }
         return Ok(());
     }

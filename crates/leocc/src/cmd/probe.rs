@@ -490,10 +490,11 @@ fn emulate_cmd(
         let end_us = (leocc_probe::net::mono_ns() - t0) / 1000;
         emu.stop();
         let summary = run?.map_err(anyhow::Error::msg)?;
-        let s = score_log(&std::fs::read_to_string(&log)?, t0, &truth_us, end_us).map_err(anyhow::Error::msg)?;
+        let text = std::fs::read_to_string(&log)?;
+        let s = score_log(&text, t0, &truth_us, end_us).map_err(anyhow::Error::msg)?;
         if let Some(k) = keep_logs {
             let dest = k.join(format!("run-{}.jsonl", n + 1));
-            std::fs::copy(&log, &dest).with_context(|| format!("keeping the log as {}", dest.display()))?;
+            leocc_trace::write_atomic(&dest, text.as_bytes()).with_context(|| format!("keeping the log as {}", dest.display()))?;
             println!("{name}: log kept as {} (trace time zero at CLOCK_MONOTONIC {t0} ns)", dest.display());
         }
         std::fs::remove_dir_all(&dir)?;
