@@ -45,6 +45,11 @@ pub struct Detector {
     pub probes_sent: u64,
     /// Replies received.
     pub replies: u64,
+    /// A false event every this many µs (0: none), to measure what a noisy detector costs.
+    false_interval_us: u64,
+    next_false_us: u64,
+    /// False events declared so far (included in `events` and `detections_us`).
+    pub false_events: u32,
 }
 
 /// What an arrival produced.
@@ -72,7 +77,18 @@ impl Detector {
             term_pop_rtt_us: 0,
             probes_sent: 0,
             replies: 0,
+            false_interval_us: 0,
+            next_false_us: 0,
+            false_events: 0,
         }
+    }
+
+    /// Also declare a false event at the first reply after every `interval_us` (0: never), as
+    /// a detector fooled by jitter would: the first at `interval_us`.
+    pub fn with_false_events(mut self, interval_us: u64) -> Detector {
+        self.false_interval_us = interval_us;
+        self.next_false_us = interval_us;
+        self
     }
 
     /// Probe interval.
@@ -116,13 +132,17 @@ impl Detector {
             let rtt = p.at_us - p.sent_us;
             self.term_pop_rtt_us = rtt;
             out.rtt_us = Some(rtt);
-            if let Some(last) = self.last_reply_us {
-                if p.at_us.saturating_sub(last) > self.threshold_us {
-                    self.events += 1;
-                    self.latest = Some((p.at_us, self.events));
-                    self.detections_us.push(p.at_us);
-                    out.event = Some(self.events);
-                }
+            let gap = self.last_reply_us.is_some_and(|last| p.at_us.saturating_sub(last) > self.threshold_us);
+            let false_due = self.false_interval_us > 0 && p.at_us >= self.next_false_us;
+            if false_due {
+                self.next_false_us = p.at_us + self.false_interval_us;
+                self.false_events += !gap as u32;
+            }
+            if gap || false_due {
+                self.events += 1;
+                self.latest = Some((p.at_us, self.events));
+                self.detections_us.push(p.at_us);
+                out.event = Some(self.events);
             }
             self.last_reply_us = Some(self.last_reply_us.map_or(p.at_us, |l| l.max(p.at_us)));
         }

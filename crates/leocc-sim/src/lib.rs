@@ -261,6 +261,9 @@ pub struct Scenario {
     pub probe_interval_us: u64,
     /// Response interval that means a reconfiguration.
     pub outage_threshold_us: u64,
+    /// The detector also declares a false event every this many µs (0: none): what a noisy
+    /// detector costs a flow (`leocc sim --false-events MS`).
+    pub false_event_interval_us: u64,
     /// Feed the trace's ground-truth reconfigurations instead of detected ones.
     pub oracle_reconfig: bool,
     /// Include the terrestrial segment when the trace has one.
@@ -289,6 +292,7 @@ impl Scenario {
             detector: true,
             probe_interval_us: detector::PROBE_INTERVAL_US,
             outage_threshold_us: detector::OUTAGE_THRESHOLD_US,
+            false_event_interval_us: 0,
             oracle_reconfig: false,
             terrestrial: true,
             timeseries: false,

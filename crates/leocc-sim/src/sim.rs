@@ -176,7 +176,8 @@ impl World {
                 ts_rtt_n: 0,
             });
         }
-        let detector = Detector::new(trace.link(Dir::Up), trace.link(Dir::Down), sc.probe_interval_us, sc.outage_threshold_us);
+        let detector = Detector::new(trace.link(Dir::Up), trace.link(Dir::Down), sc.probe_interval_us, sc.outage_threshold_us)
+            .with_false_events(sc.false_event_interval_us);
         let oracle = oracle_times(trace, sc.duration_us);
         let mut w = World {
             ev: EventQueue::default(),

@@ -60,6 +60,10 @@ pub struct SimArgs {
     /// Feed the trace's ground-truth reconfiguration times instead of detected ones (ablation).
     #[arg(long)]
     pub oracle_reconfig: bool,
+    /// The detector also declares a false event every MS milliseconds (robustness to a noisy
+    /// detector).
+    #[arg(long, value_name = "MS")]
+    pub false_events: Option<f64>,
     /// Ignore the trace's terrestrial segment.
     #[arg(long)]
     pub no_terrestrial: bool,
@@ -137,6 +141,11 @@ pub fn scenarios(a: &SimArgs) -> anyhow::Result<Vec<Scenario>> {
         sc.delack_segs = a.delack;
         sc.delack_timeout_us = (a.delack_ms * 1000.0) as u64;
         sc.oracle_reconfig = a.oracle_reconfig;
+        sc.false_event_interval_us = match a.false_events {
+            None => 0,
+            Some(ms) if ms >= 1.0 && ms <= 1e6 => (ms * 1000.0) as u64,
+            Some(ms) => bail!("--false-events {ms} must be in [1, 1e6] ms"),
+        };
         sc.terrestrial = !a.no_terrestrial;
         sc.timeseries = a.timeseries.is_some();
         sc.cc_params = cc_params.clone();
