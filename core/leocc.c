@@ -130,9 +130,6 @@
  * range had a standing queue (ours: alone, the burst phase's queue shows in about two of the
  * eight phases, 25 %; next to a buffer-filling flow nearly all samples are above) ... */
 #define STANDING_QUEUE_PCT 75u
-/* ... and this many such cycles in a row show a queue this flow does not control (ours: one
- * may be a capacity dip). */
-#define COMPETING_CYCLES 2u
 /* A probe RTT this many bins above the probe's band range is off it (ours: two bins of
  * margin over the histogram's resolution). */
 #define PATH_STEP_BINS 2u
@@ -436,7 +433,7 @@ LEOCC_INTERNAL int mpf_range(const struct leocc_mpf *m, const struct leocc_param
 		return 0;
 	thresh = max_u32(MPF_MIN_BAND_COUNT, total * p->mpf_band_share_pct / 100);
 	thresh = min_u64(thresh, 0x8000); /* a threshold above any count: no band */
-	for (k = 0; k < MPF_SPREAD_STEPS && dense == 0; k++) {
+	for (k = 0; k < MPF_SPREAD_STEPS && dense == 0 && (k == 0 || p->mpf_half_share); k++) {
 		bias = (0x8000 - max_u64(thresh >> k, MPF_MIN_BAND_COUNT)) * MPF_LANES_ONE;
 		for (i = 0; i < LEOCC_MPF_WORDS; i++) {
 			t = (m->half[0].count4[i] + m->half[1].count4[i] + bias) >> 15;
@@ -543,6 +540,10 @@ LEOCC_API void leocc_default_params(struct leocc_params *p)
 	p->delta_rtt_own_us = 10 * 1000;                /* ours: the flow's own dense bins miss
 							 * bands it has not visited yet (the
 							 * authors' simulation variant: 5-20 ms) */
+	p->competing_cycles = 2;                        /* ours: one may be a capacity dip */
+	p->mpf_half_share = 1;                          /* ours, see mpf_range */
+	p->ra_second_round = 1;                         /* ours, see ra_link_limited */
+	p->bw_kal_every_sample = 0;                     /* authors: each round's largest rate */
 	p->_pad = 0;
 }
 
@@ -632,7 +633,8 @@ LEOCC_INTERNAL void update_bw(struct leocc_state *s, const struct leocc_ack_samp
 	 * not the path's, and fed back into the cap it would shrink it round after round while
 	 * another flow's queue keeps the RTT up. */
 	if (s->round_started) {
-		if (s->round_bw > 0 && !(s->round_capped && s->round_bw < s->bw_kal.x))
+		if (!s->p.bw_kal_every_sample && s->round_bw > 0 &&
+		    !(s->round_capped && s->round_bw < s->bw_kal.x))
 			kal_update(&s->bw_kal, s->round_bw, &s->p);
 		s->round_bw = 0;
 		s->round_capped = 0;
@@ -646,6 +648,8 @@ LEOCC_INTERNAL void update_bw(struct leocc_state *s, const struct leocc_ack_samp
 		return;
 	maxfilt_update(&s->bw_max, s->p.bw_win_rounds, s->round, bw);
 	s->round_bw = max_u64(s->round_bw, bw);
+	if (s->p.bw_kal_every_sample && !(s->cwnd_capped && bw < s->bw_kal.x))
+		kal_update(&s->bw_kal, bw, &s->p);
 	/* An app-limited round says nothing about the new link's capacity: with no other sample
 	 * ra_bw stays 0 and the adaptation keeps rate*_target. */
 	if (s->mode == LEOCC_MODE_RECONF && !a->app_limited)
@@ -901,7 +905,7 @@ LEOCC_INTERNAL void check_drain(struct leocc_state *s, leocc_u64 now_us)
 
 /* Competing with buffer-filling flows (BBR, Cubic in a deep buffer). Alone, this flow's RTT
  * leaves the range the probe measured only around its burst phase. If most samples of
- * COMPETING_CYCLES cycles in a row lie above it, a queue stands that this flow does not
+ * competing_cycles cycles in a row lie above it, a queue stands that this flow does not
  * control: judged against the probe's range the flow would read it as congestion for ever and
  * hand the link to the queue's owner. For half a W_RT it then judges against its own range
  * (the paper's MPF over its own RTTs, which learns the elevation after a failed drain). */
@@ -912,7 +916,7 @@ LEOCC_INTERNAL void check_standing_queue(struct leocc_state *s, leocc_u64 now_us
 		s->standing_cycles++;
 	else
 		s->standing_cycles = 0;
-	if (s->standing_cycles >= COMPETING_CYCLES)
+	if (s->p.competing_cycles && s->standing_cycles >= s->p.competing_cycles)
 		s->competing_until_us = now_us + s->p.rtt_win_us / 2;
 	s->cycle_samples = 0;
 	s->cycle_above = 0;
@@ -1052,7 +1056,7 @@ LEOCC_INTERNAL int ra_link_limited(struct leocc_state *s, const struct leocc_ack
 	if (fresh > 0 && fresh < base)
 		base = fresh;
 	capped = s->ra_cap_bytes * USEC_PER_SEC_U64 / max_u32(base, 1);
-	if (s->ra_bw * 100 >= capped * RA_SATURATED_PCT)
+	if (!s->p.ra_second_round || s->ra_bw * 100 >= capped * RA_SATURATED_PCT)
 		return RA_NOT_LIMITED;
 	s->ra_recaps++;
 	s->ra_prev_bw = s->ra_bw;

@@ -95,6 +95,10 @@ struct leocc_params {
 	leocc_u32 rcf_budget_max_us;   /* ... with at most this much saved up */
 	leocc_u32 drain_fail_rounds;   /* failed drains in a row that re-anchor the RTT range */
 	leocc_u32 delta_rtt_own_us;    /* Delta_RTT while the range is the flow's own (10 ms) */
+	leocc_u32 competing_cycles;    /* standing-queue cycles that switch to the own range (2) */
+	leocc_u32 mpf_half_share;      /* 1: second band search at half the share (ablation) */
+	leocc_u32 ra_second_round;     /* 1: second capped round tells slower from longer */
+	leocc_u32 bw_kal_every_sample; /* 1: bBW_m fed every sample, not each round's max */
 	leocc_u32 _pad;
 };
 
@@ -186,7 +190,7 @@ struct leocc_mpf {                /* RTT-band histogram over the last W_RT/2..W_
 };
 
 /*
- * Per-flow state. Fits in BPF sk_storage; sizeof(struct leocc_state) is 1008 bytes on x86-64
+ * Per-flow state. Fits in BPF sk_storage; sizeof(struct leocc_state) is 1024 bytes on x86-64
  * and BPF (checked by core/tests, host and BPF builds). Treat every field as private.
  */
 struct leocc_state {

@@ -85,6 +85,14 @@ pub struct Params {
     pub drain_fail_rounds: u32,
     /// Delta_RTT while the RTT range is the flow's own (no probe), us.
     pub delta_rtt_own_us: u32,
+    /// Standing-queue cycles that switch the verdict to the flow's own range (0: never).
+    pub competing_cycles: u32,
+    /// 1: a second band search at half the share when none is dense at the full share.
+    pub mpf_half_share: u32,
+    /// 1: a second capped round tells a slower link from a longer path.
+    pub ra_second_round: u32,
+    /// 1: bBW_m is fed every delivery-rate sample instead of each round's largest.
+    pub bw_kal_every_sample: u32,
     /// Layout padding (keep 0).
     pub _pad: u32,
 }
