@@ -9,6 +9,7 @@
 //! alone (plus the per-run time series the runs left in `DIR/ts/`), so any tool that reads JSON
 //! lines can redo it.
 
+pub mod ablation;
 pub mod emu_engine;
 pub mod matrix;
 pub mod report;

@@ -14,6 +14,131 @@ pub enum BenchCmd {
     Emu(crate::cmd::emu::BenchEmuArgs),
     /// CPU per ACK of the BPF LeoCC against the kernel's bbr on the same veth transfer.
     Kernel(crate::cmd::kernel::BenchArgs),
+    /// LeoCC's heuristics and departures from the paper, each turned off in turn (simulator).
+    Ablation(BenchAblationArgs),
+}
+
+/// Options of `leocc bench ablation`.
+#[derive(Args, Debug)]
+#[command(after_help = "Each variant is a set of core parameters; reproduce any cell with \
+`leocc sim --trace T --cc leocc --param leocc.NAME=VALUE ...`. Variants: see docs/algorithm.md, \
+\"Ablation\".")]
+pub struct BenchAblationArgs {
+    /// Traces [default: the bundled starlink-down-60s, starlink-up-60s and oneweb-60s].
+    #[arg(long)]
+    pub trace: Vec<std::path::PathBuf>,
+    /// Also generate starlink-down, starlink-up and oneweb traces with this many seeds (101, 102, ...).
+    #[arg(long, default_value_t = 2)]
+    pub gen_seeds: u64,
+    /// Buffers, comma separated: packets, bytes or time of mean capacity.
+    #[arg(long, value_delimiter = ',', default_value = "500,150ms")]
+    pub queue: Vec<String>,
+    /// Simulation seeds per cell.
+    #[arg(long, default_value_t = 1)]
+    pub seeds: u64,
+    /// Random loss on the data direction.
+    #[arg(long, default_value_t = 0.002)]
+    pub loss: f64,
+    /// Simulated seconds per run.
+    #[arg(long, default_value_t = 60.0)]
+    pub duration: f64,
+    /// Single flows only (no three-flow Jain, no share against BBRv1).
+    #[arg(long)]
+    pub single_only: bool,
+    /// Only these variants (comma separated names; `default` is always run).
+    #[arg(long, value_delimiter = ',')]
+    pub variants: Vec<String>,
+    /// Write the rows as JSON to FILE too.
+    #[arg(long, short)]
+    pub output: Option<std::path::PathBuf>,
+}
+
+fn run_ablation(a: BenchAblationArgs) -> anyhow::Result<()> {
+    use leocc_eval::ablation::{self, NamedTrace, Plan, VARIANTS};
+    use leocc_trace::gen::{generate, Profile};
+    use std::io::IsTerminal;
+
+    if !(0.0..1.0).contains(&a.loss) || a.duration <= 0.0 || a.seeds == 0 {
+        anyhow::bail!("--loss must be in [0, 1), --duration and --seeds positive");
+    }
+    let mut traces = Vec::new();
+    let paths = if a.trace.is_empty() {
+        ["traces/starlink-down-60s.trace", "traces/starlink-up-60s.trace", "traces/oneweb-60s.trace"]
+            .iter()
+            .map(|t| crate::cmd::eval::find_bundled(t))
+            .collect::<anyhow::Result<Vec<_>>>()?
+    } else {
+        a.trace.clone()
+    };
+    for p in &paths {
+        let t = leocc_trace::Trace::load(p).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let name = p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| p.display().to_string());
+        traces.push(NamedTrace { name, trace: Arc::new(t) });
+    }
+    for seed in 101..101 + a.gen_seeds {
+        for profile in [Profile::StarlinkDown, Profile::StarlinkUp, Profile::Oneweb] {
+            let t = generate(profile, (a.duration * 1000.0) as u64, seed, "leocc bench ablation").map_err(|e| anyhow::anyhow!(e))?;
+            traces.push(NamedTrace { name: format!("{}-{seed}", profile.name()), trace: Arc::new(t) });
+        }
+    }
+    let queues = a
+        .queue
+        .iter()
+        .map(|q| q.parse::<QueueLimit>().map_err(|e| anyhow::anyhow!(e)))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let variants: Vec<_> = VARIANTS
+        .iter()
+        .filter(|v| v.name == "default" || a.variants.is_empty() || a.variants.iter().any(|n| n == v.name))
+        .copied()
+        .collect();
+    for n in &a.variants {
+        if !VARIANTS.iter().any(|v| v.name == n) {
+            anyhow::bail!(
+                "unknown variant '{n}' (known: {})",
+                VARIANTS.iter().map(|v| v.name).collect::<Vec<_>>().join(", ")
+            );
+        }
+    }
+    let plan = Plan {
+        traces,
+        queues,
+        seeds: (1..=a.seeds).collect(),
+        loss: a.loss,
+        duration_s: a.duration,
+        multi: !a.single_only,
+        variants,
+        jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    eprintln!(
+        "ablation: {} variants x {} traces x {} buffers x {} seeds{} in the simulator",
+        plan.variants.len(),
+        plan.traces.len(),
+        plan.queues.len(),
+        plan.seeds.len(),
+        if plan.multi { ", single flow, three flows and against BBRv1" } else { ", single flow" }
+    );
+    let tty = std::io::stderr().is_terminal();
+    let started = Instant::now();
+    let progress = |done: usize, total: usize| {
+        let el = started.elapsed().as_secs_f64();
+        let eta = el / done as f64 * (total - done) as f64;
+        if tty {
+            eprint!("\rablation: {done}/{total} runs, {el:.0} s, about {eta:.0} s left   ");
+        } else if done % 50 == 0 || done == total {
+            eprintln!("ablation: {done}/{total} runs, {el:.0} s, about {eta:.0} s left");
+        }
+    };
+    let rows = ablation::run(&plan, &progress).map_err(|e| anyhow::anyhow!(e))?;
+    if tty {
+        eprintln!();
+    }
+    print!("{}", ablation::table(&rows));
+    if let Some(path) = &a.output {
+        leocc_trace::write_atomic(path, serde_json::to_string_pretty(&rows)?.as_bytes())
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        eprintln!("ablation: rows written to {}", path.display());
+    }
+    Ok(())
 }
 
 /// Options of `leocc bench sim`.
@@ -57,6 +182,7 @@ pub fn run(cmd: BenchCmd) -> anyhow::Result<()> {
         BenchCmd::Sim(a) => a,
         BenchCmd::Emu(a) => return crate::cmd::emu::bench(a),
         BenchCmd::Kernel(a) => return crate::cmd::kernel::run_bench(a),
+        BenchCmd::Ablation(a) => return run_ablation(a),
     };
     if a.rate <= 0.0 || a.duration <= 0.0 || a.long <= 0.0 {
         anyhow::bail!("--rate, --duration and --long must be positive");

@@ -168,7 +168,7 @@ pub fn eval(a: EvalArgs) -> Result<()> {
 const DEMO_TRACES: [&str; 2] = ["traces/starlink-down-60s.trace", "traces/starlink-up-60s.trace"];
 
 /// Finds the repository's traces/ whether leocc runs from the checkout or from target/.
-fn find_bundled(rel: &str) -> Result<PathBuf> {
+pub fn find_bundled(rel: &str) -> Result<PathBuf> {
     let mut candidates = vec![PathBuf::from(rel)];
     if let Ok(exe) = std::env::current_exe() {
         for anc in exe.ancestors().skip(1) {
