@@ -61,10 +61,10 @@
  * range stands in while no probe speaks. While congested cwnd is 1 x target x bRTT_h, so a
  * standing queue cannot outgrow the band range.
  *
- * Guards: events closer than rcf_min_spacing_us to the last adaptation merge into it, an
+ * Guards: events closer than rcf_min_spacing_us to the last adaptation merge into it, and an
  * adaptation budget (rcf_budget_pct of the time) turns a storm of false events into window
- * cuts without the inflight cap, and a flow that stays congested through drain_fail_rounds
- * failed drains re-anchors its RTT range (the base moved with no event).
+ * cuts without the inflight cap. A probe level that steps and stays above its band range is a
+ * path change the detector missed (leocc_on_path).
  *
  * Without detector (no event, or events too old): no window is ever cut by an event, so the
  * windows expire on their own (bw_win_rounds round trips, W_RT) and LeoCC is a BBR-like
@@ -536,7 +536,6 @@ LEOCC_API void leocc_default_params(struct leocc_params *p)
 							 * adaptation lasts a few RTTs */
 	p->rcf_budget_pct = 10;                         /* ours: 15 s intervals need ~2 % */
 	p->rcf_budget_max_us = 1000 * 1000;             /* ours: a few adaptations saved up */
-	p->drain_fail_rounds = 3;                       /* ours: a band is learnt after one */
 	p->delta_rtt_own_us = 10 * 1000;                /* ours: the flow's own dense bins miss
 							 * bands it has not visited yet (the
 							 * authors' simulation variant: 5-20 ms) */
@@ -544,7 +543,6 @@ LEOCC_API void leocc_default_params(struct leocc_params *p)
 	p->mpf_half_share = 1;                          /* ours, see mpf_range */
 	p->ra_second_round = 1;                         /* ours, see ra_link_limited */
 	p->bw_kal_every_sample = 0;                     /* authors: each round's largest rate */
-	p->_pad = 0;
 }
 
 /* Repair parameters that would divide by zero or break the cycle. */
@@ -868,39 +866,17 @@ LEOCC_INTERNAL void set_phase(struct leocc_state *s, leocc_u32 phase, leocc_u64 
  * draining: a drain phase at dco x target for about bRTT_l removes (1 - dco) x bRTT_l of this
  * flow's queue, so if the flow was congested and the RTT did not fall by even half of that,
  * what lifts the RTT is not a queue this flow can drain but a new band, a longer path or other
- * flows' standing queue. At once the middle-pass filter may learn the elevated samples (a new
- * band shows up there); after drain_fail_rounds such cycles in a row the range is re-anchored
- * (the base refresh when no event comes): the flow has detected a path change by itself and
- * runs the Reconfiguration Adaptation for it, which rebuilds the range and probes the new
- * bandwidth (which the moderate target had driven down meanwhile). Without that a path that moves from 40 to 100 ms with no event stays "congested" until the old
- * samples expire (W_RT), and the moderate target spirals down meanwhile. */
-LEOCC_INTERNAL leocc_u32 start_adaptation(struct leocc_state *s, leocc_u64 t_us);
-
-LEOCC_INTERNAL void check_drain(struct leocc_state *s, leocc_u64 now_us)
+ * flows' standing queue: let the middle-pass filter learn the elevated samples. (A re-anchor
+ * after several failed drains, run as an adaptation, was removed: the ablation measured it
+ * costing utilisation and delay; a path that moves shows in the probe's level instead, see
+ * leocc_on_path.) */
+LEOCC_INTERNAL void check_drain(struct leocc_state *s)
 {
 	leocc_u64 drop = (leocc_u64)(LEOCC_UNIT - min_u32(s->p.dco, LEOCC_UNIT)) * rtt_l(s) /
-			 LEOCC_UNIT / 2, rate;
+			 LEOCC_UNIT / 2;
 
-	if (!s->congested || rtt_latest(s) + drop < s->drain_start_rtt) {
-		s->failed_drains = 0;
-		return;
-	}
-	s->band_learning = 1;
-	/* Next to a buffer-filling flow drains fail by nature: the band learning above is what
-	 * lets the flow hold its share there; an adaptation would only cap it again. */
-	if (!s->p.drain_fail_rounds || now_us < s->competing_until_us ||
-	    ++s->failed_drains < s->p.drain_fail_rounds)
-		return;
-	s->failed_drains = 0;
-	s->reanchors++;
-	s->last_adapt_us = now_us;
-	/* While the range was wrong the moderate target and the one-BDP cwnd fed each other
-	 * down; the max filter still holds the rate the path carried before. */
-	rate = bw_estimate(s);
-	start_adaptation(s, now_us);
-	s->rate_saved = max_u64(s->rate_saved, rate);
-	s->ra_cap_bytes = max_u64(s->ra_cap_bytes,
-				  apply_gain(bdp_bytes(rate, s->ra_old_rtt_l), s->p.ra_inflight_gain));
+	if (s->congested && rtt_latest(s) + drop >= s->drain_start_rtt)
+		s->band_learning = 1;
 }
 
 /* Competing with buffer-filling flows (BBR, Cubic in a deep buffer). Alone, this flow's RTT
@@ -934,7 +910,7 @@ LEOCC_INTERNAL leocc_u32 random_steady_phase(const struct leocc_state *s,
 LEOCC_INTERNAL void next_phase(struct leocc_state *s, const struct leocc_ack_sample *a)
 {
 	if (s->cycle_phase == PHASE_FIRST_STEADY)
-		check_drain(s, a->now_us);
+		check_drain(s);
 	/* The first drain phase after an adaptation: every flow behind the terminal left its
 	 * adaptation at the same moment, and flows with the same bRTT_l would otherwise burst in
 	 * step for the whole interval. Bursting together, no flow's burst raises its share, so

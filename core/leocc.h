@@ -93,13 +93,11 @@ struct leocc_params {
 	leocc_u32 rcf_min_spacing_us;  /* events closer than this to the last adaptation merge */
 	leocc_u32 rcf_budget_pct;      /* at most this % of the time in adaptations (long run) */
 	leocc_u32 rcf_budget_max_us;   /* ... with at most this much saved up */
-	leocc_u32 drain_fail_rounds;   /* failed drains in a row that re-anchor the RTT range */
 	leocc_u32 delta_rtt_own_us;    /* Delta_RTT while the range is the flow's own (10 ms) */
 	leocc_u32 competing_cycles;    /* standing-queue cycles that switch to the own range (2) */
 	leocc_u32 mpf_half_share;      /* 1: second band search at half the share (ablation) */
 	leocc_u32 ra_second_round;     /* 1: second capped round tells slower from longer */
 	leocc_u32 bw_kal_every_sample; /* 1: bBW_m fed every sample, not each round's max */
-	leocc_u32 _pad;
 };
 
 /* What Linux gives a congestion control on an ACK (struct rate_sample plus tcp_sock). */
@@ -190,7 +188,7 @@ struct leocc_mpf {                /* RTT-band histogram over the last W_RT/2..W_
 };
 
 /*
- * Per-flow state. Fits in BPF sk_storage; sizeof(struct leocc_state) is 1024 bytes on x86-64
+ * Per-flow state. Fits in BPF sk_storage; sizeof(struct leocc_state) is 1008 bytes on x86-64
  * and BPF (checked by core/tests, host and BPF builds). Treat every field as private.
  */
 struct leocc_state {
@@ -240,8 +238,6 @@ struct leocc_state {
 	leocc_u32 ra_recaps;          /* RA: a second capped round is running */
 	leocc_u32 ra_prev_rtt;        /* bRTT_latest at the end of the first capped round */
 	leocc_u32 drain_start_rtt;    /* bRTT_latest when the current drain phase began */
-	leocc_u32 failed_drains;      /* congested cycles whose drain did not lower the RTT */
-	leocc_u32 reanchors;          /* RTT range re-anchors (check_drain) */
 	leocc_u32 range_from_path;    /* bRTT_h came from the probe's band width */
 	leocc_u32 band_learning;      /* elevated RTT survived a drain: a band, let the MPF learn it */
 	leocc_u32 path_width_us;      /* the probe's band width at the last refresh (0: none) */

@@ -81,8 +81,6 @@ pub struct Params {
     pub rcf_budget_pct: u32,
     /// ... with at most this much saved up, us.
     pub rcf_budget_max_us: u32,
-    /// Failed drains in a row that re-anchor the RTT range.
-    pub drain_fail_rounds: u32,
     /// Delta_RTT while the RTT range is the flow's own (no probe), us.
     pub delta_rtt_own_us: u32,
     /// Standing-queue cycles that switch the verdict to the flow's own range (0: never).
@@ -93,8 +91,6 @@ pub struct Params {
     pub ra_second_round: u32,
     /// 1: bBW_m is fed every delivery-rate sample instead of each round's largest.
     pub bw_kal_every_sample: u32,
-    /// Layout padding (keep 0).
-    pub _pad: u32,
 }
 
 /// What Linux gives a congestion control per ACK (`struct leocc_ack_sample`).

@@ -35,7 +35,6 @@ pub const VARIANTS: &[Variant] = &[
     Variant { name: "delta-10ms", what: "Delta_RTT 10 ms over the probe's range (authors: 0)", params: &["delta_rtt_us=10000"] },
     Variant { name: "cwnd-2x", what: "cwnd gain 2 while congested (not 1 x BDP)", params: &["cwnd_gain_congested=2048"] },
     Variant { name: "no-compete", what: "no switch to the own range on a standing queue", params: &["competing_cycles=0"] },
-    Variant { name: "no-reanchor", what: "no re-anchor after failed drains", params: &["drain_fail_rounds=0"] },
     Variant {
         name: "no-guards",
         what: "no event spacing, no adaptation budget",
