@@ -534,7 +534,8 @@ LEOCC_API void leocc_default_params(struct leocc_params *p)
 	p->rcf_min_spacing_us = 1000 * 1000;            /* ours: real reconfigurations are >= 11 s
 							 * apart (OneWeb; Starlink 15 s), an
 							 * adaptation lasts a few RTTs */
-	p->rcf_budget_pct = 10;                         /* ours: 15 s intervals need ~2 % */
+	p->rcf_budget_pct = 5;                          /* ours: ~0.3 s of adaptation per 11 s
+							 * (OneWeb's grid) is under 3 % */
 	p->rcf_budget_max_us = 1000 * 1000;             /* ours: a few adaptations saved up */
 	p->delta_rtt_own_us = 10 * 1000;                /* ours: the flow's own dense bins miss
 							 * bands it has not visited yet (the
@@ -1189,8 +1190,9 @@ LEOCC_INTERNAL void set_output(struct leocc_state *s, const struct leocc_ack_sam
 }
 
 /* The adaptation budget: credit accrues at rcf_budget_pct of the time that passes, up to
- * rcf_budget_max_us, and time spent adapting uses it up. A detector that fires falsely every
- * few hundred ms would otherwise keep the flow capped most of the time. */
+ * rcf_budget_max_us, and time spent adapting uses it up; an adaptation needs the credit of its
+ * capped step's bound (ra_max_drain_us, the authors' ProbeRTT length). A detector that fires
+ * falsely every few hundred ms would otherwise keep the flow capped most of the time. */
 LEOCC_INTERNAL void update_budget(struct leocc_state *s, leocc_u64 dt_us)
 {
 	if (s->mode == LEOCC_MODE_RECONF)
@@ -1302,8 +1304,7 @@ LEOCC_INTERNAL leocc_u32 start_adaptation(struct leocc_state *s, leocc_u64 t_us)
 LEOCC_INTERNAL leocc_u32 merge_event(struct leocc_state *s, leocc_u64 t_us)
 {
 	s->reconfigs_skipped++;
-	if (s->mode != LEOCC_MODE_RECONF)
-		cut_windows_seeded(s, t_us);
+	(void)t_us;
 	return LEOCC_RCF_MERGED;
 }
 
@@ -1313,7 +1314,7 @@ LEOCC_INTERNAL leocc_u32 accept_event(struct leocc_state *s, leocc_u64 t_us)
 {
 	s->last_rcf_us = t_us;
 	if (s->mode != LEOCC_MODE_STARTUP &&
-	    (s->mode == LEOCC_MODE_RECONF || s->adapt_credit_us == 0 ||
+	    (s->mode == LEOCC_MODE_RECONF || s->adapt_credit_us < s->p.ra_max_drain_us ||
 	     (s->last_adapt_us && t_us < s->last_adapt_us + s->p.rcf_min_spacing_us)))
 		return merge_event(s, t_us);
 	s->last_adapt_us = t_us;

@@ -224,7 +224,7 @@ void test_event_dedup(void)
 	CHECK(leocc_on_reconfig(&s, &e) == LEOCC_RCF_IGNORED, "older seq ignored");
 	e.seq = 0;
 	CHECK(leocc_on_reconfig(&s, &e) == LEOCC_RCF_IGNORED, "seq 0 ignored");
-	feed(&s, &t, &d, 5000000, 40000, 10000); /* 3 s later */
+	feed(&s, &t, &d, 5000000, 40000, 40000); /* 12 s later: the adaptation budget refilled */
 	e.seq = 6;
 	e.time_us = t - p.rcf_max_age_us - 1;
 	CHECK(leocc_on_reconfig(&s, &e) == LEOCC_RCF_IGNORED, "stale event ignored");
