@@ -1296,15 +1296,13 @@ LEOCC_INTERNAL leocc_u32 start_adaptation(struct leocc_state *s, leocc_u64 t_us)
 	return LEOCC_RCF_ADAPT;
 }
 
-/* An event inside an adaptation, too close after one, or over the budget: it is not a new
- * path worth a capped round. An adaptation under way already measures the new path. Otherwise
- * the samples from before it are still dropped (its cause may have changed the path), with
- * the bandwidth estimate kept as a short-lived seed, as an event in Startup is handled: no
- * inflight cap, no probe. */
-LEOCC_INTERNAL leocc_u32 merge_event(struct leocc_state *s, leocc_u64 t_us)
+/* An event inside an adaptation, too close after one, or over the budget changes nothing: an
+ * adaptation under way already measures the new path, and in a storm of false events cutting
+ * the windows at each one (tried) kept the flow from ever learning its range. If it was a real
+ * reconfiguration, the windows follow it on their own as without a detector. */
+LEOCC_INTERNAL leocc_u32 merge_event(struct leocc_state *s)
 {
 	s->reconfigs_skipped++;
-	(void)t_us;
 	return LEOCC_RCF_MERGED;
 }
 
@@ -1316,7 +1314,7 @@ LEOCC_INTERNAL leocc_u32 accept_event(struct leocc_state *s, leocc_u64 t_us)
 	if (s->mode != LEOCC_MODE_STARTUP &&
 	    (s->mode == LEOCC_MODE_RECONF || s->adapt_credit_us < s->p.ra_max_drain_us ||
 	     (s->last_adapt_us && t_us < s->last_adapt_us + s->p.rcf_min_spacing_us)))
-		return merge_event(s, t_us);
+		return merge_event(s);
 	s->last_adapt_us = t_us;
 	return start_adaptation(s, t_us);
 }

@@ -48,8 +48,8 @@
 #define LEOCC_RCF_SKIPPED 2u  /* no longer returned (the section 4.3 skip was removed) */
 #define LEOCC_RCF_CUT_ONLY 3u /* windows cut, no adaptation (still in Startup) */
 #define LEOCC_RCF_WEAK 4u     /* confidence below params.rcf_min_confidence: not acted on */
-#define LEOCC_RCF_MERGED 5u   /* too close to the last adaptation, or over the adaptation
-			       * budget: windows cut, no inflight cap */
+#define LEOCC_RCF_MERGED 5u   /* inside or too close to the last adaptation, or over the
+			       * adaptation budget: not acted on */
 
 /* leocc_reconfig_event.confidence of an event the detector is sure of. */
 #define LEOCC_CONF_FULL 100u

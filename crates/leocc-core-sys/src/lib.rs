@@ -72,8 +72,7 @@ pub enum ReconfigOutcome {
     CutOnly,
     /// The detector's confidence was below the flow's threshold: nothing changed.
     Weak,
-    /// Inside or too close to an adaptation, or over the adaptation budget: windows cut (the
-    /// bandwidth estimate kept as a seed), no inflight cap.
+    /// Inside or too close to an adaptation, or over the adaptation budget: not acted on.
     Merged,
 }
 
