@@ -643,6 +643,12 @@ mod tests {
     /// An arbitrary wall-clock origin: 2024-08-12 19:00:00 UTC, a whole minute.
     const WALL0: i64 = 1_723_489_200 * 1_000_000_000;
 
+    /// The paper's rule: these tests are about the RI mechanics (threshold, stall, hold-off,
+    /// labels), which the evidence scoring shares.
+    fn plain() -> DetectorConfig {
+        DetectorConfig { scoring: Scoring::Threshold, ..DetectorConfig::default() }
+    }
+
     fn reply(seq: u16, t_ms: u64) -> Reply {
         Reply { seq, recv_mono_ns: t_ms * MS, recv_wall_ns: WALL0 + (t_ms * MS) as i64, rtt_ns: Some(30 * MS) }
     }
@@ -666,7 +672,7 @@ mod tests {
 
     #[test]
     fn ri_above_threshold_is_an_event_with_start_estimate() {
-        let mut d = Detector::new(DetectorConfig::default());
+        let mut d = Detector::new(plain());
         let mut t = steady(0, 1000, 10);
         t.extend(steady(1080, 2000, 10)); // gap 990 -> 1080: RI 90 ms
         let ev = events(&run(&mut d, &t));
@@ -679,30 +685,30 @@ mod tests {
 
     #[test]
     fn threshold_is_strict_and_configurable() {
-        let mut d = Detector::new(DetectorConfig::default());
+        let mut d = Detector::new(plain());
         let ev = events(&run(&mut d, &[0, 10, 55, 65]));
         assert!(ev.is_empty(), "RI of exactly 45 ms is not above the threshold");
-        let mut d = Detector::new(DetectorConfig::default());
+        let mut d = Detector::new(plain());
         assert_eq!(events(&run(&mut d, &[0, 10, 56, 66])).len(), 1);
-        let cfg = DetectorConfig { threshold_ns: 60 * MS, ..Default::default() };
+        let cfg = DetectorConfig { threshold_ns: 60 * MS, ..plain() };
         let mut d = Detector::new(cfg);
         assert!(events(&run(&mut d, &[0, 10, 66, 76])).is_empty());
     }
 
     #[test]
     fn one_lost_reply_or_one_late_reply_is_not_an_event() {
-        let mut d = Detector::new(DetectorConfig::default());
+        let mut d = Detector::new(plain());
         // 10 ms probes, reply at 40 lost: RI 20 ms.
         let ev = events(&run(&mut d, &[0, 10, 20, 30, 50, 60]));
         assert!(ev.is_empty());
         // A reply 30 ms late, overtaken by nothing: RI 40 then 0 -- below threshold.
-        let mut d = Detector::new(DetectorConfig::default());
+        let mut d = Detector::new(plain());
         assert!(events(&run(&mut d, &[0, 10, 20, 60, 60, 60, 70])).is_empty());
     }
 
     #[test]
     fn ri_across_several_lost_replies_is_an_event() {
-        let mut d = Detector::new(DetectorConfig::default());
+        let mut d = Detector::new(plain());
         // Replies 40..90 lost (all pings lost in the outage): RI 70 ms though no RTT spike.
         let ev = events(&run(&mut d, &[0, 10, 20, 30, 100, 110]));
         assert_eq!(ev.len(), 1);
@@ -711,7 +717,7 @@ mod tests {
 
     #[test]
     fn rtt_stats_smooth_and_restart_min_at_event() {
-        let mut d = Detector::new(DetectorConfig::default());
+        let mut d = Detector::new(plain());
         let mk = |t: u64, rtt: u64| Reply { seq: 0, recv_mono_ns: t * MS, recv_wall_ns: WALL0, rtt_ns: Some(rtt * MS) };
         d.on_reply(mk(0, 40));
         d.on_reply(mk(10, 20));
@@ -723,7 +729,7 @@ mod tests {
         assert_eq!(events(&out).len(), 1);
         assert_eq!(d.rtt().min_ns, 50 * MS, "minimum restarts after a reconfiguration");
         // The window expires old minima.
-        let mut d = Detector::new(DetectorConfig { rtt_min_window_ns: 100 * MS, ..Default::default() });
+        let mut d = Detector::new(DetectorConfig { rtt_min_window_ns: 100 * MS, ..plain() });
         d.on_reply(mk(0, 10));
         for t in (10..=200).step_by(10) {
             d.on_reply(mk(t, 30));
@@ -733,7 +739,7 @@ mod tests {
 
     #[test]
     fn own_send_pause_suppresses_the_event() {
-        let mut d = Detector::new(DetectorConfig::default());
+        let mut d = Detector::new(plain());
         let mut out = Vec::new();
         for i in 0..20u64 {
             d.on_send(i * 10 * MS);
@@ -783,7 +789,7 @@ mod tests {
         // 220 to 270: RI 90 ms, of which our stall explains 30.
         let mut sends = steady(0, 200, 10);
         sends.extend(steady(220, 400, 10));
-        let mut d = Detector::new(DetectorConfig::default());
+        let mut d = Detector::new(plain());
         let out = probe_run(&mut d, &sends, |s| if (220..280).contains(&s) { None } else { Some(30) });
         let ev = events(&out);
         assert_eq!(ev.len(), 1, "{out:?}");
@@ -791,7 +797,7 @@ mod tests {
         // A 35 ms stall and no outage, with RTT jitter: RI 52 ms, explained by the stall.
         let mut sends = steady(0, 200, 10);
         sends.extend(steady(225, 400, 10));
-        let mut d = Detector::new(DetectorConfig::default());
+        let mut d = Detector::new(plain());
         let out = probe_run(&mut d, &sends, |s| Some(if (225..240).contains(&s) { 47 } else { 30 }));
         assert!(events(&out).is_empty(), "{out:?}");
         assert!(matches!(out[..], [Output::Suppressed { ri_ns, send_gap_ns }] if ri_ns == 52 * MS && send_gap_ns == 35 * MS), "{out:?}");
@@ -799,7 +805,7 @@ mod tests {
 
     #[test]
     fn holdoff_merges_close_outliers() {
-        let cfg = DetectorConfig { holdoff_ns: 500 * MS, ..Default::default() };
+        let cfg = DetectorConfig { holdoff_ns: 500 * MS, ..plain() };
         let mut d = Detector::new(cfg);
         let ev = events(&run(&mut d, &[0, 10, 100, 110, 300, 310, 1000, 1010]));
         assert_eq!(ev.len(), 2, "the 190 ms-later outlier is merged, the 1000 ms one is not");
@@ -812,7 +818,7 @@ mod tests {
 
     #[test]
     fn schedule_labels_periodic_and_aperiodic() {
-        let mut d = Detector::new(DetectorConfig { schedule: starlink(), ..Default::default() });
+        let mut d = Detector::new(DetectorConfig { schedule: starlink(), ..plain() });
         let mut t = steady(0, 11_991, 10);
         t.extend(steady(12_100, 20_000, 10)); // outage from 11.99 s: slot 12 s
         t.extend(steady(20_090, 26_000, 10)); // outage from 19.99 s: no slot
@@ -825,7 +831,7 @@ mod tests {
 
     #[test]
     fn missed_slot_is_flagged_only_while_replies_flow() {
-        let mut d = Detector::new(DetectorConfig { schedule: starlink(), ..Default::default() });
+        let mut d = Detector::new(DetectorConfig { schedule: starlink(), ..plain() });
         // Replies flow 0..30 s with an outage at 12 s but none at 27 s.
         let mut t = steady(0, 11_990, 10);
         t.extend(steady(12_090, 30_000, 10));
@@ -834,14 +840,14 @@ mod tests {
             out.iter().filter_map(|o| if let Output::MissedSlot { slot_wall_ns } = o { Some(*slot_wall_ns) } else { None }).collect();
         assert_eq!(missed, vec![WALL0 + 27_000 * MS as i64]);
         // Monitoring starts at 26.8 s: slot 27 is not covered from before its window.
-        let mut d = Detector::new(DetectorConfig { schedule: starlink(), ..Default::default() });
+        let mut d = Detector::new(DetectorConfig { schedule: starlink(), ..plain() });
         let out = run(&mut d, &steady(26_800, 30_000, 10));
         assert!(!out.iter().any(|o| matches!(o, Output::MissedSlot { .. })));
     }
 
     #[test]
     fn wall_clock_jump_does_not_fake_events_or_misses() {
-        let mut d = Detector::new(DetectorConfig { schedule: starlink(), ..Default::default() });
+        let mut d = Detector::new(DetectorConfig { schedule: starlink(), ..plain() });
         let mut out = Vec::new();
         // 0..5 s steady; then the wall clock jumps forward by 30 s (mono continues).
         for (i, t) in steady(0, 5_000, 10).into_iter().enumerate() {

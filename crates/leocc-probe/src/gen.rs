@@ -572,10 +572,14 @@ mod tests {
         let c = GenConfig { aperiodic_per_s: 0.0, loss: 0.0, ..cfg(PathKind::BentPipe, 5) };
         let s = generate(&c).unwrap();
         for e in &s.truth {
-            // The first reply after the outage start comes after its end.
-            let after = s.replies.iter().find(|r| r.wall_ns > e.start_wall_ns).unwrap();
-            let before = s.replies.iter().rev().find(|r| r.wall_ns <= e.start_wall_ns).unwrap();
-            assert!(after.wall_ns - before.wall_ns >= e.duration_ns, "{e:?}");
+            // Replies already in flight still arrive, then nothing until the held probes come
+            // out: a response interval of about the outage's length, starting within an RTT.
+            let near: Vec<&PingLine> = s.replies.iter().filter(|r| r.wall_ns >= e.start_wall_ns && r.wall_ns <= e.start_wall_ns + e.duration_ns + 400_000_000).collect();
+            let longest = near.windows(2).map(|w| w[1].wall_ns - w[0].wall_ns).max().unwrap();
+            assert!(longest as f64 >= 0.7 * e.duration_ns as f64, "{e:?}: longest RI {longest}");
+            // Held probes come out with an RTT raised by up to the outage's length.
+            let peak = near.iter().map(|r| r.rtt_ns).max().unwrap();
+            assert!(peak as f64 >= 24e6 + 0.4 * e.duration_ns as f64, "{e:?}: peak RTT {peak}");
         }
     }
 

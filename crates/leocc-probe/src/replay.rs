@@ -299,7 +299,9 @@ mod tests {
         let lines = parse_ping_d(&text, "synthetic").unwrap();
         assert_eq!(lines[0].rtt_ns, 31_100_000);
         let sched = Schedule::starlink(500 * MS as u64);
-        let r = replay_report(&lines, DetectorConfig::default(), &sched, None);
+        // The paper's rule: this test is about parsing and slot scoring.
+        let plain = DetectorConfig { scoring: crate::detect::Scoring::Threshold, ..DetectorConfig::default() };
+        let r = replay_report(&lines, plain, &sched, None);
         assert_eq!(r.events.len(), 3);
         assert_eq!(r.events.iter().map(|e| e.kind).collect::<Vec<_>>(), vec![Kind::Periodic, Kind::Aperiodic, Kind::Periodic]);
         assert_eq!(r.score.truth, 3, "slots 12, 27 and 42 lie inside 0..45 s");

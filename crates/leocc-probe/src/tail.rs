@@ -24,6 +24,8 @@ pub const BINS: usize = 1024;
 /// The empirical share is trusted when at least this many (decayed) samples lie at or above
 /// the value; otherwise the tail is extrapolated from the highest threshold that has them.
 const MIN_TAIL_SAMPLES: f64 = 16.0;
+/// The tail's scale beyond u is estimated from at least this many samples strictly above u.
+const MIN_SCALE_SAMPLES: f64 = 4.0;
 
 /// A decaying histogram of non-negative durations with tail probabilities.
 #[derive(Clone, Debug)]
@@ -97,7 +99,8 @@ impl TailHistogram {
     /// fatten the tail that judges the next ones. At least one bin.
     fn tail_scale(&self, u: usize) -> f64 {
         let above: f64 = self.bins[u + 1..].iter().map(|&c| f64::from(c)).sum();
-        if above <= 0.0 {
+        if above < MIN_SCALE_SAMPLES {
+            // Too few samples beyond u to say how the tail falls: the data end at u.
             return 1.0;
         }
         let mut cum = 0.0;
@@ -117,7 +120,8 @@ impl TailHistogram {
 /// continues with probability q (the burstiness), so P(K ≥ k) = p · q^(k−1) for k ≥ 1. Both are
 /// counted from the stream's normal intervals with the same halving as the histograms, and
 /// start from weak priors (Beta pseudo-counts) so that a young stream is not overconfident:
-/// one burst per 50 intervals, q = 1/2.
+/// one burst per 50 intervals (the lossiest 2–5 % streams), q = 1/3 (a mean burst of
+/// 1.5 probes).
 #[derive(Clone, Debug)]
 pub struct LossRuns {
     intervals: f64,
@@ -130,8 +134,9 @@ pub struct LossRuns {
 /// Prior pseudo-counts of [`LossRuns`]: one run in 50 intervals (a 2 % burst rate) ...
 const PRIOR_RUNS: f64 = 1.0;
 const PRIOR_INTERVALS: f64 = 50.0;
-/// ... and one continuation for one stop (q = 1/2).
+/// ... and one continuation for two stops (q = 1/3).
 const PRIOR_CONTINUATIONS: f64 = 1.0;
+const PRIOR_STOPS: f64 = 2.0;
 
 impl LossRuns {
     /// No data yet; counts halve every `half_life` intervals.
@@ -158,7 +163,7 @@ impl LossRuns {
     /// (p, q): the burst rate and the continuation probability.
     pub fn params(&self) -> (f64, f64) {
         let p = (self.runs + PRIOR_RUNS) / (self.intervals + PRIOR_INTERVALS);
-        let q = (self.continuations + PRIOR_CONTINUATIONS) / (self.continuations + self.runs + PRIOR_CONTINUATIONS + PRIOR_RUNS);
+        let q = (self.continuations + PRIOR_CONTINUATIONS) / (self.continuations + self.runs + PRIOR_CONTINUATIONS + PRIOR_STOPS);
         (p.min(1.0), q.min(1.0))
     }
 
@@ -209,8 +214,8 @@ mod tests {
     #[test]
     fn loss_runs_follow_the_channel_and_start_cautious() {
         let young = LossRuns::new(4096);
-        // Before any data: a 2 % burst rate, q = 1/2: five lost probes are 1 in 800.
-        assert!((young.tail(5) - 0.02 / 16.0).abs() < 1e-9);
+        // Before any data: a 2 % burst rate, q = 1/3: five lost probes are 1 in 4050.
+        assert!((young.tail(5) - 0.02 / 81.0).abs() < 1e-9);
         let mut l = LossRuns::new(1 << 20);
         let mut r = leocc_trace::rng::Rng::new(2);
         // Bursts start with probability 0.01 and continue with 0.5.
