@@ -339,7 +339,9 @@ pub fn run(opts: Options, publisher: Option<Box<dyn Publisher>>) -> Result<Summa
         last_heard: now,
         resume_fast: false,
         recent: VecDeque::new(),
-        last_signal: SignalUpdate::default(),
+        // Until our first event the map's old event (if any) keeps full confidence, as an
+        // older daemon would have published it.
+        last_signal: SignalUpdate { confidence: crate::detect::CONF_FULL, ..SignalUpdate::default() },
         published: 0,
         opts,
     };

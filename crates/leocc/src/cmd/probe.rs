@@ -400,6 +400,7 @@ impl daemon::Publisher for KernelMap {
 
     fn publish(&mut self, s: &daemon::SignalUpdate) -> Result<(), String> {
         let sig = leocc_kernel::Signal::new(s.reconfig_time_ns, s.seq, s.probe_time_ns, s.term_pop_rtt_us);
+        let sig = sig.with_confidence(s.confidence);
         leocc_kernel::signal::write_signal_at(&self.path, &sig).map_err(|e| e.to_string())
     }
 }
