@@ -242,9 +242,17 @@ struct RunArgs {
     /// Prefix the PoP lies in, for --auto (repeatable).
     #[arg(long = "pop-prefix", value_name = "CIDR", default_value = DEFAULT_PREFIX)]
     pop_prefix: Vec<String>,
-    /// Δoutage: response interval above which a reconfiguration is declared, ms.
+    /// Δoutage: response interval above which an interval is a candidate, ms.
     #[arg(long, default_value_t = 45.0)]
     threshold_ms: f64,
+    /// How candidates are judged: `evidence` (default: the gap's whole signature against the
+    /// stream's statistics and learned schedule) or `threshold` (the paper's rule).
+    #[arg(long, default_value = "evidence")]
+    scoring: String,
+    /// Candidates at least this confident (0-100) are published as reconfigurations; weaker
+    /// ones are only logged (`weak`).
+    #[arg(long, default_value_t = leocc_probe::detect::DEFAULT_MIN_CONFIDENCE)]
+    min_confidence: u8,
     /// Probe interval, ms.
     #[arg(long, default_value_t = 10.0)]
     interval_ms: f64,
@@ -344,10 +352,15 @@ fn run_daemon(a: RunArgs) -> anyhow::Result<()> {
         Some(s) => Some((s * 1e9) as u64),
         None => None,
     };
+    if a.min_confidence > 100 {
+        bail!("--min-confidence must be 0..100 (got {})", a.min_confidence);
+    }
     let detector = DetectorConfig {
         threshold_ns: ms_to_ns("threshold-ms", a.threshold_ms, 1.0)?,
         holdoff_ns: ms_to_ns("holdoff-ms", a.holdoff_ms, 0.0)?,
         schedule: schedule_of(a.schedule.as_deref(), a.slot_tolerance_ms)?,
+        scoring: scoring_of(&a.scoring)?,
+        min_confidence: a.min_confidence,
         ..DetectorConfig::default()
     };
     let interval_ns = ms_to_ns("interval-ms", a.interval_ms, 1.0)?;
@@ -435,14 +448,27 @@ fn status(run_dir: Option<PathBuf>, json: bool) -> anyhow::Result<()> {
     println!("  probes         {} sent, {} replies, {} send errors, last reply {} ms ago", s["probes_sent"], s["replies"], s["send_errors"], f(&s["last_reply_age_ms"]));
     println!("  RTT to PoP     latest {} ms, srtt {} ms, min {} ms", f(&s["rtt"]["latest_ms"]), f(&s["rtt"]["srtt_ms"]), f(&s["rtt"]["min_ms"]));
     let c = &s["counters"];
-    println!("  events         {} reconfigurations, {} missed slots, {} suppressed, {} wall-clock jumps", c["events"], c["missed_slots"], c["suppressed"], c["wall_jumps"]);
+    println!(
+        "  events         {} reconfigurations (confidence >= {}), {} weak candidates, {} missed slots, {} suppressed, {} wall-clock jumps",
+        c["events"], s["min_confidence"], c["weak"], c["missed_slots"], c["suppressed"], c["wall_jumps"]
+    );
+    let learned = s["learned_period_ms"].as_f64().map_or("none yet".to_string(), |p| format!("period {:.3} s", p / 1e3));
+    println!("  scoring        {}, probe spacing {} ms, learned schedule: {learned}", s["scoring"].as_str().unwrap_or("?"), f(&s["spacing_ms"]));
     println!("  kernel         {}", s["kernel"].as_str().unwrap_or("?"));
     if let Some(evs) = s["recent_events"].as_array() {
         if !evs.is_empty() {
             println!("  latest events:");
         }
         for e in evs.iter().rev() {
-            println!("    #{:<5} wall {:.3}  ri {:>7} ms  {:<10} rtt {} ms", e["seq"], e["wall"].as_f64().unwrap_or(0.0), f(&e["ri_ms"]), e["kind"].as_str().unwrap_or("?"), f(&e["rtt_ms"]));
+            println!(
+                "    #{:<5} wall {:.3}  confidence {:>3}  ri {:>7} ms  {:<10} rtt {} ms",
+                e["seq"],
+                e["wall"].as_f64().unwrap_or(0.0),
+                e["confidence"].as_u64().map_or("-".to_string(), |c| c.to_string()),
+                f(&e["ri_ms"]),
+                e["kind"].as_str().unwrap_or("?"),
+                f(&e["rtt_ms"])
+            );
         }
     }
     Ok(())
