@@ -89,29 +89,44 @@ impl TailHistogram {
         if u == k {
             return Some(p_u);
         }
-        Some((p_u * (-((k - u) as f64) / self.tail_scale(u)).exp()).clamp(f64::MIN_POSITIVE, 1.0))
+        Some((p_u * (-((k - u) as f64) / self.tail_scale(u, p_u)).exp()).clamp(f64::MIN_POSITIVE, 1.0))
     }
 
-    /// Scale (in bins) of the exponential tail above bin u, from the samples strictly above u:
-    /// their median excess / ln 2. Strictly above, because for lattice data (whole lost probes)
-    /// the mass sitting at u would drag the estimate to zero; the median rather than the mean,
-    /// because the few outages that went undetected are in the histogram too and must not
-    /// fatten the tail that judges the next ones. At least one bin.
-    fn tail_scale(&self, u: usize) -> f64 {
+    /// Scale (in bins) of the exponential tail above bin u: the larger (the more cautious) of
+    /// two estimates. (a) The median excess of the samples strictly above u, / ln 2: strictly
+    /// above, because for lattice data (whole lost probes) the mass sitting at u would drag the
+    /// estimate to zero; the median rather than the mean, because the few outages that went
+    /// undetected are in the histogram too and must not fatten the tail that judges the next
+    /// ones. Needs [`MIN_SCALE_SAMPLES`] above u. (b) The exponential through the median and
+    /// u: scale = (u − median) / ln(P(X ≥ median) / P(X ≥ u)), which a young histogram always
+    /// has. At least one bin.
+    fn tail_scale(&self, u: usize, p_u: f64) -> f64 {
+        let mut scale: f64 = 1.0;
         let above: f64 = self.bins[u + 1..].iter().map(|&c| f64::from(c)).sum();
-        if above < MIN_SCALE_SAMPLES {
-            // Too few samples beyond u to say how the tail falls: the data end at u.
-            return 1.0;
-        }
-        let mut cum = 0.0;
-        for (i, &c) in self.bins[u + 1..].iter().enumerate() {
-            cum += f64::from(c);
-            if cum >= above / 2.0 {
-                // Excess of bin u+1+i over u is i+1 bins.
-                return ((i + 1) as f64 / std::f64::consts::LN_2).max(1.0);
+        if above >= MIN_SCALE_SAMPLES {
+            let mut cum = 0.0;
+            for (i, &c) in self.bins[u + 1..].iter().enumerate() {
+                cum += f64::from(c);
+                if cum >= above / 2.0 {
+                    // Excess of bin u+1+i over u is i+1 bins.
+                    scale = scale.max((i + 1) as f64 / std::f64::consts::LN_2);
+                    break;
+                }
             }
         }
-        1.0
+        let (mut cum, mut median) = (0.0, 0usize);
+        for (b, &c) in self.bins.iter().enumerate() {
+            cum += f64::from(c);
+            if cum >= self.total / 2.0 {
+                median = b;
+                break;
+            }
+        }
+        let p_median: f64 = self.bins[median..].iter().map(|&c| f64::from(c)).sum::<f64>() / self.total;
+        if u > median && p_median > p_u {
+            scale = scale.max((u - median) as f64 / (p_median / p_u).ln());
+        }
+        scale
     }
 }
 
