@@ -6,7 +6,8 @@
 //! - **sends** every `spacing` ms plus timer jitter: Gaussian (`send_jitter_ms`) and, with
 //!   probability `slip_prob`, a slip of 40–60 % of a spacing (a prober that misses its tick);
 //! - **RTT** = base level + an AR(1) jitter term (coefficient `ar`, stationary sd `jitter_ms`)
-//!   + one-off spikes (probability `spike_prob`, exponential size of mean `spike_ms`), plus
+//!   + one-off spikes (probability `spike_prob`, exponential size of mean `spike_ms`) and
+//!   one-off visits to an upper RTT band (`band_jump_prob`, `band_jump_ms`), plus
 //!   congestion episodes that raise the base for seconds; replies keep FIFO order (a reply
 //!   cannot overtake the previous one), which bunches replies after a spike as on real paths;
 //! - **loss**: a Gilbert–Elliott channel (good/bad state, every probe lost in the bad state)
@@ -132,6 +133,10 @@ pub struct Jitter {
     pub spike_prob: f64,
     /// Mean spike size, ms (exponential).
     pub spike_ms: f64,
+    /// Probability that a probe's RTT sits in the upper RTT band for that one probe.
+    pub band_jump_prob: f64,
+    /// Height of the upper band above the base, ms (± 3 ms).
+    pub band_jump_ms: f64,
     /// Congestion episodes per second.
     pub episode_per_s: f64,
     /// Mean episode length, s.
@@ -158,22 +163,29 @@ impl Jitter {
         jitter_ms: 5.5,
         spike_prob: 0.08,
         spike_ms: 11.0,
+        band_jump_prob: 0.0,
+        band_jump_ms: 0.0,
         episode_per_s: 1.0 / 150.0,
         episode_s: 8.0,
         episode_ms: 40.0,
         level_jump_ms: 8.0,
         resolution_ms: 0.1,
     };
-    /// Fit to the real ping-isl recording (154 s): residual sd 5.6 ms, lag-1 autocorrelation
-    /// 0.10, 99.9th percentile +27 ms, send gaps 15 ± 3 ms, median RTT 151 ms, 1 ms resolution.
+    /// Fit to the real ping-isl recording (154 s, away from the slots): residual sd 5.6 ms,
+    /// lag-1 autocorrelation 0.10, send gaps 15 ± 3 ms, median RTT 151 ms, 1 ms resolution;
+    /// RTT steps between consecutive replies ≥ 20 ms in 1.1 % of intervals but ≥ 30 ms in only
+    /// 0.07 % (largest 33 ms): single replies in a band ~24 ms up (e.g. 145 → 170 ms), not a
+    /// long tail.
     pub const ISL: Jitter = Jitter {
         base_ms: 150.0,
         send_jitter_ms: 2.8,
         slip_prob: 0.0,
         ar: 0.10,
         jitter_ms: 4.5,
-        spike_prob: 0.04,
-        spike_ms: 8.0,
+        spike_prob: 0.02,
+        spike_ms: 4.0,
+        band_jump_prob: 0.011,
+        band_jump_ms: 24.0,
         episode_per_s: 1.0 / 300.0,
         episode_s: 5.0,
         episode_ms: 20.0,
@@ -389,7 +401,10 @@ pub fn generate(cfg: &GenConfig) -> Result<Stream, String> {
         }
         let extra = if t < episode_until { episode_extra } else { 0.0 };
         x = j.ar * x + innov_sd * rng_rtt.normal();
-        let spike = if rng_rtt.chance(j.spike_prob) { rng_rtt.exp(j.spike_ms) } else { 0.0 };
+        let mut spike = if rng_rtt.chance(j.spike_prob) { rng_rtt.exp(j.spike_ms) } else { 0.0 };
+        if rng_rtt.chance(j.band_jump_prob) {
+            spike += j.band_jump_ms + rng_rtt.range(-3.0, 3.0);
+        }
         let rtt_ms = (base + extra + x + spike).max(j.base_ms * 0.3);
         let mut recv = t + (rtt_ms * NS_PER_MS) as i64;
         let lost_by_channel = ge.lost(&mut rng_loss);
