@@ -466,13 +466,14 @@ impl Detector {
             self.learner.on_candidate(prev as i64);
         }
         if confidence < self.cfg.min_confidence {
-            if evidence_confidence >= LEARN_CONFIDENCE && self.cfg.scoring == Scoring::Evidence {
-                self.learner.learn(prev as i64);
-            }
+            // The record shows the schedule the candidate was judged with, before it is learned.
             if confidence >= self.cfg.report_confidence {
                 self.counters.weak += 1;
                 let ev = self.event(r, prev, ri, confidence, gap, step, p_normal, prior);
                 out.push(Output::Weak(ev));
+            }
+            if evidence_confidence >= LEARN_CONFIDENCE && self.cfg.scoring == Scoring::Evidence {
+                self.learner.learn(prev as i64);
             }
             return false;
         }

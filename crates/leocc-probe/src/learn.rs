@@ -19,7 +19,8 @@
 //!   π = ρ · spacing / 2w;
 //! - elsewhere: the rest of the base rate, never below one per [`MIN_EVENT_PERIOD_NS`].
 //! The reliability ρ = (hits + 1) / (hits + misses + 2) counts predicted slots that did or did
-//! not see an event while replies were flowing, with forgetting; [`MISSES_TO_FORGET`]
+//! not see an event or at least a candidate (an RI above the threshold, however weak) while
+//! replies were flowing, with forgetting; [`MISSES_TO_FORGET`]
 //! consecutive misses mean the grid moved, and the events from before are forgotten so that the
 //! new grid is learned from the next ones.
 //!
@@ -196,7 +197,9 @@ impl ScheduleLearner {
         let mut slot = *self.next_slot.get_or_insert_with(|| now - g.offset(now).0);
         while slot + g.window_ns < now {
             let watched = monitored_since <= slot - g.window_ns;
-            let hit = self.is_used(&g, slot);
+            // A slot that showed any candidate (even one too weak to act on) is no miss: a
+            // miss is a slot during which the stream stayed unremarkable.
+            let hit = self.is_used(&g, slot) || self.candidates.iter().any(|&c| (c - slot).abs() <= g.window_ns.max(FIT_TOLERANCE_NS));
             self.hits *= RELIABILITY_DECAY;
             self.misses *= RELIABILITY_DECAY;
             if hit {
