@@ -5,8 +5,8 @@
 //! wall-clock receive time and RTT. The model, per probe `i`:
 //! - **sends** every `spacing` ms plus timer jitter: Gaussian (`send_jitter_ms`) and, with
 //!   probability `slip_prob`, a slip of 40–60 % of a spacing (a prober that misses its tick);
-//! - **RTT** = base level + an AR(1) jitter term (coefficient `ar`, stationary sd `jitter_ms`)
-//!   + one-off spikes (probability `spike_prob`, exponential size of mean `spike_ms`) and
+//! - **RTT** = base level + an AR(1) jitter term (coefficient `ar`, stationary sd `jitter_ms`),
+//!   plus one-off spikes (probability `spike_prob`, exponential size of mean `spike_ms`) and
 //!   one-off visits to an upper RTT band (`band_jump_prob`, `band_jump_ms`), plus
 //!   congestion episodes that raise the base for seconds; replies keep FIFO order (a reply
 //!   cannot overtake the previous one), which bunches replies after a spike as on real paths;
@@ -79,7 +79,7 @@ impl Grid {
             "shifting" => Ok(Grid::Shifting { shift_every_s: SHIFT_EVERY_S }),
             "none" => Ok(Grid::None),
             _ => match s.strip_prefix("period:").map(str::parse::<f64>) {
-                Some(Ok(p)) if p >= 2.0 && p <= 600.0 => Ok(Grid::Period(p)),
+                Some(Ok(p)) if (2.0..=600.0).contains(&p) => Ok(Grid::Period(p)),
                 _ => Err(format!("unknown grid '{s}' (starlink, oneweb, shifting, none, period:SECONDS with 2..600 s)")),
             },
         }
@@ -226,7 +226,7 @@ impl GenConfig {
         if !(0.0..0.5).contains(&self.loss) {
             return bad("loss must be in [0, 0.5)");
         }
-        if !(self.burst_len >= 1.0) {
+        if self.burst_len.is_nan() || self.burst_len < 1.0 {
             return bad("burst length must be >= 1 probe");
         }
         if !(self.duration_s > 0.0 && self.duration_s <= 86_400.0) {

@@ -18,6 +18,7 @@
 //!   one of the 2w/spacing intervals of its window with the grid's reliability ρ:
 //!   π = ρ · spacing / 2w;
 //! - elsewhere: the rest of the base rate, never below one per [`MIN_EVENT_PERIOD_NS`].
+//!
 //! The reliability ρ = (hits + 1) / (hits + misses + 2) counts predicted slots that did or did
 //! not see an event or at least a candidate (an RI above the threshold, however weak) while
 //! replies were flowing, with forgetting; [`MISSES_TO_FORGET`]
