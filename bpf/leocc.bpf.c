@@ -186,14 +186,18 @@ static __always_inline bool signal_is_fresh(const struct leocc_signal *s, __u64 
 
 #include "leocc_option.bpf.c"
 
+_Static_assert(LEOCC_SIGNAL_CONF_FULL == LEOCC_CONF_FULL, "the signal's full confidence is the core's");
+
+/* One reconfiguration to the core, with the detector's confidence in it (the core acts fully
+ * on confident events and not at all below params.rcf_min_confidence). */
 static __always_inline void feed_reconfig(struct leocc_state *st, struct leocc_ca *ca,
-					  __u64 seq, __u64 time_ns, __u64 now_us)
+					  __u64 seq, __u64 time_ns, __u32 confidence, __u64 now_us)
 {
 	__u64 time_us = time_ns / NSEC_PER_USEC;
 	struct leocc_reconfig_event ev = {
 		.time_us = time_us,
 		.seq = seq,
-		.confidence = LEOCC_CONF_FULL,
+		.confidence = confidence,
 	};
 
 	if (time_us < ca->start_us)
@@ -229,7 +233,7 @@ static __always_inline void feed_remote(struct leocc_state *st, struct leocc_ca 
 	if (ofl->events != ca->remote_events) {
 		ca->remote_events = ofl->events;
 		ca->signal_seq = ofl->events;
-		feed_reconfig(st, ca, ofl->events, ofl->event_ns, now_us);
+		feed_reconfig(st, ca, ofl->events, ofl->event_ns, ofl->confidence, now_us);
 	}
 	if (ofl->term_pop_rtt_us && ofl->probe_ns != ca->probe_time_ns) {
 		ca->probe_time_ns = ofl->probe_ns;
@@ -256,7 +260,7 @@ static __always_inline void feed_signal(struct leocc_state *st, struct leocc_ca 
 
 	if (s->seq != ca->signal_seq) {
 		ca->signal_seq = s->seq;
-		feed_reconfig(st, ca, s->seq, s->reconfig_time_ns, now_us);
+		feed_reconfig(st, ca, s->seq, s->reconfig_time_ns, leocc_signal_confidence(s), now_us);
 	}
 	if (s->term_pop_rtt_us && s->probe_time_ns != ca->probe_time_ns) {
 		ca->probe_time_ns = s->probe_time_ns;

@@ -90,7 +90,8 @@ struct leocc_opt_flow {
 	__u8 rx_seen;          /* rx_seq is valid */
 	__u8 mode;             /* LEOCC_OPT_PRODUCING | LEOCC_OPT_CONSUMING */
 	__u8 opt_unclaimed;    /* an option was parsed and cong_control has not run since */
-	__u8 pad[3];
+	__u8 confidence;       /* the peer's confidence in its last accepted event, 0..100 */
+	__u8 pad[2];
 };
 
 struct {
@@ -184,7 +185,10 @@ static __always_inline bool build_signal(__u8 *opt, __u64 now_ns)
 	opt[1] = LEOCC_OPT_SIG_LEN;
 	opt[2] = LEOCC_OPT_EXID >> 8;
 	opt[3] = LEOCC_OPT_EXID & 0xff;
-	opt[4] = (LEOCC_OPT_VERSION << 4) | (s->seq ? LEOCC_SIGF_EVENT : 0);
+	opt[4] = (LEOCC_OPT_VERSION << 4) |
+		 (s->seq ? LEOCC_SIGF_EVENT |
+				   (leocc_opt_conf_grade(leocc_signal_confidence(s)) << LEOCC_SIGF_CONF_SHIFT)
+			 : 0);
 	opt[5] = s->seq >> 8;
 	opt[6] = s->seq;
 	opt[7] = age_ms >> 8;
@@ -359,7 +363,7 @@ static __always_inline bool has_foreign_experiment(struct bpf_sock_ops *skops)
 /* A new sequence number from the peer: a reconfiguration, unless it predates the connection
  * or comes too soon after the last one. */
 static __always_inline void take_event(struct leocc_opt_flow *fl, __u16 seq, __u64 age_ms,
-				       __u64 now_ns)
+				       __u32 confidence, __u64 now_ns)
 {
 	__u64 event_ns = sat_sub(now_ns, age_ms * NSEC_PER_MSEC);
 
@@ -377,6 +381,7 @@ static __always_inline void take_event(struct leocc_opt_flow *fl, __u16 seq, __u
 	}
 	fl->events++;
 	fl->event_ns = event_ns;
+	fl->confidence = confidence;
 	fl->last_accept_ns = now_ns;
 	opt_count(LEOCC_CNT_EVENTS);
 }
@@ -428,7 +433,9 @@ static __always_inline void on_parse(struct bpf_sock_ops *skops)
 	}
 	if (opt[4] & LEOCC_SIGF_EVENT) {
 		age_ms = (__u64)opt[7] << 8 | opt[8];
-		take_event(fl, (__u16)((__u16)opt[5] << 8 | opt[6]), age_ms, now_ns);
+		take_event(fl, (__u16)((__u16)opt[5] << 8 | opt[6]), age_ms,
+			   leocc_opt_conf_of_grade((opt[4] & LEOCC_SIGF_CONF_MASK) >> LEOCC_SIGF_CONF_SHIFT),
+			   now_ns);
 	}
 }
 

@@ -22,7 +22,8 @@
  *   0     kind = 253
  *   1     length = 12
  *   2..3  ExID
- *   4     version (high nibble) | flags (low nibble, LEOCC_SIGF_*)
+ *   4     version (high nibble) | flags (low nibble: LEOCC_SIGF_EVENT, and in bits 1..3 the
+ *         confidence grade of the last reconfiguration, LEOCC_SIGF_CONF_*)
  *   5..6  reconfiguration sequence number, low 16 bits (changes by one per event)
  *   7..8  age of the last reconfiguration, milliseconds, saturating at 0xffff
  *   9..10 terminal-PoP RTT, units of LEOCC_OPT_RTT_UNIT_US, saturating; 0 = unknown
@@ -57,6 +58,14 @@
 #define LEOCC_CAP_CONSUME 0x2 /* reads the signal into LeoCC (sender role) */
 /* Flags, low nibble of byte 4 in the signal option. */
 #define LEOCC_SIGF_EVENT 0x1 /* at least one reconfiguration was detected: seq/age valid */
+/* Bits 1..3 of byte 4: the detector's confidence in the last reconfiguration as a grade g:
+ * 0 = not given (a version-1 writer from before grades: full confidence), else
+ * confidence = (g - 1) * 100 / 6, i.e. 0, 16, 33, 50, 66, 83, 100. The writer rounds down
+ * (g = 1 + confidence * 6 / 100), so an event below 50 never reads as 50. Version-1 readers
+ * ignore these bits, so the version stays 1. */
+#define LEOCC_SIGF_CONF_SHIFT 1
+#define LEOCC_SIGF_CONF_MASK 0xe
+#define LEOCC_SIGF_CONF_GRADES 6
 
 /* A peer's reconfiguration claims closer together than this (ns) are dropped: Starlink
  * reconfigures every 15 s, OneWeb every ~11 s, aperiodic ones are rarer (seed 000 §3). */
@@ -82,5 +91,21 @@ enum leocc_opt_counter {
 	LEOCC_CNT_SAME_ACK,           /* cong_control ran on the ACK whose option was just parsed */
 	LEOCC_CNT_MAX,
 };
+
+/* Confidence 0..100 -> grade 1..7 (bits 1..3 of byte 4 once shifted). */
+static inline __u8 leocc_opt_conf_grade(__u32 confidence)
+{
+	if (confidence > 100)
+		confidence = 100;
+	return (__u8)(1 + confidence * LEOCC_SIGF_CONF_GRADES / 100);
+}
+
+/* Grade -> confidence; grade 0 (not given) is full confidence. */
+static inline __u32 leocc_opt_conf_of_grade(__u8 grade)
+{
+	if (grade == 0 || grade > LEOCC_SIGF_CONF_GRADES + 1)
+		return 100;
+	return (__u32)(grade - 1) * 100 / LEOCC_SIGF_CONF_GRADES;
+}
 
 #endif /* LEOCC_OPTION_H */

@@ -17,7 +17,9 @@
  *                     is ignored: LeoCC then runs its no-detector behaviour.
  *   term_pop_rtt_us   latest terminal-to-PoP round-trip time in microseconds, 0 when unknown;
  *                     it lets LeoCC tell a satellite bottleneck from a terrestrial one.
- *   flags             reserved, write 0.
+ *   flags             bits 0..7: the confidence (0..100) of the last reconfiguration, valid when
+ *                     LEOCC_SIGNAL_CONF_GIVEN is set; an entry without that bit (written by an
+ *                     older daemon) means full confidence. Other bits reserved, write 0.
  *   check             leocc_signal_check() of the other fields. A map update copies the value
  *                     without a lock, so an ACK may read an entry half-written; the check makes
  *                     such a torn read visible and the flow simply reads again on its next ACK.
@@ -48,6 +50,12 @@
 /* Mixed into the check so that an all-zero (never written) entry does not pass as valid. */
 #define LEOCC_SIGNAL_MAGIC 0x4c454f4343534947ULL /* "LEOCCSIG" */
 
+/* flags: the confidence of the last reconfiguration is in LEOCC_SIGNAL_CONF_MASK. */
+#define LEOCC_SIGNAL_CONF_GIVEN (1u << 8)
+#define LEOCC_SIGNAL_CONF_MASK 0xffu
+/* The full confidence, the core's LEOCC_CONF_FULL (bpf/leocc.bpf.c checks they agree). */
+#define LEOCC_SIGNAL_CONF_FULL 100u
+
 struct leocc_signal {
 	__u64 reconfig_time_ns;
 	__u64 seq;
@@ -62,6 +70,16 @@ static inline __u64 leocc_signal_check(const struct leocc_signal *s)
 {
 	return s->reconfig_time_ns ^ (s->seq << 1) ^ (s->probe_time_ns << 2) ^
 	       ((__u64)s->term_pop_rtt_us << 3) ^ ((__u64)s->flags << 35) ^ LEOCC_SIGNAL_MAGIC;
+}
+
+/* The confidence (0..LEOCC_SIGNAL_CONF_FULL) the entry gives its last reconfiguration. */
+static inline __u32 leocc_signal_confidence(const struct leocc_signal *s)
+{
+	__u32 c = s->flags & LEOCC_SIGNAL_CONF_MASK;
+
+	if (!(s->flags & LEOCC_SIGNAL_CONF_GIVEN))
+		return LEOCC_SIGNAL_CONF_FULL;
+	return c > LEOCC_SIGNAL_CONF_FULL ? LEOCC_SIGNAL_CONF_FULL : c;
 }
 
 #endif /* LEOCC_SIGNAL_H */

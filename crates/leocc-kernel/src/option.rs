@@ -41,6 +41,26 @@ pub const CAP_PRODUCE: u8 = 0x1;
 pub const CAP_CONSUME: u8 = 0x2;
 /// Signal flag: a reconfiguration was detected, seq and age are valid (LEOCC_SIGF_EVENT).
 pub const SIGF_EVENT: u8 = 0x1;
+/// Bits 1..3 of the signal flags: the confidence grade of the last event (LEOCC_SIGF_CONF_*).
+pub const SIGF_CONF_SHIFT: u8 = 1;
+/// Mask of the confidence grade in byte 4 (LEOCC_SIGF_CONF_MASK).
+pub const SIGF_CONF_MASK: u8 = 0xe;
+/// Grades above "not given": confidence = (grade − 1) × 100 / 6 (LEOCC_SIGF_CONF_GRADES).
+pub const SIGF_CONF_GRADES: u32 = 6;
+
+/// leocc_opt_conf_grade(): confidence 0..=100 → grade 1..=7, rounding down so that an event
+/// below 50 never reads as 50.
+pub fn conf_grade(confidence: u32) -> u8 {
+    (1 + confidence.min(100) * SIGF_CONF_GRADES / 100) as u8
+}
+
+/// leocc_opt_conf_of_grade(): grade → confidence; 0 (a writer from before grades) is full.
+pub fn conf_of_grade(grade: u8) -> u32 {
+    if grade == 0 || u32::from(grade) > SIGF_CONF_GRADES + 1 {
+        return 100;
+    }
+    (u32::from(grade) - 1) * 100 / SIGF_CONF_GRADES
+}
 /// Unit of the terminal-PoP RTT field, microseconds (LEOCC_OPT_RTT_UNIT_US).
 pub const OPT_RTT_UNIT_US: u32 = 10;
 /// Unit of the probe-age field, milliseconds (LEOCC_OPT_PROBE_AGE_UNIT_MS).
@@ -452,9 +472,28 @@ mod tests {
         assert_eq!(define("LEOCC_CAP_PRODUCE"), format!("{CAP_PRODUCE:#x}"));
         assert_eq!(define("LEOCC_CAP_CONSUME"), format!("{CAP_CONSUME:#x}"));
         assert_eq!(define("LEOCC_SIGF_EVENT"), format!("{SIGF_EVENT:#x}"));
+        assert_eq!(define("LEOCC_SIGF_CONF_SHIFT"), SIGF_CONF_SHIFT.to_string());
+        assert_eq!(define("LEOCC_SIGF_CONF_MASK"), format!("{SIGF_CONF_MASK:#x}"));
+        assert_eq!(define("LEOCC_SIGF_CONF_GRADES"), SIGF_CONF_GRADES.to_string());
         assert_eq!(define("LEOCC_OPT_RTT_UNIT_US"), OPT_RTT_UNIT_US.to_string());
         assert_eq!(define("LEOCC_OPT_PROBE_AGE_UNIT_MS"), OPT_PROBE_AGE_UNIT_MS.to_string());
         assert_eq!(define("LEOCC_OPT_MIN_EVENT_GAP_NS"), format!("{OPT_MIN_EVENT_GAP_NS}ULL"));
+    }
+
+    #[test]
+    fn confidence_grades_round_trip_and_keep_the_threshold() {
+        assert_eq!(conf_of_grade(0), 100, "no grade: a writer from before grades");
+        assert_eq!(conf_of_grade(conf_grade(100)), 100);
+        assert_eq!(conf_of_grade(conf_grade(50)), 50);
+        assert_eq!(conf_of_grade(conf_grade(0)), 0);
+        for c in 0..=100 {
+            let back = conf_of_grade(conf_grade(c));
+            assert!(back <= c && c - back <= 100 / SIGF_CONF_GRADES + 1, "{c} -> {back}");
+            assert_eq!(back >= 50, c >= 50, "{c}: the core's threshold survives the wire");
+            let bits = conf_grade(c) << SIGF_CONF_SHIFT;
+            assert_eq!(bits & !SIGF_CONF_MASK, 0, "the grade stays in bits 1..3");
+            assert_eq!(bits & SIGF_EVENT, 0);
+        }
     }
 
     #[test]

@@ -20,6 +20,13 @@ pub const STATS_PIN: &str = "/sys/fs/bpf/leocc/stats";
 pub const SIGNAL_STALE_NS: u64 = 1_000_000_000;
 /// Mixed into [`Signal::check`] so an all-zero entry is not valid (LEOCC_SIGNAL_MAGIC).
 pub const SIGNAL_MAGIC: u64 = 0x4c45_4f43_4353_4947;
+/// `flags` bit: bits 0..7 hold the confidence of the last reconfiguration
+/// (LEOCC_SIGNAL_CONF_GIVEN). Without it the event has full confidence (older daemons).
+pub const SIGNAL_CONF_GIVEN: u32 = 1 << 8;
+/// `flags` bits of the confidence (LEOCC_SIGNAL_CONF_MASK).
+pub const SIGNAL_CONF_MASK: u32 = 0xff;
+/// Full confidence (LEOCC_SIGNAL_CONF_FULL, the core's LEOCC_CONF_FULL).
+pub const SIGNAL_CONF_FULL: u32 = 100;
 
 /// `struct leocc_signal`, byte for byte. Times are CLOCK_MONOTONIC nanoseconds (see
 /// [`monotonic_ns`]), the clock of the kernel's TCP stack.
@@ -34,7 +41,8 @@ pub struct Signal {
     pub probe_time_ns: u64,
     /// Latest terminal-to-PoP RTT in microseconds, 0 if unknown.
     pub term_pop_rtt_us: u32,
-    /// Reserved, 0.
+    /// Bits 0..7: confidence of the last reconfiguration when [`SIGNAL_CONF_GIVEN`] is set;
+    /// other bits reserved, 0.
     pub flags: u32,
     /// [`Signal::expected_check`]; lets readers detect a torn (half-updated) entry.
     pub check: u64,
@@ -53,6 +61,24 @@ impl Signal {
         };
         s.check = s.expected_check();
         s
+    }
+
+    /// The same signal with the confidence (0..=100) of its last reconfiguration in `flags`.
+    pub fn with_confidence(mut self, confidence: u8) -> Self {
+        self.flags = (self.flags & !(SIGNAL_CONF_MASK | SIGNAL_CONF_GIVEN))
+            | SIGNAL_CONF_GIVEN
+            | u32::from(confidence).min(SIGNAL_CONF_FULL);
+        self.check = self.expected_check();
+        self
+    }
+
+    /// leocc_signal_confidence(): the confidence the entry gives its last reconfiguration
+    /// (full when not given).
+    pub fn confidence(&self) -> u32 {
+        if self.flags & SIGNAL_CONF_GIVEN == 0 {
+            return SIGNAL_CONF_FULL;
+        }
+        (self.flags & SIGNAL_CONF_MASK).min(SIGNAL_CONF_FULL)
     }
 
     /// leocc_signal_check() of the header: the value `check` must hold.
@@ -211,6 +237,10 @@ mod tests {
         }
         assert!(HEADER.contains(&format!("#define LEOCC_SIGNAL_STALE_NS {SIGNAL_STALE_NS}ULL")));
         assert!(HEADER.contains(&format!("#define LEOCC_SIGNAL_MAGIC {SIGNAL_MAGIC:#x}ULL")));
+        assert!(HEADER.contains("#define LEOCC_SIGNAL_CONF_GIVEN (1u << 8)"));
+        assert_eq!(SIGNAL_CONF_GIVEN, 1 << 8);
+        assert!(HEADER.contains(&format!("#define LEOCC_SIGNAL_CONF_MASK {SIGNAL_CONF_MASK:#x}u")));
+        assert!(HEADER.contains(&format!("#define LEOCC_SIGNAL_CONF_FULL {SIGNAL_CONF_FULL}u")));
     }
 
     #[test]
@@ -224,6 +254,24 @@ mod tests {
         let back = Signal::from_bytes(&s.to_bytes()).unwrap();
         assert_eq!(back, s);
         assert!(Signal::from_bytes(&[0u8; 39]).is_none());
+    }
+
+    #[test]
+    fn confidence_rides_in_the_flags_and_older_entries_mean_full() {
+        let old = Signal::new(5_000, 3, 6_000, 25_000);
+        assert_eq!(old.flags, 0);
+        assert_eq!(old.confidence(), SIGNAL_CONF_FULL, "no CONF_GIVEN bit: an older daemon");
+        let s = old.with_confidence(62);
+        assert_eq!(s.flags, SIGNAL_CONF_GIVEN | 62);
+        assert_eq!(s.confidence(), 62);
+        assert!(s.is_valid(), "the check covers the flags");
+        let back = Signal::from_bytes(&s.to_bytes()).unwrap();
+        assert_eq!(back.confidence(), 62);
+        assert_eq!(old.with_confidence(0).confidence(), 0);
+        assert_eq!(old.with_confidence(250).confidence(), SIGNAL_CONF_FULL);
+        let mut torn = s;
+        torn.flags = SIGNAL_CONF_GIVEN | 99;
+        assert!(!torn.is_valid());
     }
 
     #[test]

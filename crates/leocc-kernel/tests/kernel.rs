@@ -213,6 +213,37 @@ fn three_flows_keep_own_state_and_all_see_a_reconfiguration() {
 }
 
 #[test]
+fn the_detectors_confidence_reaches_the_core() {
+    let Some(_x) = exclusive("confidence") else { return };
+    load();
+    let pair = NetnsPair::new("conf").expect("netns pair");
+    let _server = Iperf3Server::start(&pair, PORT).expect("iperf3 server");
+    let t0 = signal::monotonic_ns();
+    signal::write_signal(&Signal::new(0, 0, t0, 20_000)).expect("signal written");
+    let mut client = lab::iperf3_client(&pair, PORT, "leocc", 4, 1)
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("iperf3 client");
+    let before = wait_flows(Duration::from_secs(3), |f| f.len() == 1 && f[0].acks > 100 && f[0].signal == "fresh");
+    assert_eq!(before.len(), 1, "{before:?}");
+    // A weak event (confidence 30 in the flags): handed to the core, which does not act on it.
+    let when = signal::monotonic_ns();
+    signal::write_signal(&Signal::new(when, 1, when, 25_000).with_confidence(30)).expect("weak event written");
+    let weak = wait_flows(Duration::from_secs(2), |f| f.len() == 1 && f[0].reconfigs_fed == 1);
+    assert_eq!(weak.len(), 1);
+    assert_eq!(weak[0].reconfigs_fed, 1, "{weak:?}");
+    assert_eq!(weak[0].core_reconfigs + weak[0].core_reconfigs_skipped, 0, "below rcf_min_confidence: {weak:?}");
+    // A confident one is acted on (or skipped for a terrestrial bottleneck, never ignored).
+    sleep(Duration::from_millis(300));
+    let when = signal::monotonic_ns();
+    signal::write_signal(&Signal::new(when, 2, when, 25_000).with_confidence(90)).expect("event written");
+    let strong = wait_flows(Duration::from_secs(2), |f| f.len() == 1 && f[0].reconfigs_fed == 2);
+    let _ = client.wait();
+    assert_eq!(strong.len(), 1);
+    assert_eq!(strong[0].core_reconfigs + strong[0].core_reconfigs_skipped, 1, "{strong:?}");
+}
+
+#[test]
 fn ipv6_flows_run_leocc_and_are_listed() {
     let Some(_x) = exclusive("ipv6_flows") else { return };
     load();

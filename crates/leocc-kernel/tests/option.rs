@@ -78,6 +78,7 @@ struct Detector {
     stop: Arc<AtomicBool>,
     seq: Arc<AtomicU64>,
     when: Arc<AtomicU64>,
+    confidence: Arc<AtomicU64>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -86,25 +87,33 @@ impl Detector {
         let stop = Arc::new(AtomicBool::new(false));
         let seq = Arc::new(AtomicU64::new(0));
         let when = Arc::new(AtomicU64::new(0));
-        let (s, q, w) = (stop.clone(), seq.clone(), when.clone());
+        let confidence = Arc::new(AtomicU64::new(100));
+        let (s, q, w, c) = (stop.clone(), seq.clone(), when.clone(), confidence.clone());
         let thread = std::thread::spawn(move || {
             while !s.load(Ordering::Relaxed) {
                 let now = signal::monotonic_ns();
-                let sig = Signal::new(w.load(Ordering::SeqCst), q.load(Ordering::SeqCst), now, 25_000);
+                let sig = Signal::new(w.load(Ordering::SeqCst), q.load(Ordering::SeqCst), now, 25_000)
+                    .with_confidence(c.load(Ordering::SeqCst) as u8);
                 signal::write_signal(&sig).expect("signal written");
                 sleep(Duration::from_millis(20));
             }
         });
-        Detector { stop, seq, when, thread: Some(thread) }
+        Detector { stop, seq, when, confidence, thread: Some(thread) }
     }
 
     /// Publishes one reconfiguration now; returns its CLOCK_MONOTONIC time.
     fn reconfigure(&self) -> u64 {
+        self.reconfigure_with(100)
+    }
+
+    /// Publishes one reconfiguration with the given confidence now.
+    fn reconfigure_with(&self, confidence: u8) -> u64 {
         let now = signal::monotonic_ns();
+        self.confidence.store(u64::from(confidence), Ordering::SeqCst);
         self.when.store(now, Ordering::SeqCst);
         self.seq.fetch_add(1, Ordering::SeqCst);
-        signal::write_signal(&Signal::new(now, self.seq.load(Ordering::SeqCst), now, 25_000))
-            .expect("signal written");
+        let sig = Signal::new(now, self.seq.load(Ordering::SeqCst), now, 25_000).with_confidence(confidence);
+        signal::write_signal(&sig).expect("signal written");
         now
     }
 }
@@ -186,6 +195,35 @@ fn signal_crosses_from_receiver_map_to_sender_flow() {
         c.get("same_ack") * 2 >= c.get("received"),
         "cong_control ran before the parse on too many ACKs: {c}"
     );
+}
+
+#[test]
+fn the_confidence_crosses_in_the_option() {
+    let Some(_x) = exclusive("confidence") else { return };
+    let snd = TestCgroup::new("sndc").expect("cgroup");
+    let rcv = TestCgroup::new("rcvc").expect("cgroup");
+    option::attach(Role::Sender, &snd.path).expect("sender role");
+    option::attach(Role::Receiver, &rcv.path).expect("receiver role");
+    let pair = NetnsPair::new("optc").expect("netns pair");
+    let _server = Iperf3Server::start_in(&pair, PORT, &rcv).expect("iperf3 server");
+    let detector = Detector::start();
+    let (mut weak, mut strong) = (None, None);
+    let r = transfer(&pair, &snd, 4, || {
+        wait_flow(Duration::from_secs(2), |f| f.signal_source == "remote" && f.signal == "fresh");
+        // Confidence 30 -> grade 2 on the wire -> 16 at the sender: fed, not acted on.
+        detector.reconfigure_with(30);
+        weak = wait_flow(Duration::from_secs(1), |f| f.reconfigs_fed == 1);
+        // Past the sender's 1 s limit on option events, a confident one is acted on.
+        sleep(Duration::from_millis(1100));
+        detector.reconfigure_with(90);
+        strong = wait_flow(Duration::from_secs(1), |f| f.reconfigs_fed == 2);
+    });
+    drop(detector);
+    assert_eq!(r.sender_cc, "leocc");
+    let weak = weak.expect("the weak event reached the sender flow");
+    assert_eq!(weak.core_reconfigs + weak.core_reconfigs_skipped, 0, "below the core's threshold: {weak:?}");
+    let strong = strong.expect("the confident event reached the sender flow");
+    assert_eq!(strong.core_reconfigs + strong.core_reconfigs_skipped, 1, "{strong:?}");
 }
 
 #[test]

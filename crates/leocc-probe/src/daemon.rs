@@ -130,6 +130,9 @@ pub struct SignalUpdate {
     pub probe_time_ns: u64,
     /// Latest terminal–PoP RTT, µs (0: unknown).
     pub term_pop_rtt_us: u32,
+    /// Confidence of the last reconfiguration, 0..=100 (the kernel's core ignores events
+    /// below its `rcf_min_confidence`).
+    pub confidence: u8,
 }
 
 /// A sink for the signal: the pinned kernel map in production.
@@ -194,7 +197,21 @@ pub fn event_json(e: &ReconfigEvent, wall_ns: i64) -> serde_json::Value {
         "srtt_ms": ms(e.rtt.srtt_ns),
         "seq": e.seq,
         "reply_seq": e.reply_seq,
+        "confidence": e.confidence,
+        "send_gap_ms": ms(e.send_gap_ns),
+        "rtt_step_ms": e.rtt_step_ns as f64 / 1e6,
+        "p_normal": e.p_normal,
+        "prior": e.prior,
+        "period_ms": e.grid_period_ns.map(|p| p as f64 / 1e6),
+        "grid_offset_ms": e.grid_offset_ns.map(|o| o as f64 / 1e6),
     })
+}
+
+/// The JSON log line of a weak candidate (not acted on): the event's fields, another type.
+pub fn weak_json(e: &ReconfigEvent, wall_ns: i64) -> serde_json::Value {
+    let mut v = event_json(e, wall_ns);
+    v["type"] = json!("weak");
+    v
 }
 
 /// Counts of packets that were not our replies, by reason.
@@ -277,6 +294,8 @@ struct Daemon {
     resume_fast: bool,
     recent: VecDeque<serde_json::Value>,
     last_signal: SignalUpdate,
+    /// Reconfigurations published (the signal's sequence counts these).
+    published: u64,
 }
 
 fn resolve_pop(src: &PopSource) -> Result<Target, String> {
@@ -324,7 +343,10 @@ pub fn run(opts: Options, publisher: Option<Box<dyn Publisher>>) -> Result<Summa
         last_heard: now,
         resume_fast: false,
         recent: VecDeque::new(),
-        last_signal: SignalUpdate::default(),
+        // Until our first event the map's old event (if any) keeps full confidence, as an
+        // older daemon would have published it.
+        last_signal: SignalUpdate { confidence: crate::detect::CONF_FULL, ..SignalUpdate::default() },
+        published: 0,
         opts,
     };
     d.init_publisher();
@@ -459,9 +481,10 @@ impl Daemon {
                     let line = event_json(&e, r.recv_wall_ns);
                     if self.opts.verbose {
                         println!(
-                            "reconfig #{} {} ri={:.1} ms rtt={:.1} ms srtt={:.1} ms min={:.1} ms",
+                            "reconfig #{} {} confidence {} ri={:.1} ms rtt={:.1} ms srtt={:.1} ms min={:.1} ms",
                             e.seq,
                             e.kind.as_str(),
+                            e.confidence,
                             ms(e.ri_ns),
                             ms(e.rtt.latest_ns),
                             ms(e.rtt.srtt_ns),
@@ -473,8 +496,15 @@ impl Daemon {
                         self.recent.pop_front();
                     }
                     self.log_line(line);
+                    self.published += 1;
                     self.last_signal.reconfig_time_ns = e.detect_mono_ns;
-                    self.last_signal.seq = self.publish.seq_base + e.seq;
+                    self.last_signal.seq = self.publish.seq_base + self.published;
+                    self.last_signal.confidence = e.confidence;
+                }
+                Output::Weak(e) => {
+                    // Logged for analysis; not published: the core would not act on it, and a
+                    // remote sender's 1 s rate limit could then drop a real event behind it.
+                    self.log_line(weak_json(&e, r.recv_wall_ns));
                 }
                 Output::MissedSlot { slot_wall_ns } => {
                     if self.opts.verbose {
@@ -601,6 +631,10 @@ impl Daemon {
             "reachable": self.reachable,
             "interval_ms": ms(self.opts.interval_ns),
             "threshold_ms": ms(self.opts.detector.threshold_ns),
+            "scoring": self.opts.detector.scoring,
+            "min_confidence": self.opts.detector.min_confidence,
+            "learned_period_ms": self.detector.learned_grid().map(|g| g.period_ns as f64 / 1e6),
+            "spacing_ms": ms(self.detector.spacing_ns()),
             "schedule": self.opts.detector.schedule.is_some(),
             "probes_sent": self.sent,
             "send_errors": self.send_errors,

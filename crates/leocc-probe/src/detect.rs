@@ -31,7 +31,9 @@ use std::collections::VecDeque;
 
 use serde::Serialize;
 
+use crate::learn::ScheduleLearner;
 use crate::schedule::Schedule;
+use crate::tail::{LossRuns, TailHistogram};
 
 /// Δoutage, the default RI threshold in ns: 45 ms (seed §4.1.1 and §5.1, the authors' value).
 pub const DEFAULT_THRESHOLD_NS: u64 = 45_000_000;
@@ -48,12 +50,64 @@ const SEND_HISTORY: usize = 512;
 const SELF_STALL_FRACTION: (u64, u64) = (1, 2);
 /// EWMA gain of the smoothed RTT as a shift: srtt += (rtt − srtt) / 8 (RFC 6298).
 const SRTT_GAIN_SHIFT: u32 = 3;
+/// The full confidence of an event (the core's LEOCC_CONF_FULL).
+pub const CONF_FULL: u8 = 100;
+/// Default of [`DetectorConfig::min_confidence`]: the core's `rcf_min_confidence`.
+pub const DEFAULT_MIN_CONFIDENCE: u8 = 50;
+/// Default of [`DetectorConfig::report_confidence`]: weaker candidates are not even logged.
+pub const DEFAULT_REPORT_CONFIDENCE: u8 = 10;
+/// Events at least this confident by their evidence alone (under the neutral prior) shape the
+/// learned schedule: the events the core would act on without any schedule.
+pub const LEARN_CONFIDENCE: u8 = 5;
+/// Intervals both histograms must hold before they are trusted: 256 intervals (2.5–5 s).
+const WARMUP_SAMPLES: f64 = 256.0;
+/// Half-life of the interval statistics in intervals: 4096 (40–80 s of probing): long enough
+/// for 10⁻³ tails to hold a few samples, short enough to follow a change of path or load.
+const STATS_HALF_LIFE: u32 = 4096;
+/// After an event, another outage within this long is improbable (the link just changed; the
+/// TCP option applies the same 1 s limit): candidates get the off-grid prior.
+const AFTERMATH_NS: u64 = 1_000_000_000;
+/// EWMA gain of the send-spacing estimate as a shift (1/16).
+const SPACING_GAIN_SHIFT: u32 = 4;
+/// A send gap above this multiple of the spacing estimate is a loss, not a spacing sample.
+const SPACING_OUTLIER: u64 = 2;
+/// A send gap counts k lost probes from (k + 1 + 3/4) spacings on, not from k + 1/2: send
+/// timers jitter (sd ~3 ms on the real ISL recording, slips of half a spacing on the bent-pipe
+/// ones), and a late send must not pass for a lost probe.
+const LOSS_FRACTION: f64 = 0.75;
+/// Range of outage lengths, ns: 45 ms (bent pipe, the paper's Δoutage) to 800 ms (over
+/// inter-satellite links: 600–750 ms). Under the outage hypothesis the gap is spread evenly
+/// over it, so a gap measured to one probe spacing has likelihood spacing / range.
+const OUTAGE_RANGE_NS: f64 = 755e6;
+/// During warm-up (no statistics yet) only an RI above this multiple of the threshold is an
+/// event: twice Δoutage is neither one lost probe nor the jitter of a normal path.
+const WARMUP_THRESHOLD_FACTOR: u64 = 2;
+/// Confidence of a warm-up candidate below that.
+const WARMUP_WEAK_CONFIDENCE: u8 = 25;
+
+/// How candidates (RI above the threshold) are judged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scoring {
+    /// The paper's rule: every candidate is an event with full confidence.
+    Threshold,
+    /// The whole signature of the gap against the stream's own statistics and learned schedule.
+    Evidence,
+}
 
 /// Tunables of the detector.
 #[derive(Clone, Debug)]
 pub struct DetectorConfig {
-    /// Δoutage in ns: an RI strictly above it is a reconfiguration.
+    /// Δoutage in ns: an RI strictly above it is a candidate (with [`Scoring::Threshold`], a
+    /// reconfiguration).
     pub threshold_ns: u64,
+    /// How candidates are judged.
+    pub scoring: Scoring,
+    /// Candidates at least this confident (0..100) are reconfigurations; weaker ones are
+    /// reported as [`Output::Weak`].
+    pub min_confidence: u8,
+    /// Candidates below this confidence are not reported at all.
+    pub report_confidence: u8,
     /// Window of the minimum-RTT filter in ns.
     pub rtt_min_window_ns: u64,
     /// Detections closer than this (ns) to the previous detection are merged into it
@@ -67,6 +121,9 @@ impl Default for DetectorConfig {
     fn default() -> Self {
         DetectorConfig {
             threshold_ns: DEFAULT_THRESHOLD_NS,
+            scoring: Scoring::Evidence,
+            min_confidence: DEFAULT_MIN_CONFIDENCE,
+            report_confidence: DEFAULT_REPORT_CONFIDENCE,
             rtt_min_window_ns: DEFAULT_RTT_MIN_WINDOW_NS,
             holdoff_ns: 0,
             schedule: None,
@@ -110,6 +167,14 @@ impl Kind {
     }
 }
 
+/// Posterior confidence (0..=100) from the prior probability of an outage in the interval and
+/// the probability of so unusual a gap in a normal interval (module docs).
+pub fn confidence(prior: f64, p_normal: f64) -> u8 {
+    let prior = prior.clamp(0.0, 0.999_999);
+    let odds = prior / (1.0 - prior) / p_normal.max(f64::MIN_POSITIVE);
+    (100.0 * odds / (1.0 + odds)).floor().clamp(0.0, 100.0) as u8
+}
+
 /// Terminal–PoP RTT statistics in ns (0 = no sample yet).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct RttStats {
@@ -143,14 +208,31 @@ pub struct ReconfigEvent {
     /// RTT statistics right after the event (the minimum has been restarted, so it holds only
     /// the closing reply).
     pub rtt: RttStats,
+    /// How sure the detector is, 0..=100 ([`CONF_FULL`]).
+    pub confidence: u8,
+    /// The send gap S across the interval, ns (one spacing plus the lost probes).
+    pub send_gap_ns: u64,
+    /// The RTT step Δ of the closing reply over the previous one, ns.
+    pub rtt_step_ns: i64,
+    /// Probability of a gap at least this unusual in a normal interval (1 without statistics).
+    pub p_normal: f64,
+    /// Prior probability that an outage started in this interval (0 without scoring).
+    pub prior: f64,
+    /// Period of the learned schedule, ns, if one is learned.
+    pub grid_period_ns: Option<i64>,
+    /// Distance of the outage start from the nearest learned slot, ns.
+    pub grid_offset_ns: Option<i64>,
 }
 
 /// What the detector reports after a reply.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Output {
-    /// A reconfiguration.
+    /// A reconfiguration (confidence at or above `min_confidence`).
     Reconfig(ReconfigEvent),
+    /// A candidate judged less likely to be a reconfiguration than `min_confidence`; not
+    /// acted on, and its interval counts as a normal one.
+    Weak(ReconfigEvent),
     /// A scheduled slot passed while replies were flowing, and no event was seen near it.
     MissedSlot {
         /// Wall clock (Unix ns) of the slot.
@@ -177,6 +259,8 @@ pub struct Counters {
     pub replies: u64,
     /// Reconfigurations declared.
     pub events: u64,
+    /// Candidates reported as weak (below `min_confidence`).
+    pub weak: u64,
     /// Outliers merged into the previous event by the hold-off.
     pub merged: u64,
     /// Outliers suppressed because our own sending paused.
@@ -201,6 +285,12 @@ pub struct Detector {
     covered_since_wall: Option<i64>,
     next_slot_wall: Option<i64>,
     counters: Counters,
+    last_rtt: Option<u64>,
+    loss_runs: LossRuns,
+    rtt_steps: TailHistogram,
+    spacing_ns: u64,
+    learner: ScheduleLearner,
+    monitored_since: u64,
 }
 
 impl Detector {
@@ -218,6 +308,12 @@ impl Detector {
             covered_since_wall: None,
             next_slot_wall: None,
             counters: Counters::default(),
+            last_rtt: None,
+            loss_runs: LossRuns::new(STATS_HALF_LIFE),
+            rtt_steps: TailHistogram::new(STATS_HALF_LIFE),
+            spacing_ns: 0,
+            learner: ScheduleLearner::new(),
+            monitored_since: 0,
         }
     }
 
@@ -234,6 +330,16 @@ impl Detector {
     /// Event and reply counters.
     pub fn counters(&self) -> Counters {
         self.counters
+    }
+
+    /// The schedule learned from the stream, if any.
+    pub fn learned_grid(&self) -> Option<crate::learn::Grid> {
+        self.learner.grid()
+    }
+
+    /// The current estimate of the probe spacing, ns (0 before two replies).
+    pub fn spacing_ns(&self) -> u64 {
+        self.spacing_ns
     }
 
     /// Monotonic ns of the latest valid reply.
@@ -254,6 +360,7 @@ impl Detector {
     /// the gap before it is not an RI of the new path.
     pub fn reset_path(&mut self) {
         self.last_reply_mono = None;
+        self.last_rtt = None;
         self.covered_since_wall = None;
         self.rtt = RttStats::default();
         self.rtt_min_filter.clear();
@@ -265,13 +372,28 @@ impl Detector {
         self.counters.replies += 1;
         self.track_wall_offset(&r, &mut out);
         let prev = self.last_reply_mono.replace(r.recv_mono_ns);
+        let prev_rtt = std::mem::replace(&mut self.last_rtt, r.rtt_ns);
         self.update_rtt(&r);
         if let Some(prev) = prev {
             let ri = r.recv_mono_ns.saturating_sub(prev);
-            if ri > self.cfg.threshold_ns {
-                self.judge_outlier(&r, prev, ri, &mut out);
+            // RI = S + Δ: the send gap and the RTT step (module docs).
+            let step = match (r.rtt_ns, prev_rtt) {
+                (Some(a), Some(b)) => a as i64 - b as i64,
+                _ => 0,
+            };
+            let gap = (ri as i64 - step).max(0) as u64;
+            let normal = ri <= self.cfg.threshold_ns || !self.judge_outlier(&r, prev, ri, gap, step, &mut out);
+            if normal {
+                self.learn_interval(gap, step);
             }
+            if ri > crate::daemon::DEFAULT_UNREACHABLE_AFTER_NS {
+                // A silence this long is not monitoring: slots inside it are neither hits nor misses.
+                self.monitored_since = r.recv_mono_ns;
+            }
+        } else {
+            self.monitored_since = r.recv_mono_ns;
         }
+        self.learner.on_time(r.recv_mono_ns as i64, self.monitored_since as i64);
         if self.covered_since_wall.is_none() {
             self.covered_since_wall = Some(r.recv_wall_ns);
         }
@@ -279,33 +401,88 @@ impl Detector {
         out
     }
 
-    /// Decides what a long RI is: an event, a merge into the previous event, or our own stall.
-    fn judge_outlier(&mut self, r: &Reply, prev: u64, ri: u64, out: &mut Vec<Output>) {
+    /// Probes lost in an interval whose send gap is `gap`: the gap is (k + 1) spacings.
+    fn lost_probes(&self, gap: u64) -> u64 {
+        if self.spacing_ns == 0 {
+            return 0;
+        }
+        ((gap as f64 / self.spacing_ns as f64 + 1.0 - LOSS_FRACTION).floor() as u64).saturating_sub(1)
+    }
+
+    /// Adds a normal interval to the statistics (lost probes, RTT step, spacing).
+    fn learn_interval(&mut self, gap: u64, step: i64) {
+        self.loss_runs.add(self.lost_probes(gap));
+        self.rtt_steps.add(step.max(0) as u64);
+        if self.spacing_ns == 0 {
+            self.spacing_ns = gap.max(1);
+        } else if gap < self.spacing_ns * SPACING_OUTLIER {
+            let s = self.spacing_ns as i64;
+            self.spacing_ns = (s + ((gap as i64 - s) >> SPACING_GAIN_SHIFT)).max(1) as u64;
+        }
+    }
+
+    /// Confidence (0..=100) that the candidate interval is an outage, with its evidence:
+    /// (confidence, P(normal), prior, confidence under the neutral prior). See the module docs.
+    fn score(&self, start_mono: u64, ri: u64, gap: u64, step: i64) -> (u8, f64, f64, u8) {
+        if self.cfg.scoring == Scoring::Threshold {
+            return (CONF_FULL, 1.0, 0.0, CONF_FULL);
+        }
+        let pd = self.rtt_steps.tail(step.max(0) as u64);
+        let Some(pd) = pd.filter(|_| self.rtt_steps.weight() >= WARMUP_SAMPLES) else {
+            let c = if ri > self.cfg.threshold_ns * WARMUP_THRESHOLD_FACTOR { DEFAULT_MIN_CONFIDENCE } else { WARMUP_WEAK_CONFIDENCE };
+            return (c, 1.0, 0.0, 0);
+        };
+        let ps = self.loss_runs.tail(self.lost_probes(gap));
+        let t = (ps * pd).clamp(f64::MIN_POSITIVE, 1.0);
+        // Two tests of one gap: the product test (both components moderately unusual) and
+        // the stronger single component with a Bonferroni factor of 2 (the other normal).
+        let p_normal = (t * (1.0 - t.ln())).min(2.0 * ps.min(pd)).min(1.0);
+        let spacing = self.spacing_ns.max(1) as f64;
+        let in_aftermath = self.last_event_detect_mono.is_some_and(|d| start_mono < d + AFTERMATH_NS);
+        let prior = if in_aftermath {
+            spacing / crate::learn::MIN_EVENT_PERIOD_NS
+        } else {
+            self.learner.prior(start_mono as i64, spacing).p
+        };
+        let neutral = spacing / crate::learn::BASE_EVENT_PERIOD_NS;
+        let p_outage = (spacing / OUTAGE_RANGE_NS).min(1.0);
+        (confidence(prior, p_normal / p_outage), p_normal, prior, confidence(neutral, p_normal / p_outage))
+    }
+
+    /// Decides what a long RI is: an event, a weak candidate, a merge into the previous event,
+    /// or our own stall. Returns whether the interval was an outage (not a normal interval).
+    fn judge_outlier(&mut self, r: &Reply, prev: u64, ri: u64, gap: u64, step: i64, out: &mut Vec<Output>) -> bool {
         let stall = self.longest_send_gap(prev, r.recv_mono_ns);
         if self.explained_by_stall(ri, stall) {
             self.counters.suppressed += 1;
             // The gap is not monitored: slots inside it are neither hits nor misses.
             self.covered_since_wall = Some(r.recv_wall_ns);
+            self.monitored_since = r.recv_mono_ns;
             out.push(Output::Suppressed { ri_ns: ri, send_gap_ns: stall });
-            return;
+            return true;
+        }
+        let (confidence, p_normal, prior, evidence_confidence) = self.score(prev, ri, gap, step);
+        if self.cfg.scoring == Scoring::Evidence {
+            self.learner.on_candidate(prev as i64);
+        }
+        if confidence < self.cfg.min_confidence {
+            // The record shows the schedule the candidate was judged with, before it is learned.
+            if confidence >= self.cfg.report_confidence {
+                self.counters.weak += 1;
+                let ev = self.event(r, prev, ri, confidence, gap, step, p_normal, prior);
+                out.push(Output::Weak(ev));
+            }
+            if evidence_confidence >= LEARN_CONFIDENCE && self.cfg.scoring == Scoring::Evidence {
+                self.learner.learn(prev as i64);
+            }
+            return false;
         }
         if let Some(last) = self.last_event_detect_mono {
             if r.recv_mono_ns.saturating_sub(last) < self.cfg.holdoff_ns {
                 self.counters.merged += 1;
-                return;
+                return true;
             }
         }
-        let offset = self.wall_offset.unwrap_or(0);
-        let start_mono = prev;
-        let start_wall = start_mono as i64 + offset;
-        let (kind, slot_offset_ns) = match &self.cfg.schedule {
-            None => (Kind::Unlabelled, None),
-            Some(s) => {
-                let d = s.offset_to_nearest_slot(start_wall);
-                let kind = if d.unsigned_abs() <= s.tolerance_ns { Kind::Periodic } else { Kind::Aperiodic };
-                (kind, Some(d))
-            }
-        };
         // The path changed: the old minimum no longer bounds the new base RTT.
         self.rtt_min_filter.clear();
         if let Some(rtt) = r.rtt_ns {
@@ -313,10 +490,38 @@ impl Detector {
             self.rtt.min_ns = rtt;
         }
         self.counters.events += 1;
+        let ev = self.event(r, prev, ri, confidence, gap, step, p_normal, prior);
         self.last_event_detect_mono = Some(r.recv_mono_ns);
-        self.last_event_start_wall = Some(start_wall);
-        out.push(Output::Reconfig(ReconfigEvent {
-            seq: self.counters.events,
+        self.last_event_start_wall = Some(ev.start_wall_ns);
+        // Only the evidence may shape the schedule (judged under the neutral prior): an event
+        // made confident by the schedule itself would only reinforce it.
+        self.learner.on_event(prev as i64, evidence_confidence >= LEARN_CONFIDENCE && self.cfg.scoring == Scoring::Evidence);
+        out.push(Output::Reconfig(ev));
+        true
+    }
+
+    /// The event record of a candidate whose outage started at `prev` (the last reply before
+    /// the gap).
+    #[allow(clippy::too_many_arguments)]
+    fn event(&self, r: &Reply, prev: u64, ri: u64, confidence: u8, gap: u64, step: i64, p_normal: f64, prior: f64) -> ReconfigEvent {
+        let offset = self.wall_offset.unwrap_or(0);
+        let start_mono = prev;
+        let start_wall = start_mono as i64 + offset;
+        let grid = self.learner.grid();
+        let (kind, slot_offset_ns) = match (&self.cfg.schedule, grid) {
+            (Some(s), _) => {
+                let d = s.offset_to_nearest_slot(start_wall);
+                let kind = if d.unsigned_abs() <= s.tolerance_ns { Kind::Periodic } else { Kind::Aperiodic };
+                (kind, Some(d))
+            }
+            (None, Some(g)) => {
+                let d = g.offset(start_mono as i64).0;
+                (if d.abs() <= g.window_ns { Kind::Periodic } else { Kind::Aperiodic }, None)
+            }
+            (None, None) => (Kind::Unlabelled, None),
+        };
+        ReconfigEvent {
+            seq: self.counters.events + self.counters.weak,
             detect_mono_ns: r.recv_mono_ns,
             start_mono_ns: start_mono,
             start_wall_ns: start_wall,
@@ -325,7 +530,14 @@ impl Detector {
             slot_offset_ns,
             reply_seq: r.seq,
             rtt: self.rtt,
-        }));
+            confidence,
+            send_gap_ns: gap,
+            rtt_step_ns: step,
+            p_normal,
+            prior,
+            grid_period_ns: grid.map(|g| g.period_ns),
+            grid_offset_ns: grid.map(|g| g.offset(start_mono as i64).0),
+        }
     }
 
     /// Whether our own send pause `stall` explains the long interval `ri`. A short pause
@@ -432,6 +644,12 @@ mod tests {
     /// An arbitrary wall-clock origin: 2024-08-12 19:00:00 UTC, a whole minute.
     const WALL0: i64 = 1_723_489_200 * 1_000_000_000;
 
+    /// The paper's rule: these tests are about the RI mechanics (threshold, stall, hold-off,
+    /// labels), which the evidence scoring shares.
+    fn plain() -> DetectorConfig {
+        DetectorConfig { scoring: Scoring::Threshold, ..DetectorConfig::default() }
+    }
+
     fn reply(seq: u16, t_ms: u64) -> Reply {
         Reply { seq, recv_mono_ns: t_ms * MS, recv_wall_ns: WALL0 + (t_ms * MS) as i64, rtt_ns: Some(30 * MS) }
     }
@@ -455,7 +673,7 @@ mod tests {
 
     #[test]
     fn ri_above_threshold_is_an_event_with_start_estimate() {
-        let mut d = Detector::new(DetectorConfig::default());
+        let mut d = Detector::new(plain());
         let mut t = steady(0, 1000, 10);
         t.extend(steady(1080, 2000, 10)); // gap 990 -> 1080: RI 90 ms
         let ev = events(&run(&mut d, &t));
@@ -468,30 +686,30 @@ mod tests {
 
     #[test]
     fn threshold_is_strict_and_configurable() {
-        let mut d = Detector::new(DetectorConfig::default());
+        let mut d = Detector::new(plain());
         let ev = events(&run(&mut d, &[0, 10, 55, 65]));
         assert!(ev.is_empty(), "RI of exactly 45 ms is not above the threshold");
-        let mut d = Detector::new(DetectorConfig::default());
+        let mut d = Detector::new(plain());
         assert_eq!(events(&run(&mut d, &[0, 10, 56, 66])).len(), 1);
-        let cfg = DetectorConfig { threshold_ns: 60 * MS, ..Default::default() };
+        let cfg = DetectorConfig { threshold_ns: 60 * MS, ..plain() };
         let mut d = Detector::new(cfg);
         assert!(events(&run(&mut d, &[0, 10, 66, 76])).is_empty());
     }
 
     #[test]
     fn one_lost_reply_or_one_late_reply_is_not_an_event() {
-        let mut d = Detector::new(DetectorConfig::default());
+        let mut d = Detector::new(plain());
         // 10 ms probes, reply at 40 lost: RI 20 ms.
         let ev = events(&run(&mut d, &[0, 10, 20, 30, 50, 60]));
         assert!(ev.is_empty());
         // A reply 30 ms late, overtaken by nothing: RI 40 then 0 -- below threshold.
-        let mut d = Detector::new(DetectorConfig::default());
+        let mut d = Detector::new(plain());
         assert!(events(&run(&mut d, &[0, 10, 20, 60, 60, 60, 70])).is_empty());
     }
 
     #[test]
     fn ri_across_several_lost_replies_is_an_event() {
-        let mut d = Detector::new(DetectorConfig::default());
+        let mut d = Detector::new(plain());
         // Replies 40..90 lost (all pings lost in the outage): RI 70 ms though no RTT spike.
         let ev = events(&run(&mut d, &[0, 10, 20, 30, 100, 110]));
         assert_eq!(ev.len(), 1);
@@ -500,7 +718,7 @@ mod tests {
 
     #[test]
     fn rtt_stats_smooth_and_restart_min_at_event() {
-        let mut d = Detector::new(DetectorConfig::default());
+        let mut d = Detector::new(plain());
         let mk = |t: u64, rtt: u64| Reply { seq: 0, recv_mono_ns: t * MS, recv_wall_ns: WALL0, rtt_ns: Some(rtt * MS) };
         d.on_reply(mk(0, 40));
         d.on_reply(mk(10, 20));
@@ -512,7 +730,7 @@ mod tests {
         assert_eq!(events(&out).len(), 1);
         assert_eq!(d.rtt().min_ns, 50 * MS, "minimum restarts after a reconfiguration");
         // The window expires old minima.
-        let mut d = Detector::new(DetectorConfig { rtt_min_window_ns: 100 * MS, ..Default::default() });
+        let mut d = Detector::new(DetectorConfig { rtt_min_window_ns: 100 * MS, ..plain() });
         d.on_reply(mk(0, 10));
         for t in (10..=200).step_by(10) {
             d.on_reply(mk(t, 30));
@@ -522,7 +740,7 @@ mod tests {
 
     #[test]
     fn own_send_pause_suppresses_the_event() {
-        let mut d = Detector::new(DetectorConfig::default());
+        let mut d = Detector::new(plain());
         let mut out = Vec::new();
         for i in 0..20u64 {
             d.on_send(i * 10 * MS);
@@ -572,7 +790,7 @@ mod tests {
         // 220 to 270: RI 90 ms, of which our stall explains 30.
         let mut sends = steady(0, 200, 10);
         sends.extend(steady(220, 400, 10));
-        let mut d = Detector::new(DetectorConfig::default());
+        let mut d = Detector::new(plain());
         let out = probe_run(&mut d, &sends, |s| if (220..280).contains(&s) { None } else { Some(30) });
         let ev = events(&out);
         assert_eq!(ev.len(), 1, "{out:?}");
@@ -580,7 +798,7 @@ mod tests {
         // A 35 ms stall and no outage, with RTT jitter: RI 52 ms, explained by the stall.
         let mut sends = steady(0, 200, 10);
         sends.extend(steady(225, 400, 10));
-        let mut d = Detector::new(DetectorConfig::default());
+        let mut d = Detector::new(plain());
         let out = probe_run(&mut d, &sends, |s| Some(if (225..240).contains(&s) { 47 } else { 30 }));
         assert!(events(&out).is_empty(), "{out:?}");
         assert!(matches!(out[..], [Output::Suppressed { ri_ns, send_gap_ns }] if ri_ns == 52 * MS && send_gap_ns == 35 * MS), "{out:?}");
@@ -588,7 +806,7 @@ mod tests {
 
     #[test]
     fn holdoff_merges_close_outliers() {
-        let cfg = DetectorConfig { holdoff_ns: 500 * MS, ..Default::default() };
+        let cfg = DetectorConfig { holdoff_ns: 500 * MS, ..plain() };
         let mut d = Detector::new(cfg);
         let ev = events(&run(&mut d, &[0, 10, 100, 110, 300, 310, 1000, 1010]));
         assert_eq!(ev.len(), 2, "the 190 ms-later outlier is merged, the 1000 ms one is not");
@@ -601,7 +819,7 @@ mod tests {
 
     #[test]
     fn schedule_labels_periodic_and_aperiodic() {
-        let mut d = Detector::new(DetectorConfig { schedule: starlink(), ..Default::default() });
+        let mut d = Detector::new(DetectorConfig { schedule: starlink(), ..plain() });
         let mut t = steady(0, 11_991, 10);
         t.extend(steady(12_100, 20_000, 10)); // outage from 11.99 s: slot 12 s
         t.extend(steady(20_090, 26_000, 10)); // outage from 19.99 s: no slot
@@ -614,7 +832,7 @@ mod tests {
 
     #[test]
     fn missed_slot_is_flagged_only_while_replies_flow() {
-        let mut d = Detector::new(DetectorConfig { schedule: starlink(), ..Default::default() });
+        let mut d = Detector::new(DetectorConfig { schedule: starlink(), ..plain() });
         // Replies flow 0..30 s with an outage at 12 s but none at 27 s.
         let mut t = steady(0, 11_990, 10);
         t.extend(steady(12_090, 30_000, 10));
@@ -623,14 +841,14 @@ mod tests {
             out.iter().filter_map(|o| if let Output::MissedSlot { slot_wall_ns } = o { Some(*slot_wall_ns) } else { None }).collect();
         assert_eq!(missed, vec![WALL0 + 27_000 * MS as i64]);
         // Monitoring starts at 26.8 s: slot 27 is not covered from before its window.
-        let mut d = Detector::new(DetectorConfig { schedule: starlink(), ..Default::default() });
+        let mut d = Detector::new(DetectorConfig { schedule: starlink(), ..plain() });
         let out = run(&mut d, &steady(26_800, 30_000, 10));
         assert!(!out.iter().any(|o| matches!(o, Output::MissedSlot { .. })));
     }
 
     #[test]
     fn wall_clock_jump_does_not_fake_events_or_misses() {
-        let mut d = Detector::new(DetectorConfig { schedule: starlink(), ..Default::default() });
+        let mut d = Detector::new(DetectorConfig { schedule: starlink(), ..plain() });
         let mut out = Vec::new();
         // 0..5 s steady; then the wall clock jumps forward by 30 s (mono continues).
         for (i, t) in steady(0, 5_000, 10).into_iter().enumerate() {

@@ -8,7 +8,12 @@
 //! that `leocc probe status` reads.
 //!
 //! The crate is layered so that the decisions are testable offline:
-//! - [`detect`]: the pure state machine (RI threshold, outage start, schedule labels, RTT stats);
+//! - [`detect`]: the pure state machine (RI candidates scored into events with a confidence,
+//!   outage start, schedule labels, RTT stats);
+//! - [`tail`]: how unlikely a send gap or RTT step is, from the stream's own recent values;
+//! - [`learn`]: the schedule prior, period and phase learned from confident events;
+//! - [`gen`]: seeded probe-stream generator with ground truth (tests, `leocc probe gen/bench`);
+//! - [`input`]: reading `ping -D`, irtt JSON and CSV recordings;
 //! - [`schedule`]: the wall-clock prior of Starlink's seconds 12/27/42/57;
 //! - [`icmp`]: packet building, bounds-checked parsing, reply validation;
 //! - [`replay`]: offline analysis of `ping -D` output and evaluation against slots or truth;
@@ -19,9 +24,13 @@
 pub mod daemon;
 pub mod detect;
 pub mod discover;
+pub mod gen;
 pub mod icmp;
+pub mod input;
 pub mod instance;
+pub mod learn;
 pub mod net;
 pub mod replay;
 pub mod schedule;
 pub mod sim;
+pub mod tail;

@@ -1,120 +1,24 @@
-//! Offline analysis: replaying `ping -D` output through the detector, and scoring detections
-//! against a list of true reconfiguration times (ground truth of a trace, or schedule slots).
+//! Offline analysis: replaying a recording (`ping -D`, irtt JSON or CSV, see [`crate::input`])
+//! through the detector, and scoring detections against a list of true reconfiguration times
+//! (the ground truth of a generated stream, or the schedule's slots for real recordings).
 //!
-//! `ping -D` prints the wall-clock receive time of each reply in brackets. Offline we have no
-//! monotonic clock, so the monotonic time of a reply is its wall time relative to the first
-//! reply (the recording had no clock jump we could know of). Lost replies simply do not appear;
-//! duplicates (`DUP!`) are dropped, as the live validator drops them.
+//! Offline we have no monotonic clock, so the monotonic time of a reply is its wall time
+//! relative to the first reply (the recording had no clock jump we could know of).
 //!
 //! Scoring: each detection is matched to at most one true event and vice versa, greedily in
 //! time order, when its outage-start estimate lies within ± tolerance of the true time.
 //! Precision = matched detections / detections (a second detection of the same event counts
 //! against precision); recall = matched true events / true events.
 
-use std::path::Path;
-
 use serde::Serialize;
 
 use crate::detect::{Detector, DetectorConfig, Output, ReconfigEvent, Reply};
 use crate::schedule::Schedule;
 
-/// A `ping -D` line that cannot be read.
-#[derive(Debug, thiserror::Error)]
-pub enum ReplayError {
-    /// I/O error on the file.
-    #[error("{file}: {error}")]
-    Io {
-        /// The file.
-        file: String,
-        /// The error.
-        error: std::io::Error,
-    },
-    /// A reply line with a missing or malformed field.
-    #[error("{file}:{line}: {problem}")]
-    Parse {
-        /// The file.
-        file: String,
-        /// 1-based line number.
-        line: usize,
-        /// What is wrong.
-        problem: String,
-    },
-    /// No reply line at all.
-    #[error("{file}: no `ping -D` reply lines found (expected lines like `[1723489200.167948] 64 bytes from ...: icmp_seq=1 ttl=63 time=144 ms`)")]
-    Empty {
-        /// The file.
-        file: String,
-    },
-}
+pub use crate::input::{load_ping_d, parse_ping_d, PingLine, ReplayError};
 
-/// One reply read from `ping -D` output.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct PingLine {
-    /// Receive time, Unix ns.
-    pub wall_ns: i64,
-    /// icmp_seq (modulo 2^16, as on the wire).
-    pub seq: u16,
-    /// RTT in ns.
-    pub rtt_ns: u64,
-}
-
-/// Parses `ping -D` output. Lines that are not replies (banner, statistics, "no answer yet")
-/// are skipped; a reply line with a malformed field is an error naming the line.
-pub fn parse_ping_d(text: &str, file: &str) -> Result<Vec<PingLine>, ReplayError> {
-    let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if !line.starts_with('[') || !line.contains(" bytes from ") || line.contains("DUP!") {
-            continue;
-        }
-        let err = |problem: &str| ReplayError::Parse { file: file.to_string(), line: i + 1, problem: problem.to_string() };
-        let close = line.find(']').ok_or_else(|| err("no closing ']' after the timestamp"))?;
-        let wall_ns = parse_unix_ns(&line[1..close]).ok_or_else(|| err("timestamp is not seconds.fraction"))?;
-        let seq: u64 = field(line, "icmp_seq=")
-            .ok_or_else(|| err("no icmp_seq= field"))?
-            .parse()
-            .map_err(|_| err("icmp_seq is not a number"))?;
-        let rtt_ms: f64 = field(line, "time=")
-            .ok_or_else(|| err("no time= field"))?
-            .parse()
-            .map_err(|_| err("time= is not a number"))?;
-        if !(rtt_ms.is_finite() && rtt_ms >= 0.0) {
-            return Err(err("time= is negative or not finite"));
-        }
-        out.push(PingLine { wall_ns, seq: seq as u16, rtt_ns: (rtt_ms * 1e6) as u64 });
-    }
-    if out.is_empty() {
-        return Err(ReplayError::Empty { file: file.to_string() });
-    }
-    Ok(out)
-}
-
-/// Reads and parses a `ping -D` file.
-pub fn load_ping_d(path: &Path) -> Result<Vec<PingLine>, ReplayError> {
-    let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|error| ReplayError::Io { file: file.clone(), error })?;
-    parse_ping_d(&text, &file)
-}
-
-/// The value after `key` up to the next space (`icmp_seq=12 ttl` -> `12`).
-fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
-    let start = line.find(key)? + key.len();
-    let rest = &line[start..];
-    Some(rest.split_whitespace().next().unwrap_or(""))
-}
-
-/// `1723489200.167948` -> Unix ns, without going through f64 (which would lose microseconds).
-fn parse_unix_ns(s: &str) -> Option<i64> {
-    let (sec, frac) = s.split_once('.').unwrap_or((s, ""));
-    if sec.is_empty() || !sec.bytes().all(|b| b.is_ascii_digit()) || !frac.bytes().all(|b| b.is_ascii_digit()) || frac.len() > 9 {
-        return None;
-    }
-    let sec: i64 = sec.parse().ok()?;
-    let frac_ns: i64 = if frac.is_empty() { 0 } else { frac.parse::<i64>().ok()? * 10i64.pow(9 - frac.len() as u32) };
-    sec.checked_mul(1_000_000_000)?.checked_add(frac_ns)
-}
-
-/// Runs the detector over replayed replies; returns the events and every other output.
+/// Runs the detector over replayed replies; returns the events (confidence at or above the
+/// detector's `min_confidence`) and every other output (weak candidates included).
 pub fn run_detector(lines: &[PingLine], cfg: DetectorConfig) -> (Vec<ReconfigEvent>, Vec<Output>) {
     let mut d = Detector::new(cfg);
     let Some(first) = lines.first() else { return (Vec::new(), Vec::new()) };
@@ -226,35 +130,76 @@ pub fn slots_between(s: &Schedule, from_ns: i64, to_ns: i64) -> Vec<i64> {
     out
 }
 
-/// The result of replaying a `ping -D` file against a schedule.
+/// What one true event (or slot) got.
+#[derive(Debug, Clone, Serialize)]
+pub struct SlotResult {
+    /// The true time (outage start, or slot), Unix ns.
+    pub time_ns: i64,
+    /// Sequence number of the event matched to it, if any.
+    pub event_seq: Option<u64>,
+    /// Its confidence.
+    pub confidence: Option<u8>,
+    /// Its outage-start estimate minus the true time, ns.
+    pub offset_ns: Option<i64>,
+    /// Detection time minus the true time, ns.
+    pub delay_ns: Option<i64>,
+}
+
+/// The result of replaying a recording.
 #[derive(Debug, Clone, Serialize)]
 pub struct ReplayReport {
     /// Replies read.
     pub replies: usize,
     /// First and last reply, Unix ns.
     pub span_ns: (i64, i64),
-    /// Highest icmp_seq minus lowest, + 1, minus replies: the lost echoes (approximate when
-    /// icmp_seq wrapped).
+    /// Highest sequence number minus lowest, + 1, minus replies: the lost probes (approximate
+    /// when the sequence wrapped; 0 for formats without sequence numbers).
     pub lost: i64,
     /// Median gap between consecutive replies, ns (the effective probe spacing).
     pub median_spacing_ns: u64,
-    /// The detections.
+    /// What the detections are scored against: "truth" (from the file) or "slots".
+    pub truth_source: &'static str,
+    /// The detections (confidence at or above the detector's minimum).
     pub events: Vec<ReconfigEvent>,
-    /// Scores against the schedule slots inside the span.
+    /// Weaker candidates, not acted on.
+    pub weak: Vec<ReconfigEvent>,
+    /// Period of the schedule the detector learned by the end, ns.
+    pub learned_period_ns: Option<i64>,
+    /// Per true event or slot: what matched it.
+    pub slots: Vec<SlotResult>,
+    /// Scores against the truth or the slots inside the span.
     pub score: Score,
 }
 
-/// Replays `lines` with `cfg` (whose schedule, if any, is the truth for scoring).
-pub fn replay_report(lines: &[PingLine], cfg: DetectorConfig, schedule: &Schedule) -> ReplayReport {
-    let (events, _) = run_detector(lines, DetectorConfig { schedule: Some(schedule.clone()), ..cfg });
+/// Replays `lines` with `cfg` and scores them against `truth` (Unix ns, ± the schedule's
+/// tolerance) when given, else against the schedule's slots inside the span. The schedule also
+/// labels events (periodic/aperiodic).
+pub fn replay_report(lines: &[PingLine], cfg: DetectorConfig, schedule: &Schedule, truth: Option<&[i64]>) -> ReplayReport {
+    let mut d = Detector::new(DetectorConfig { schedule: Some(schedule.clone()), ..cfg });
     let first = lines.first().map_or(0, |l| l.wall_ns);
     let last = lines.last().map_or(0, |l| l.wall_ns);
-    let slots = slots_between(schedule, first, last);
-    let dets: Vec<Detection> = events
-        .iter()
-        .map(|e| Detection { start_ns: e.start_wall_ns, detect_ns: e.start_wall_ns + e.ri_ns as i64 })
-        .collect();
-    let score = score(&dets, &slots, schedule.tolerance_ns as i64);
+    let (mut events, mut weak) = (Vec::new(), Vec::new());
+    let mut last_mono = 0u64;
+    for l in lines {
+        let mono = ((l.wall_ns - first).max(0) as u64).max(last_mono);
+        last_mono = mono;
+        for o in d.on_reply(Reply { seq: l.seq, recv_mono_ns: mono, recv_wall_ns: l.wall_ns, rtt_ns: Some(l.rtt_ns) }) {
+            match o {
+                Output::Reconfig(e) => events.push(e),
+                Output::Weak(e) => weak.push(e),
+                _ => {}
+            }
+        }
+    }
+    let (truth_times, truth_source) = match truth {
+        Some(t) => (t.iter().copied().filter(|&x| x >= first && x <= last).collect(), "truth"),
+        None => (slots_between(schedule, first, last), "slots"),
+    };
+    let tol = schedule.tolerance_ns as i64;
+    let detection = |e: &ReconfigEvent| Detection { start_ns: e.start_wall_ns, detect_ns: e.start_wall_ns + e.ri_ns as i64 };
+    let dets: Vec<Detection> = events.iter().map(detection).collect();
+    let score = score(&dets, &truth_times, tol);
+    let slots = per_slot(&events, &truth_times, tol);
     let mut gaps: Vec<u64> = lines.windows(2).map(|w| (w[1].wall_ns - w[0].wall_ns).max(0) as u64).collect();
     gaps.sort_unstable();
     let seqs = lines.iter().map(|l| i64::from(l.seq));
@@ -262,11 +207,51 @@ pub fn replay_report(lines: &[PingLine], cfg: DetectorConfig, schedule: &Schedul
     ReplayReport {
         replies: lines.len(),
         span_ns: (first, last),
-        lost: span_seq - lines.len() as i64,
+        lost: (span_seq - lines.len() as i64).max(0),
         median_spacing_ns: gaps.get(gaps.len() / 2).copied().unwrap_or(0),
+        truth_source,
         events,
+        weak,
+        learned_period_ns: d.learned_grid().map(|g| g.period_ns),
+        slots,
         score,
     }
+}
+
+/// Per true time, the nearest event within tolerance (the same greedy matching as [`score`]).
+fn per_slot(events: &[ReconfigEvent], truth: &[i64], tol: i64) -> Vec<SlotResult> {
+    let mut used = vec![false; events.len()];
+    truth
+        .iter()
+        .map(|&t| {
+            let best = events
+                .iter()
+                .enumerate()
+                .filter(|(i, e)| !used[*i] && (e.start_wall_ns - t).abs() <= tol)
+                .min_by_key(|(_, e)| (e.start_wall_ns - t).abs());
+            match best {
+                Some((i, e)) => {
+                    used[i] = true;
+                    SlotResult {
+                        time_ns: t,
+                        event_seq: Some(e.seq),
+                        confidence: Some(e.confidence),
+                        offset_ns: Some(e.start_wall_ns - t),
+                        delay_ns: Some(e.start_wall_ns + e.ri_ns as i64 - t),
+                    }
+                }
+                None => SlotResult { time_ns: t, event_seq: None, confidence: None, offset_ns: None, delay_ns: None },
+            }
+        })
+        .collect()
+}
+
+/// Scores the detector on a generated stream against its ground truth (outage starts,
+/// ± the schedule tolerance).
+pub fn score_generated(stream: &crate::gen::Stream, cfg: DetectorConfig) -> ReplayReport {
+    let truth: Vec<i64> = stream.truth.iter().map(|e| e.start_wall_ns).collect();
+    let sched = Schedule::starlink(crate::schedule::DEFAULT_TOLERANCE_NS);
+    replay_report(&stream.replies, cfg, &sched, Some(&truth))
 }
 
 /// The p-th percentile (0..=100) of `v` by nearest rank, or None when empty.
@@ -314,7 +299,9 @@ mod tests {
         let lines = parse_ping_d(&text, "synthetic").unwrap();
         assert_eq!(lines[0].rtt_ns, 31_100_000);
         let sched = Schedule::starlink(500 * MS as u64);
-        let r = replay_report(&lines, DetectorConfig::default(), &sched);
+        // The paper's rule: this test is about parsing and slot scoring.
+        let plain = DetectorConfig { scoring: crate::detect::Scoring::Threshold, ..DetectorConfig::default() };
+        let r = replay_report(&lines, plain, &sched, None);
         assert_eq!(r.events.len(), 3);
         assert_eq!(r.events.iter().map(|e| e.kind).collect::<Vec<_>>(), vec![Kind::Periodic, Kind::Aperiodic, Kind::Periodic]);
         assert_eq!(r.score.truth, 3, "slots 12, 27 and 42 lie inside 0..45 s");
@@ -324,16 +311,6 @@ mod tests {
         assert_eq!(r.score.missed, vec![1_723_489_242_000 * MS]);
         assert_eq!(r.median_spacing_ns, 16 * MS as u64);
         assert!(r.lost > 0);
-    }
-
-    #[test]
-    fn malformed_reply_line_names_file_and_line() {
-        let text = "PING x\n[1723489200.1] 64 bytes from x: icmp_seq=1 ttl=1 time=1 ms\n[17234x9200.2] 64 bytes from x: icmp_seq=2 ttl=1 time=1 ms\n";
-        let e = parse_ping_d(text, "f.txt").unwrap_err().to_string();
-        assert_eq!(e, "f.txt:3: timestamp is not seconds.fraction");
-        let e = parse_ping_d("[1.5] 64 bytes from x: icmp_seq=1 ttl=1 time=abc ms", "g").unwrap_err().to_string();
-        assert_eq!(e, "g:1: time= is not a number");
-        assert!(parse_ping_d("nothing here\n", "h").unwrap_err().to_string().contains("no `ping -D` reply lines"));
     }
 
     #[test]

@@ -17,7 +17,7 @@ use std::thread;
 use std::time::Duration;
 
 use leocc_probe::daemon::{self, Options, PopSource};
-use leocc_probe::detect::DetectorConfig;
+use leocc_probe::detect::{DetectorConfig, Scoring};
 use leocc_probe::icmp;
 use leocc_probe::net::{mono_ns, parse_target};
 
@@ -121,7 +121,9 @@ fn options(run_dir: &Path, log: &Path, duration_ns: Option<u64>) -> Options {
     Options {
         pop: PopSource::Fixed(parse_target(POP_ADDR).unwrap()),
         interval_ns: daemon::DEFAULT_INTERVAL_NS,
-        detector: DetectorConfig::default(),
+        // The paper's rule: this test is about the I/O path (validation, spoofing, reloads)
+        // with outages in the first seconds, before the evidence scoring has statistics.
+        detector: DetectorConfig { scoring: Scoring::Threshold, ..DetectorConfig::default() },
         log: Some(log.to_path_buf()),
         duration_ns,
         run_dir: run_dir.to_path_buf(),

@@ -13,8 +13,18 @@
 //!
 //! A step compares the medians of the windows before and after a point; medians ignore the
 //! short spikes around an outage and the RTT-band jitter. A later signal only adds an event
-//! when no event is already within [`MERGE_WINDOW_US`]. The period is the grid spacing that
-//! explains most events (see [`detect_period_ms`]).
+//! when no event is already within [`MERGE_WINDOW_US`].
+//!
+//! Delay steps are not all reconfigurations: inside an interval the delay switches between a
+//! few discrete bands (seed §4.1.2, "RTTs form discrete bands"), and a band that dwells for
+//! seconds moves the median as much as a reconfiguration does. A delay step with no outage,
+//! spike or capacity step near it is therefore a **band switch** when, within its interval
+//! between such physical events, the level it moves to was already held before it, or the
+//! level it leaves is held again after it (a band recurs; a new base delay does not). It is a
+//! reconfiguration when it moves to a level the interval never held, for good. `stat` lists
+//! outages, reconfigurations and band switches separately. The period is the grid spacing that
+//! explains most reconfigurations (see [`detect_period_ms`]); extra events off the grid do not
+//! hide it.
 
 use serde::Serialize;
 
@@ -43,6 +53,9 @@ pub const DELAY_STEP_MIN_FRAC: f64 = 0.25;
 /// A capacity step must change the median 100 ms capacity by at least this fraction of the
 /// higher level (real 100 ms capacity varies by ±30 % within an interval).
 pub const CAPACITY_STEP_MIN_FRAC: f64 = 0.5;
+/// The delay right after a reconfiguration (its spike and settling) is not one of the new
+/// interval's bands: band history starts this long after the event.
+pub const BAND_SKIP_AFTER_EVENT_US: u64 = 500_000;
 /// Period search range, ms: OneWeb (~11 s) and Starlink (15 s) fall well inside.
 pub const PERIOD_MIN_MS: f64 = 2_000.0;
 /// Upper end of the period search, ms.
@@ -140,6 +153,9 @@ pub struct Stats {
     pub outages: Vec<OutageMs>,
     /// Detected reconfigurations, ms.
     pub reconfigurations_ms: Vec<f64>,
+    /// Delay level steps inside an interval between a few recurring bands: RTT band
+    /// switches, not reconfigurations, ms.
+    pub band_switches_ms: Vec<f64>,
     /// Period of the reconfigurations, ms; `None` (null) when aperiodic.
     pub period_ms: Option<f64>,
     /// Ground-truth reconfigurations recorded in the trace, ms (empty when unknown).
@@ -161,7 +177,8 @@ pub fn stats(trace: &Trace, dir: Dir) -> Stats {
     // Summaries only: no samples kept, just the value counts.
     let bins = Runs::of(capacity_bins_mbps(&link).enumerate().map(|(b, v)| (b as u64 * CAPACITY_BIN_US, v)), 0);
     let delay = Runs::of(delay_samples_us(trace, dir).map(|(t, d)| (t, d as f64 / 1000.0)), 0);
-    let events = detect_reconfigurations(trace, dir);
+    let found = classify(trace, dir);
+    let events = found.reconfigurations;
     Stats {
         name: trace.meta.name.clone(),
         direction: dir.as_str(),
@@ -171,6 +188,7 @@ pub fn stats(trace: &Trace, dir: Dir) -> Stats {
         loss: round3(trace.dir(dir).loss.mean() * 1000.0) / 1000.0,
         outages,
         reconfigurations_ms: events.iter().map(|&t| us_to_ms(t)).collect(),
+        band_switches_ms: found.band_switches.iter().map(|&t| us_to_ms(t)).collect(),
         period_ms: detect_period_ms(&events),
         truth_reconfigurations_ms: trace.reconfigurations.iter().map(|&t| us_to_ms(t)).collect(),
         terrestrial_capacity_mbps: trace
@@ -270,6 +288,21 @@ impl Runs {
 
 /// Detected reconfiguration times (µs) of one direction, sorted. See the module docs.
 pub fn detect_reconfigurations(trace: &Trace, dir: Dir) -> Vec<u64> {
+    classify(trace, dir).reconfigurations
+}
+
+/// The events of one direction, separated (µs, sorted).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Classified {
+    /// Reconfigurations: outages, delay spikes, capacity steps, delay steps to a new level.
+    pub reconfigurations: Vec<u64>,
+    /// Delay steps between recurring bands inside an interval.
+    pub band_switches: Vec<u64>,
+}
+
+/// Outages, spikes and level steps of one direction, separated into reconfigurations and band
+/// switches (module docs).
+pub fn classify(trace: &Trace, dir: Dir) -> Classified {
     let cap = trace.capacity(dir).expect("validated trace");
     let link = trace.link(dir);
     let mut events: Vec<u64> = outages_in_period(cap.times_us(), cap.period_us(), trace.meta.resolution_us)
@@ -281,11 +314,53 @@ pub fn detect_reconfigurations(trace: &Trace, dir: Dir) -> Vec<u64> {
     let delay = Runs::of(delay_samples_us(trace, dir).map(|(t, d)| (t, d as f64)), 2 * w + 1);
     let (times, values) = (&delay.times, &delay.values);
     add_unless_near(&mut events, delay_spikes(times, values, w));
-    add_unless_near(&mut events, level_steps(times, values, w, is_delay_step));
-    let w = step_samples(CAPACITY_BIN_US);
-    let bins = Runs::of(capacity_bins_mbps(&link).enumerate().map(|(b, v)| (b as u64 * CAPACITY_BIN_US, v)), 2 * w + 1);
-    add_unless_near(&mut events, level_steps(&bins.times, &bins.values, w, is_capacity_step));
-    events
+    let wc = step_samples(CAPACITY_BIN_US);
+    let bins = Runs::of(capacity_bins_mbps(&link).enumerate().map(|(b, v)| (b as u64 * CAPACITY_BIN_US, v)), 2 * wc + 1);
+    add_unless_near(&mut events, level_steps(&bins.times, &bins.values, wc, is_capacity_step));
+    // Delay steps last, each judged within its interval between physical events.
+    let primary = events.clone();
+    let mut band_switches = Vec::new();
+    for t in level_steps(times, values, w, is_delay_step) {
+        let i = events.partition_point(|&e| e < t);
+        let near = |j: usize| events.get(j).is_some_and(|&e| e.abs_diff(t) < MERGE_WINDOW_US);
+        if near(i) || (i > 0 && near(i - 1)) {
+            continue;
+        }
+        let k = primary.partition_point(|&e| e < t);
+        let since = if k > 0 { primary[k - 1] } else { 0 };
+        let until = primary.get(k).copied().unwrap_or(u64::MAX);
+        if is_band_switch(times, values, (since, until), t, w) {
+            band_switches.push(t);
+        } else {
+            events.insert(i, t);
+        }
+    }
+    Classified { reconfigurations: events, band_switches }
+}
+
+/// Whether the delay step at `t` only switched bands inside the interval (since, until)
+/// between physical events: the level it moves to was already held before it in the interval,
+/// or the level it leaves is held again after it. A reconfiguration without outage or spike
+/// moves to a level the interval never held and does not come back. (On run-compressed samples
+/// a long constant stretch keeps its ends, enough to count as held.)
+fn is_band_switch(times: &[u64], values: &[f64], (since, until): (u64, u64), t: u64, w: usize) -> bool {
+    let from = times.partition_point(|&x| x < since.saturating_add(BAND_SKIP_AFTER_EVENT_US));
+    let to = times.partition_point(|&x| x < until);
+    let at = times.partition_point(|&x| x < t);
+    if at < w || at + w > values.len() {
+        return false;
+    }
+    let mut buf = Vec::new();
+    let before = median(&values[at - w..at], &mut buf);
+    let after = median(&values[at..at + w], &mut buf);
+    let margin = DELAY_STEP_MIN_US / 2.0;
+    // A band is held when at least a quarter of a step window sits at its level.
+    let need = (w / 4).max(1);
+    let held = |s: &[f64], level: f64| s.iter().filter(|&&v| (v - level).abs() <= margin).count() >= need;
+    // Before the step's own window, after the step's own window.
+    let earlier = if from + w <= at { &values[from..at - w] } else { &values[0..0] };
+    let later = if at + w < to { &values[at + w..to] } else { &values[0..0] };
+    held(earlier, after) || held(later, before)
 }
 
 fn step_samples(interval_us: u64) -> usize {
@@ -376,8 +451,10 @@ fn median(v: &[f64], buf: &mut Vec<f64>) -> f64 {
 ///
 /// For each candidate period P the events' phases (t mod P) are clustered; the best cluster
 /// counts the events within ±[`PERIOD_TOLERANCE_MS`] of one grid. A candidate qualifies when
-/// at least 3 events and half of all events fit, and the grid points between the first and
-/// the last fitting event are at least 60 % occupied. Among qualifying candidates the most
+/// at least 3 events and a third of all events fit (extra, aperiodic events may outnumber the
+/// periodic ones two to one), and the grid points between the first and the last fitting
+/// event are at least 60 % occupied; when fewer than half fit, at least 4 must, on a grid at
+/// least 75 % occupied. Among qualifying candidates the most
 /// fitting events win, then the fullest grid (this rules out P/2, P/3, ...), then the tightest
 /// phase cluster. The winner is refined by a least-squares fit of the fitting events against
 /// their grid index.
@@ -427,13 +504,18 @@ impl GridFit {
 /// How the events fit the best phase of grid `p`, if the grid qualifies.
 fn grid_fit(ev: &[f64], p: f64) -> Option<GridFit> {
     let fit = fitting_events(ev, p);
-    if fit.len() < 3 || fit.len() * 2 < ev.len() {
+    if fit.len() < 3 || fit.len() * 3 < ev.len() {
         return None;
     }
     let (first, last) = (fit[0], fit[fit.len() - 1]);
     let slots = ((last - first) / p).round() as usize + 1;
     let coverage = fit.len() as f64 / slots as f64;
     if coverage < 0.6 {
+        return None;
+    }
+    // Outnumbered by extra events, a grid must be better supported: three chance alignments
+    // among many random events are common, four on a nearly full grid are not.
+    if fit.len() * 2 < ev.len() && (fit.len() < 4 || coverage < 0.75) {
         return None;
     }
     let phases: Vec<f64> = fit.iter().map(|t| (t - first) - p * ((t - first) / p).round()).collect();
@@ -558,6 +640,64 @@ mod tests {
             *x += 25_000.0 - (i - 500) as f64 * 5000.0;
         }
         assert_eq!(delay_spikes(&times, &v, 100), vec![5_000_000]);
+    }
+
+    /// 60 s at 12 Mbit/s with reconfigurations (60 ms outages) every 15 s from 5 s on, each to a
+    /// new base delay, and inside each interval the delay switching between three bands
+    /// (+0/+8/+16 ms) with dwell times of 1.2-2.6 s.
+    fn banded_trace() -> Trace {
+        use crate::model::{Capacity, DelaySeries, DirTrace, Loss, Measured, Meta};
+        let reconf_ms = [5_000u64, 20_000, 35_000, 50_000];
+        let times: Vec<u64> = (1..=60_000u64).filter(|ms| !reconf_ms.iter().any(|&r| *ms >= r && *ms < r + 60)).map(|ms| ms * 1000).collect();
+        let bases = [30_000u64, 42_000, 26_000, 38_000, 33_000];
+        let dwell = [120usize, 260, 150, 200, 130, 240, 170];
+        let mut delay = Vec::with_capacity(6000);
+        let (mut band, mut left, mut k) = (0u64, dwell[0], 0usize);
+        for i in 0..6000u64 {
+            let base = bases[reconf_ms.iter().filter(|&&r| i * 10 >= r).count()];
+            if left == 0 {
+                band = (band + 1 + (k as u64 % 2)) % 3;
+                k += 1;
+                left = dwell[k % dwell.len()];
+            }
+            left -= 1;
+            delay.push(base + band * 8_000 + (i % 3) * 300);
+        }
+        Trace {
+            meta: Meta { name: "banded".into(), direction: Measured::Down, ..Meta::default() },
+            down: DirTrace {
+                capacity: Some(Capacity::new(times, None).unwrap()),
+                delay: Some(DelaySeries { interval_us: 10_000, values_us: delay.into() }),
+                loss: Loss::Constant(0.0),
+            },
+            up: DirTrace::default(),
+            reconfigurations: reconf_ms.iter().map(|r| r * 1000).collect(),
+            outages: vec![],
+            terrestrial: None,
+        }
+    }
+
+    #[test]
+    fn band_switches_are_not_reconfigurations_and_the_period_survives_them() {
+        let t = banded_trace();
+        let c = classify(&t, Dir::Down);
+        assert!(c.band_switches.len() >= 5, "the bands dwell long enough to move the median: {c:?}");
+        let truth = &t.reconfigurations;
+        let false_ones: Vec<u64> = c.reconfigurations.iter().copied().filter(|r| !truth.iter().any(|x| x.abs_diff(*r) <= 100_000)).collect();
+        assert!(false_ones.len() * 10 <= c.reconfigurations.len(), "band switches listed as reconfigurations: {false_ones:?} of {c:?}");
+        for x in truth {
+            assert!(c.reconfigurations.iter().any(|r| r.abs_diff(*x) <= 100_000), "missed {x}: {c:?}");
+        }
+        let s = stats(&t, Dir::Down);
+        assert_eq!(s.band_switches_ms.len(), c.band_switches.len());
+        let p = s.period_ms.expect("periodic");
+        assert!((p - 15_000.0).abs() < 5.0, "{p}");
+        // Extra events off the grid (twice as many as on it) do not hide the period.
+        let mut ev: Vec<u64> = truth.clone();
+        ev.extend([7_300_000, 11_100_000, 24_700_000, 29_900_000, 41_200_000, 44_400_000, 53_800_000, 57_100_000]);
+        ev.sort();
+        let p = detect_period_ms(&ev).expect("periodic despite extras");
+        assert!((p - 15_000.0).abs() < 5.0, "{p}");
     }
 
     #[test]

@@ -172,6 +172,7 @@ fn human(s: &Stats) -> String {
     let outages: Vec<String> = s.outages.iter().map(|o| format!("{:.0}+{:.0}", o.start_ms, o.len_ms)).collect();
     out += &format!("outages >= 20 ms ({}): {}\n", outages.len(), outages.join(" "));
     out += &format!("reconfigurations detected ({}): {}\n", s.reconfigurations_ms.len(), ms(&s.reconfigurations_ms));
+    out += &format!("RTT band switches inside an interval, not reconfigurations ({}): {}\n", s.band_switches_ms.len(), ms(&s.band_switches_ms));
     if !s.truth_reconfigurations_ms.is_empty() {
         out += &format!("reconfigurations ground truth ({}): {}\n", s.truth_reconfigurations_ms.len(), ms(&s.truth_reconfigurations_ms));
     }
