@@ -56,15 +56,18 @@
  * adaptation at a terrestrial bottleneck costs one capped round; a wrong skip kept a stale
  * RTT range for seconds.
  *
- * Range from the probe: bRTT_h = bRTT_l + the width of the bands the PoP probe sees (its own
- * queue, never this flow's), with Delta_RTT = 0 as in the authors' code; the flow's own band
- * range stands in while no probe speaks. While congested cwnd is 1 x target x bRTT_h, so a
- * standing queue cannot outgrow the band range.
+ * Range from the probe: bRTT_h = bRTT_l + the width of the bands the PoP probe sees (it answers
+ * on its own queue, so its spread is never this flow's queue), with Delta_RTT = 0 as in the
+ * authors' code; the flow's own band range (with Delta_RTT = delta_rtt_own_us) stands in while
+ * no probe speaks, and while another flow's standing queue is seen (most RTT samples of
+ * competing_cycles cycles above the probe's range: buffer-filling flows would otherwise take
+ * the link). While congested above a probe-measured range cwnd is 1 x target x bRTT_h, so a
+ * standing queue cannot outgrow the range.
  *
- * Guards: events closer than rcf_min_spacing_us to the last adaptation merge into it, and an
- * adaptation budget (rcf_budget_pct of the time) turns a storm of false events into window
- * cuts without the inflight cap. A probe level that steps and stays above its band range is a
- * path change the detector missed (leocc_on_path).
+ * Guards: an event graded below rcf_min_confidence, inside an adaptation, closer than
+ * rcf_min_spacing_us to the last one, or over the adaptation budget (rcf_budget_pct of the
+ * time) is not acted on. A probe level that steps and stays above its band range is a path
+ * change the detector missed (leocc_on_path). A clock that steps back is clamped.
  *
  * Without detector (no event, or events too old): no window is ever cut by an event, so the
  * windows expire on their own (bw_win_rounds round trips, W_RT) and LeoCC is a BBR-like

@@ -232,15 +232,16 @@ fn the_detectors_confidence_reaches_the_core() {
     let weak = wait_flows(Duration::from_secs(2), |f| f.len() == 1 && f[0].reconfigs_fed == 1);
     assert_eq!(weak.len(), 1);
     assert_eq!(weak[0].reconfigs_fed, 1, "{weak:?}");
-    assert_eq!(weak[0].core_reconfigs + weak[0].core_reconfigs_skipped, 0, "below rcf_min_confidence: {weak:?}");
-    // A confident one is acted on (or skipped for a terrestrial bottleneck, never ignored).
+    // Counted as not acted on (`reconfigs_skipped`: weak, merged or over budget), no adaptation.
+    assert_eq!((weak[0].core_reconfigs, weak[0].core_reconfigs_skipped), (0, 1), "below rcf_min_confidence: {weak:?}");
+    // A confident one is acted on.
     sleep(Duration::from_millis(300));
     let when = signal::monotonic_ns();
     signal::write_signal(&Signal::new(when, 2, when, 25_000).with_confidence(90)).expect("event written");
     let strong = wait_flows(Duration::from_secs(2), |f| f.len() == 1 && f[0].reconfigs_fed == 2);
     let _ = client.wait();
     assert_eq!(strong.len(), 1);
-    assert_eq!(strong[0].core_reconfigs + strong[0].core_reconfigs_skipped, 1, "{strong:?}");
+    assert_eq!((strong[0].core_reconfigs, strong[0].core_reconfigs_skipped), (1, 1), "{strong:?}");
 }
 
 #[test]
@@ -253,7 +254,9 @@ fn ipv6_flows_run_leocc_and_are_listed() {
         .stdout(Stdio::piped())
         .spawn()
         .expect("iperf3 client");
-    let flows = wait_flows_to(SERVER_ADDR6, Duration::from_secs(2), |f| {
+    // Up to 5 s: a fresh namespace's IPv6 address may still be tentative (duplicate address
+    // detection) when iperf3 starts, which delays the connection (seen under load).
+    let flows = wait_flows_to(SERVER_ADDR6, Duration::from_secs(5), |f| {
         f.len() == 1 && f[0].acks > 100
     });
     let out = client.wait_with_output().expect("iperf3 finishes");
