@@ -23,7 +23,7 @@
  *
  * State split: struct leocc_ca lives in inet_csk_ca() (ICSK_CA_PRIV_SIZE = 104 bytes, free
  * to touch on every ACK) and holds only the glue's bookkeeping; the core's struct leocc_state
- * (1008 bytes) lives in sk_storage (struct leocc_flow, with the flow's `stats` key), created in
+ * (1016 bytes) lives in sk_storage (struct leocc_flow, with the flow's `stats` key), created in
  * init and deleted in release.
  * If sk_storage cannot be allocated (memory pressure) the flow keeps the cwnd and pacing it
  * has: a fixed window, never an unbounded one.

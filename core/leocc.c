@@ -426,7 +426,7 @@ LEOCC_INTERNAL leocc_u32 highest_bit(leocc_u64 x)
  * two halves' lanes are added, then 0x8000 - thresh is added to each lane, which sets a lane's
  * top bit exactly when its count is >= thresh (counts < 0x8000, so no carry between lanes). */
 LEOCC_INTERNAL int mpf_range(const struct leocc_mpf *m, const struct leocc_params *p,
-			     leocc_u32 *lo, leocc_u32 *hi)
+			     leocc_u32 *lo, leocc_u32 *hi, leocc_u32 *floor)
 {
 	leocc_u32 total = mpf_total(m), i, k, spread = 0, first, last;
 	leocc_u32 raw_min = mpf_raw_min(m);
@@ -449,8 +449,12 @@ LEOCC_INTERNAL int mpf_range(const struct leocc_mpf *m, const struct leocc_param
 		/* No band yet (too few samples): the raw minimum is all we know. */
 		*lo = raw_min;
 		*hi = raw_min;
+		*floor = raw_min;
 		return 1;
 	}
+	first = highest_bit(dense & (~dense + 1));
+	/* The lowest dense bin, whatever the share: a floor that a rare low sample cannot move. */
+	*floor = max_u32(m->base_us + first * p->mpf_bin_us, raw_min);
 	if (spread) {
 		/* RTTs spread evenly over a wide range (bursty uplink grants) leave no bin at the
 		 * full share. Then the upper end of the range is where the samples still are at
@@ -462,9 +466,8 @@ LEOCC_INTERNAL int mpf_range(const struct leocc_mpf *m, const struct leocc_param
 		*hi = max_u32(m->base_us + (highest_bit(dense) + 1) * p->mpf_bin_us, raw_min);
 		return 1;
 	}
-	first = highest_bit(dense & (~dense + 1));
 	last = highest_bit(dense);
-	*lo = max_u32(m->base_us + first * p->mpf_bin_us, raw_min);
+	*lo = *floor;
 	*hi = m->base_us + (last + 1) * p->mpf_bin_us;
 	return 1;
 }
@@ -662,10 +665,10 @@ LEOCC_INTERNAL void update_bw(struct leocc_state *s, const struct leocc_ack_samp
  * current interval and is still speaking: 0 otherwise. */
 LEOCC_INTERNAL leocc_u32 path_band_width(struct leocc_state *s, leocc_u64 now_us)
 {
-	leocc_u32 lo, hi;
+	leocc_u32 lo, hi, floor;
 
 	if (!s->p.path_min_samples || mpf_total(&s->path_mpf) < s->p.path_min_samples ||
-	    now_us > s->path_us + s->p.path_stale_us || !mpf_range(&s->path_mpf, &s->p, &lo, &hi))
+	    now_us > s->path_us + s->p.path_stale_us || !mpf_range(&s->path_mpf, &s->p, &lo, &hi, &floor))
 		return 0;
 	s->path_hi_us = hi;
 	/* A zero-width range would make every sample above the floor "congested"; one bin is
@@ -683,7 +686,7 @@ LEOCC_INTERNAL void refresh_rtt_range(struct leocc_state *s)
 {
 	leocc_u32 lo, hi, width;
 
-	if (mpf_range(&s->mpf, &s->p, &lo, &hi)) {
+	if (mpf_range(&s->mpf, &s->p, &lo, &hi, &s->dense_floor_us)) {
 		s->path_width_us = path_band_width(s, s->last_now_us);
 		width = s->last_now_us >= s->competing_until_us ? s->path_width_us : 0;
 		s->brtt_l = lo;
@@ -756,8 +759,8 @@ LEOCC_INTERNAL void update_rtt(struct leocc_state *s, const struct leocc_ack_sam
 	kal_update(&s->rtt_kal, a->rtt_us, &s->p);
 	if (s->cycle_samples < 0xffff) {
 		s->cycle_samples++;
-		s->cycle_above += s->path_width_us && s->brtt_l &&
-				  a->rtt_us > s->brtt_l + s->path_width_us;
+		s->cycle_above += s->path_width_us && s->dense_floor_us &&
+				  a->rtt_us > s->dense_floor_us + s->path_width_us;
 	}
 	if (s->mode == LEOCC_MODE_RECONF)
 		s->ra_fresh_rtts++;
@@ -884,7 +887,8 @@ LEOCC_INTERNAL void check_drain(struct leocc_state *s)
 }
 
 /* Competing with buffer-filling flows (BBR, Cubic in a deep buffer). Alone, this flow's RTT
- * leaves the range the probe measured only around its burst phase. If most samples of
+ * leaves the range the probe measured (counted from the lowest dense bin of its own RTTs, which
+ * a rare low sample cannot move, unlike bRTT_l on a bursty uplink) only around its burst phase. If most samples of
  * competing_cycles cycles in a row lie above it, a queue stands that this flow does not
  * control: judged against the probe's range the flow would read it as congestion for ever and
  * hand the link to the queue's owner. For half a W_RT it then judges against its own range
@@ -1017,12 +1021,12 @@ LEOCC_INTERNAL void ra_start_measuring(struct leocc_state *s, const struct leocc
  * the RTT does not. */
 LEOCC_INTERNAL int ra_link_limited(struct leocc_state *s, const struct leocc_ack_sample *a)
 {
-	leocc_u32 lo = 0, hi = 0, base = s->ra_old_rtt_l, fresh;
+	leocc_u32 lo = 0, hi = 0, floor = 0, base = s->ra_old_rtt_l, fresh;
 	leocc_u64 capped;
 
 	if (s->ra_bw == 0)
 		return RA_NOT_LIMITED;
-	fresh = mpf_range(&s->mpf, &s->p, &lo, &hi) ? lo : 0;
+	fresh = mpf_range(&s->mpf, &s->p, &lo, &hi, &floor) ? lo : 0;
 	if (s->ra_recaps > 0) {
 		int rtt_fell = rtt_latest(s) > 0 && (leocc_u64)rtt_latest(s) * 100 <
 							   (leocc_u64)s->ra_prev_rtt * RA_RTT_FELL_PCT;

@@ -188,7 +188,7 @@ struct leocc_mpf {                /* RTT-band histogram over the last W_RT/2..W_
 };
 
 /*
- * Per-flow state. Fits in BPF sk_storage; sizeof(struct leocc_state) is 1008 bytes on x86-64
+ * Per-flow state. Fits in BPF sk_storage; sizeof(struct leocc_state) is 1016 bytes on x86-64
  * and BPF (checked by core/tests, host and BPF builds). Treat every field as private.
  */
 struct leocc_state {
@@ -241,6 +241,7 @@ struct leocc_state {
 	leocc_u32 range_from_path;    /* bRTT_h came from the probe's band width */
 	leocc_u32 band_learning;      /* elevated RTT survived a drain: a band, let the MPF learn it */
 	leocc_u32 path_width_us;      /* the probe's band width at the last refresh (0: none) */
+	leocc_u32 dense_floor_us;     /* lowest dense bin of the flow's own bands */
 	leocc_u16 cycle_samples;      /* RTT samples in the current cruise cycle ... */
 	leocc_u16 cycle_above;        /* ... of which above the probe-measured range */
 	leocc_u16 standing_cycles;    /* cycles in a row mostly above the probe-measured range */

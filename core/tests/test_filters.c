@@ -88,7 +88,7 @@ void test_mpf_bands(void)
 {
 	struct leocc_params p;
 	struct leocc_mpf m;
-	leocc_u32 lo = 0, hi = 0, seed = 7, i, rtt;
+	leocc_u32 lo = 0, hi = 0, floor = 0, seed = 7, i, rtt;
 
 	leocc_default_params(&p);
 	mpf_reset(&m, 0);
@@ -108,12 +108,12 @@ void test_mpf_bands(void)
 			rtt = 60000 + jitter(&seed, 40000);
 		mpf_add(&m, rtt, p.mpf_bin_us);
 	}
-	CHECK(mpf_range(&m, &p, &lo, &hi), "range available");
+	CHECK(mpf_range(&m, &p, &lo, &hi, &floor), "range available");
 	CHECK(lo >= 39000 && lo <= 40100, "bRTT_l at the low band, got %u", lo);
 	CHECK(hi >= 52800 && hi <= 54000, "bRTT_h at the high band's top, got %u", hi);
 	/* A sample far below the first one shifts the histogram without losing the bands. */
 	mpf_add(&m, 10000, p.mpf_bin_us);
-	CHECK(mpf_range(&m, &p, &lo, &hi), "range after shift");
+	CHECK(mpf_range(&m, &p, &lo, &hi, &floor), "range after shift");
 	CHECK(lo >= 39000 && lo <= 40100 && hi >= 52800 && hi <= 54000,
 	      "bands kept after a low outlier: %u..%u", lo, hi);
 }
@@ -122,7 +122,7 @@ void test_mpf_expiry(void)
 {
 	struct leocc_params p;
 	struct leocc_mpf m;
-	leocc_u32 lo = 0, hi = 0, i;
+	leocc_u32 lo = 0, hi = 0, floor = 0, i;
 	leocc_u64 t = 0;
 
 	leocc_default_params(&p);
@@ -135,11 +135,11 @@ void test_mpf_expiry(void)
 		for (i = 0; i < 20; i++)
 			mpf_add(&m, 60000, p.mpf_bin_us);
 	}
-	CHECK(mpf_range(&m, &p, &lo, &hi), "range available");
+	CHECK(mpf_range(&m, &p, &lo, &hi, &floor), "range available");
 	CHECK(lo >= 59000 && lo <= 60000 && hi <= 61000, "old band expired: %u..%u", lo, hi);
 	/* A gap longer than W_RT empties the filter. */
 	mpf_expire(&m, t + p.rtt_win_us, p.rtt_win_us);
-	CHECK(!mpf_range(&m, &p, &lo, &hi), "empty after a long gap");
+	CHECK(!mpf_range(&m, &p, &lo, &hi, &floor), "empty after a long gap");
 }
 
 /* Feed `n` ACKs of a steady flow at `rate` bytes/s and `rtt` us, starting at *t. */
@@ -286,7 +286,7 @@ void test_state_size(void)
 	CHECK(leocc_state_size() == sizeof(struct leocc_state), "size function");
 	/* BPF sk_storage holds it comfortably; keep it under 1 KiB. */
 	CHECK(sizeof(struct leocc_state) <= 1024, "state is %zu bytes", sizeof(struct leocc_state));
-	CHECK(sizeof(struct leocc_state) == 1008, "state is %zu bytes, leocc.h says 1008",
+	CHECK(sizeof(struct leocc_state) == 1016, "state is %zu bytes, leocc.h says 1016",
 	      sizeof(struct leocc_state));
 	CHECK(sizeof(struct leocc_state) % 8 == 0, "8-byte multiple");
 	/* The FFI layouts crates/leocc-core-sys mirrors (asserted there with the same numbers). */

@@ -22,13 +22,19 @@ const WAIT_POLL_MS: u64 = 10;
 
 /// The child of `cmd` gets SIGKILL when the spawning thread dies, however it dies.
 pub fn die_with_parent(cmd: &mut Command) -> &mut Command {
+    die_with_parent_by(cmd, libc::SIGKILL)
+}
+
+/// [`die_with_parent`] with `signal` instead of SIGKILL: SIGTERM for a child that cleans up on
+/// it (`leocc emu-run` removes its namespaces), so an interrupted parent leaves nothing behind.
+pub fn die_with_parent_by(cmd: &mut Command, signal: libc::c_int) -> &mut Command {
     // SAFETY: getpid has no preconditions.
     let parent = unsafe { libc::getpid() };
     // SAFETY: the closure runs in the forked child before exec and only calls prctl(2) and
     // getppid(2), both async-signal-safe; it allocates nothing.
     unsafe {
         cmd.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, signal as libc::c_ulong, 0, 0, 0) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
             // The parent may have died between fork and prctl; then nothing would signal us.

@@ -135,10 +135,12 @@ impl Runner {
 
     /// The child command of a run. It dies with eval (even by SIGINT to eval alone, or kill
     /// -9), so an interrupted eval leaves no simulations running; it is spawned on a worker
-    /// thread that waits for it, which the death signal requires.
+    /// thread that waits for it, which the death signal requires. An emulator run gets
+    /// SIGTERM, on which it stops its flows and removes its namespaces (SIGKILL left them).
     fn command(&self, spec: &RunSpec) -> Command {
         let mut cmd = Command::new(&self.exe);
-        leocc_emu::owned::die_with_parent(&mut cmd);
+        let signal = if spec.engine == Engine::Emu { libc::SIGTERM } else { libc::SIGKILL };
+        leocc_emu::owned::die_with_parent_by(&mut cmd, signal);
         match spec.engine {
             Engine::Sim => {
                 cmd.arg("sim");
