@@ -7,6 +7,7 @@
 //! name (as on the command line) to a boxed controller.
 
 mod bbr;
+mod bbr_core;
 mod bbr3;
 mod copa;
 mod cubic;
