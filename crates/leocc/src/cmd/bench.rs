@@ -124,7 +124,7 @@ fn run_ablation(a: BenchAblationArgs) -> anyhow::Result<()> {
         let eta = el / done as f64 * (total - done) as f64;
         if tty {
             eprint!("\rablation: {done}/{total} runs, {el:.0} s, about {eta:.0} s left   ");
-        } else if done % 50 == 0 || done == total {
+        } else if done.is_multiple_of(50) || done == total {
             eprintln!("ablation: {done}/{total} runs, {el:.0} s, about {eta:.0} s left");
         }
     };

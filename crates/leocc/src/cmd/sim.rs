@@ -143,7 +143,7 @@ pub fn scenarios(a: &SimArgs) -> anyhow::Result<Vec<Scenario>> {
         sc.oracle_reconfig = a.oracle_reconfig;
         sc.false_event_interval_us = match a.false_events {
             None => 0,
-            Some(ms) if ms >= 1.0 && ms <= 1e6 => (ms * 1000.0) as u64,
+            Some(ms) if (1.0..=1e6).contains(&ms) => (ms * 1000.0) as u64,
             Some(ms) => bail!("--false-events {ms} must be in [1, 1e6] ms"),
         };
         sc.terrestrial = !a.no_terrestrial;
