@@ -662,13 +662,15 @@ LEOCC_INTERNAL void update_bw(struct leocc_state *s, const struct leocc_ack_samp
 }
 
 /* The width of the RTT bands as the PoP probe sees them, when it has seen enough of the
- * current interval and is still speaking: 0 otherwise. */
+ * current interval and is still speaking: 0 otherwise. Their upper end is kept for the probe's
+ * level-step test (leocc_on_path). */
 LEOCC_INTERNAL leocc_u32 path_band_width(struct leocc_state *s, leocc_u64 now_us)
 {
 	leocc_u32 lo, hi, floor;
 
 	if (!s->p.path_min_samples || mpf_total(&s->path_mpf) < s->p.path_min_samples ||
-	    now_us > s->path_us + s->p.path_stale_us || !mpf_range(&s->path_mpf, &s->p, &lo, &hi, &floor))
+	    now_us > s->path_us + s->p.path_stale_us ||
+	    !mpf_range(&s->path_mpf, &s->p, &lo, &hi, &floor))
 		return 0;
 	s->path_hi_us = hi;
 	/* A zero-width range would make every sample above the floor "congested"; one bin is
@@ -888,11 +890,12 @@ LEOCC_INTERNAL void check_drain(struct leocc_state *s)
 
 /* Competing with buffer-filling flows (BBR, Cubic in a deep buffer). Alone, this flow's RTT
  * leaves the range the probe measured (counted from the lowest dense bin of its own RTTs, which
- * a rare low sample cannot move, unlike bRTT_l on a bursty uplink) only around its burst phase. If most samples of
- * competing_cycles cycles in a row lie above it, a queue stands that this flow does not
- * control: judged against the probe's range the flow would read it as congestion for ever and
- * hand the link to the queue's owner. For half a W_RT it then judges against its own range
- * (the paper's MPF over its own RTTs, which learns the elevation after a failed drain). */
+ * a rare low sample cannot move, unlike bRTT_l on a bursty uplink) only around its burst
+ * phase. If most samples of competing_cycles cycles in a row lie above it, a queue stands
+ * that this flow does not control: judged against the probe's range the flow would read it as
+ * congestion for ever and hand the link to the queue's owner. For half a W_RT it then judges
+ * against its own range (the paper's MPF over its own RTTs, which learns the elevation after a
+ * failed drain). */
 LEOCC_INTERNAL void check_standing_queue(struct leocc_state *s, leocc_u64 now_us)
 {
 	if (s->cycle_samples &&

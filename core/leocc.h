@@ -45,7 +45,7 @@
 /* What leocc_on_reconfig did with an event (its return value). */
 #define LEOCC_RCF_IGNORED 0u  /* duplicate, out of order or stale event */
 #define LEOCC_RCF_ADAPT 1u    /* windows cut, Reconfiguration Adaptation entered */
-#define LEOCC_RCF_SKIPPED 2u  /* no longer returned (the section 4.3 skip was removed) */
+/* 2 was SKIPPED (the section 4.3 skip, removed); not reused, so old logs stay readable. */
 #define LEOCC_RCF_CUT_ONLY 3u /* windows cut, no adaptation (still in Startup) */
 #define LEOCC_RCF_WEAK 4u     /* confidence below params.rcf_min_confidence: not acted on */
 #define LEOCC_RCF_MERGED 5u   /* inside or too close to the last adaptation, or over the

@@ -66,8 +66,6 @@ pub enum ReconfigOutcome {
     Ignored,
     /// Windows cut and Reconfiguration Adaptation entered.
     Adapt,
-    /// No longer returned: the §4.3 skip was removed (see docs/algorithm.md).
-    Skipped,
     /// Windows cut, but still in Startup (no adaptation needed).
     CutOnly,
     /// The detector's confidence was below the flow's threshold: nothing changed.
@@ -83,7 +81,6 @@ impl ReconfigOutcome {
     fn from_raw(raw: u32) -> ReconfigOutcome {
         match raw {
             1 => ReconfigOutcome::Adapt,
-            2 => ReconfigOutcome::Skipped,
             3 => ReconfigOutcome::CutOnly,
             4 => ReconfigOutcome::Weak,
             5 => ReconfigOutcome::Merged,

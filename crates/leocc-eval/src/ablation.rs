@@ -77,7 +77,7 @@ pub struct Plan {
 }
 
 /// The mixes run per cell.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Mix {
     /// One LeoCC flow.
     Single,
@@ -88,7 +88,7 @@ enum Mix {
 }
 
 /// One run to do: a variant (None: the reference controls) on one trace, buffer and seed.
-#[derive(Clone)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 struct Job {
     variant: Option<usize>,
     trace: usize,
@@ -170,7 +170,7 @@ fn jobs(plan: &Plan) -> Vec<Job> {
 /// Run the plan on `plan.jobs` threads; `progress(done, total)` after each run.
 pub fn run(plan: &Plan, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<Vec<Row>, String> {
     let jobs = jobs(plan);
-    let next = AtomicUsize::new(0);
+    let (next, done) = (AtomicUsize::new(0), AtomicUsize::new(0));
     let results: Mutex<Vec<Option<RunResult>>> = Mutex::new(vec![None; jobs.len()]);
     let error: Mutex<Option<String>> = Mutex::new(None);
     std::thread::scope(|s| {
@@ -182,11 +182,8 @@ pub fn run(plan: &Plan, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<Vec<
                 }
                 match scenario(plan, &jobs[i]).and_then(|sc| leocc_sim::run(&sc).map_err(|e| e.to_string())) {
                     Ok(r) => {
-                        let mut all = results.lock().unwrap();
-                        all[i] = Some(r);
-                        let done = all.iter().filter(|r| r.is_some()).count();
-                        drop(all);
-                        progress(done, jobs.len());
+                        results.lock().unwrap()[i] = Some(r);
+                        progress(done.fetch_add(1, Ordering::Relaxed) + 1, jobs.len());
                     }
                     Err(e) => *error.lock().unwrap() = Some(e),
                 }
@@ -209,10 +206,9 @@ fn mean(xs: &[f64]) -> f64 {
 }
 
 fn summarise(plan: &Plan, jobs: &[Job], results: &[RunResult]) -> Vec<Row> {
-    let find = |variant: Option<usize>, trace: usize, queue: usize, seed: u64, mix: Mix, cc: &str| {
-        jobs.iter()
-            .position(|j| j.variant == variant && j.trace == trace && j.queue == queue && j.seed == seed && j.mix == mix && j.cc == cc)
-            .map(|i| &results[i])
+    let by_job: std::collections::HashMap<&Job, &RunResult> = jobs.iter().zip(results).collect();
+    let find = |variant: Option<usize>, trace: usize, queue: usize, seed: u64, mix: Mix, cc: &'static str| {
+        by_job.get(&Job { variant, trace, queue, seed, mix, cc }).copied()
     };
     let mut rows = Vec::new();
     for (v, variant) in plan.variants.iter().enumerate() {

@@ -505,44 +505,6 @@ figcaption{font-size:12px;color:#555}.row{display:flex;flex-wrap:wrap;gap:1em}.r
 .meta{color:#555}.warn{color:#a40}code{background:#f4f4f4;padding:1px 4px}\
 </style></head><body>";
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn jain_over_time_counts_only_active_flows() {
-        let mut rows = Vec::new();
-        for i in 0..10 {
-            let t = i as f64 * 0.1;
-            rows.push(TsRow { t_s: t, flow: 0, throughput_mbps: 10.0, rtt_ms: 50.0 });
-            // flow 1 joins at 0.5 s with a fifth of the rate
-            rows.push(TsRow { t_s: t, flow: 1, throughput_mbps: if i >= 5 { 2.0 } else { 0.0 }, rtt_ms: 50.0 });
-        }
-        let j = jain_over_time(&rows);
-        assert_eq!(j.len(), 5);
-        let expect = 144.0 / (2.0 * 104.0);
-        assert!(j.iter().all(|(_, v)| (v - expect).abs() < 1e-9), "{j:?}");
-    }
-
-    #[test]
-    fn timeseries_csv_errors_name_the_line() {
-        let p = std::env::temp_dir().join(format!("leocc-ts-{}.csv", std::process::id()));
-        std::fs::write(&p, "t_s,flow,throughput_mbps,rtt_ms\n0.1,0,5,40\n0.2,0,x,40\n").unwrap();
-        let e = read_timeseries(&p).unwrap_err().to_string();
-        assert!(e.contains(":3:"), "{e}");
-        std::fs::write(&p, "time,flow\n").unwrap();
-        assert!(read_timeseries(&p).unwrap_err().to_string().contains(":1:"));
-        std::fs::remove_file(&p).unwrap();
-    }
-
-    #[test]
-    fn percent_change_reads_as_a_gain_or_a_shortfall() {
-        assert_eq!(pct_change(185.0, 100.0), "+85 %");
-        assert_eq!(pct_change(44.0, 100.0), "-56 %");
-        assert_eq!(pct_change(1.0, 0.0), "n/a");
-    }
-}
-
 /// The README's results table (markdown) from a set of records: one row per engine, trace and
 /// single-flow control, means over seeds, plus LeoCC's changes against the paper's rivals.
 pub fn markdown(records: &[Record]) -> String {
@@ -584,4 +546,42 @@ pub fn markdown(records: &[Record]) -> String {
         let _ = writeln!(s, "- {engine}, {trace}, buffer {}: LeoCC throughput vs {}; p95 RTT vs {}.", queue_label(runs), thr_vs.join(", "), rtt_vs.join(", "));
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jain_over_time_counts_only_active_flows() {
+        let mut rows = Vec::new();
+        for i in 0..10 {
+            let t = i as f64 * 0.1;
+            rows.push(TsRow { t_s: t, flow: 0, throughput_mbps: 10.0, rtt_ms: 50.0 });
+            // flow 1 joins at 0.5 s with a fifth of the rate
+            rows.push(TsRow { t_s: t, flow: 1, throughput_mbps: if i >= 5 { 2.0 } else { 0.0 }, rtt_ms: 50.0 });
+        }
+        let j = jain_over_time(&rows);
+        assert_eq!(j.len(), 5);
+        let expect = 144.0 / (2.0 * 104.0);
+        assert!(j.iter().all(|(_, v)| (v - expect).abs() < 1e-9), "{j:?}");
+    }
+
+    #[test]
+    fn timeseries_csv_errors_name_the_line() {
+        let p = std::env::temp_dir().join(format!("leocc-ts-{}.csv", std::process::id()));
+        std::fs::write(&p, "t_s,flow,throughput_mbps,rtt_ms\n0.1,0,5,40\n0.2,0,x,40\n").unwrap();
+        let e = read_timeseries(&p).unwrap_err().to_string();
+        assert!(e.contains(":3:"), "{e}");
+        std::fs::write(&p, "time,flow\n").unwrap();
+        assert!(read_timeseries(&p).unwrap_err().to_string().contains(":1:"));
+        std::fs::remove_file(&p).unwrap();
+    }
+
+    #[test]
+    fn percent_change_reads_as_a_gain_or_a_shortfall() {
+        assert_eq!(pct_change(185.0, 100.0), "+85 %");
+        assert_eq!(pct_change(44.0, 100.0), "-56 %");
+        assert_eq!(pct_change(1.0, 0.0), "n/a");
+    }
 }

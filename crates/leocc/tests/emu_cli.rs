@@ -42,18 +42,25 @@ fn namespaces_of(pid: u32) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Starts `leocc emu -- sleep 30`, waits for its namespaces, sends `sig`, and returns the exit
-/// code and the namespaces left afterwards.
-fn signal_emu(sig: i32) -> Option<(Option<i32>, Vec<String>)> {
+/// A fresh directory named for `what` with a two-line mahimahi trace in it, or None (with a
+/// SKIP line) when the emulator cannot run here (it needs root and /dev/net/tun).
+fn emu_scratch(what: &str) -> Option<(std::path::PathBuf, std::path::PathBuf)> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 || !std::path::Path::new("/dev/net/tun").exists() {
-        eprintln!("SKIP signal test: needs root and /dev/net/tun");
+        eprintln!("SKIP {what} test: needs root and /dev/net/tun");
         return None;
     }
-    let dir = std::env::temp_dir().join(format!("leocc-emu-sig-{}-{sig}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("leocc-emu-{what}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let t = dir.join("t.mm");
     std::fs::write(&t, "1\n2\n").unwrap();
+    Some((dir, t))
+}
+
+/// Starts `leocc emu -- sleep 30`, waits for its namespaces, sends `sig`, and returns the exit
+/// code and the namespaces left afterwards.
+fn signal_emu(sig: i32) -> Option<(Option<i32>, Vec<String>)> {
+    let (dir, t) = emu_scratch(&format!("sig{sig}"))?;
     let mut child = leocc()
         .args(["emu", "--trace"])
         .arg(&t)
@@ -101,15 +108,7 @@ fn eventually(check: impl Fn() -> bool) -> bool {
 #[test]
 fn emu_kill_9_leaves_no_processes_after_cleanup() {
     use leocc_emu::owned::{descendants, processes};
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 || !std::path::Path::new("/dev/net/tun").exists() {
-        eprintln!("SKIP kill -9 test: needs root and /dev/net/tun");
-        return;
-    }
-    let dir = std::env::temp_dir().join(format!("leocc-emu-kill9-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let t = dir.join("t.mm");
-    std::fs::write(&t, "1\n2\n").unwrap();
+    let Some((dir, t)) = emu_scratch("kill9") else { return };
     let mut child = leocc()
         .args(["emu", "--trace"])
         .arg(&t)
