@@ -6,6 +6,7 @@
 
 #[doc(hidden)]
 pub mod alloc_count;
+pub mod dataset;
 pub mod error;
 pub mod format;
 pub mod gen;

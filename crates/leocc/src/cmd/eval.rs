@@ -18,8 +18,22 @@ pub struct EvalArgs {
     #[arg(long, default_value = "sim")]
     engine: Engine,
     /// Trace files (our format or mahimahi); one or more.
-    #[arg(long, num_args = 1.., required = true)]
+    #[arg(long, num_args = 1.., required_unless_present = "traces_from")]
     trace: Vec<PathBuf>,
+    /// Take the traces from a dataset index written by `leocc trace import-dataset` (added to
+    /// any --trace).
+    #[arg(long, value_name = "INDEX")]
+    traces_from: Option<PathBuf>,
+    /// Only the index rows with COLUMN=VALUE (site, direction, name, number); repeatable, all
+    /// must hold.
+    #[arg(long = "where", value_name = "COLUMN=VALUE", requires = "traces_from")]
+    filter: Vec<leocc_trace::dataset::Filter>,
+    /// Draw this many of the (filtered) index rows at random instead of taking all.
+    #[arg(long, value_name = "N", requires = "traces_from")]
+    sample: Option<usize>,
+    /// Seed of --sample's draw: the same seed draws the same traces.
+    #[arg(long, default_value_t = 1, requires = "sample")]
+    sample_seed: u64,
     /// Comma-separated controls [default: every simulator control (leocc, leocc-ref, cubic,
     /// reno, vegas, bbr, bbr3, copa, vivace, satcp); with --engine emu the kernel's: reno,
     /// cubic, bbr, leocc].
@@ -147,9 +161,19 @@ pub fn eval(a: EvalArgs) -> Result<()> {
         Engine::Sim => ALL_CCS.split(',').map(String::from).collect(),
         Engine::Emu => leocc_eval::emu_engine::KERNEL_CCS.iter().map(|s| s.to_string()).collect(),
     });
+    let mut traces = a.trace;
+    if let Some(index) = &a.traces_from {
+        let rows = leocc_trace::dataset::read_index(index)?;
+        let chosen = leocc_trace::dataset::select(&rows, &a.filter, a.sample, a.sample_seed);
+        if chosen.is_empty() {
+            bail!("{}: none of its {} traces matches the --where conditions", index.display(), rows.len());
+        }
+        eprintln!("eval: {} of the {} traces in {}", chosen.len(), rows.len(), index.display());
+        traces.extend(chosen.into_iter().map(|e| e.trace));
+    }
     let m = Matrix {
         engine: a.engine,
-        traces: a.trace,
+        traces,
         ccs,
         scenarios: a.scenario,
         runs: a.runs.max(1),

@@ -8,7 +8,7 @@ use clap::{Subcommand, ValueEnum};
 use leocc_trace::gen::{self, Profile};
 use leocc_trace::mahimahi::{self, ImportSpec};
 use leocc_trace::stats::{self, Stats};
-use leocc_trace::{plot, Dir, Trace};
+use leocc_trace::{dataset, plot, Dir, OutDir, Trace};
 
 /// A direction on the command line.
 #[derive(Clone, Copy, ValueEnum)]
@@ -101,6 +101,23 @@ pub enum TraceCmd {
         #[arg(short, long)]
         output: PathBuf,
     },
+    /// Import a dataset of mahimahi/LeoReplayer pairs (the LeoCC dataset's
+    /// SITE_download/N/bw_N.txt + delay_N.txt, or any folder of bw*.txt + delay*.txt) into
+    /// OUTPUT/traces/*.trace with OUTPUT/index.csv for `leocc eval --traces-from`. Bad pairs are
+    /// reported with file and line, listed in OUTPUT/skipped.csv and left out.
+    ImportDataset {
+        /// The dataset's root folder.
+        dir: PathBuf,
+        /// Output folder (written whole, then swapped in).
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Pairs parsed at once (default: the number of cores).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Replace OUTPUT if it exists and is not empty.
+        #[arg(long)]
+        force: bool,
+    },
     /// Plot capacity and delay over time with reconfigurations marked (.svg, .png or .pdf).
     Plot {
         /// Trace to plot.
@@ -149,12 +166,49 @@ pub fn run(cmd: TraceCmd) -> Result<()> {
             t.save(&output)?;
             eprintln!("wrote {} ({} reconfigurations)", output.display(), t.reconfigurations.len());
         }
+        TraceCmd::ImportDataset { dir, output, jobs, force } => import_dataset(&dir, &output, jobs, force)?,
         TraceCmd::Plot { trace, output } => {
             let t = Trace::load(&trace)?;
             plot::plot(&t, &output)?;
             eprintln!("wrote {}", output.display());
         }
     }
+    Ok(())
+}
+
+/// Progress lines on stderr at most this often: a 4,800-trace import takes minutes.
+const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
+
+fn import_dataset(dir: &std::path::Path, output: &std::path::Path, jobs: Option<usize>, force: bool) -> Result<()> {
+    let pairs = dataset::discover(dir)?;
+    if pairs.is_empty() {
+        bail!("{}: no bw*.txt capacity files found under this folder", dir.display());
+    }
+    let out = OutDir::create(output, force)?;
+    let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    eprintln!("import-dataset: {} pairs under {}, {jobs} at once", pairs.len(), dir.display());
+    let last = std::sync::Mutex::new(std::time::Instant::now());
+    let report = dataset::import(&pairs, out.path(), jobs, &|done, total, skipped| {
+        let mut l = last.lock().unwrap_or_else(|p| p.into_inner());
+        if l.elapsed() >= PROGRESS_EVERY || done == total {
+            *l = std::time::Instant::now();
+            eprintln!("import-dataset: {done}/{total} ({skipped} skipped)");
+        }
+    })?;
+    for (name, e) in &report.skipped {
+        eprintln!("skipped {name}: {e}");
+    }
+    if report.imported.is_empty() {
+        bail!("{}: none of the {} pairs could be imported (reasons above)", dir.display(), pairs.len());
+    }
+    out.commit()?;
+    eprintln!(
+        "wrote {} ({} traces; {} skipped, listed in {})",
+        output.join(dataset::INDEX_FILE).display(),
+        report.imported.len(),
+        report.skipped.len(),
+        output.join(dataset::SKIPPED_FILE).display()
+    );
     Ok(())
 }
 
