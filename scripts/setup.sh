@@ -29,3 +29,20 @@ command -v cargo >/dev/null 2>&1 || {
   echo "setup: cargo not found; install Rust with rustup (https://rustup.rs) and run again" >&2
   exit 1
 }
+
+# Python: a virtual environment at .venv with python/requirements.txt (Ray for
+# `leocc eval --executor ray`). Reinstalled only when the requirements file changes.
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+VENV="$ROOT/.venv"
+REQS="$ROOT/python/requirements.txt"
+STAMP="$VENV/.leocc-requirements"
+command -v python3 >/dev/null 2>&1 || { echo "setup: python3 not found; install Python 3.9 or newer" >&2; exit 1; }
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "setup: creating $VENV"
+  python3 -m venv "$VENV"
+fi
+if ! cmp -s "$REQS" "$STAMP" 2>/dev/null; then
+  echo "setup: installing Python packages from python/requirements.txt into .venv"
+  "$VENV/bin/pip" install -q --disable-pip-version-check -r "$REQS"
+  cp "$REQS" "$STAMP"
+fi

@@ -12,6 +12,7 @@
 pub mod ablation;
 pub mod emu_engine;
 pub mod matrix;
+pub mod ray;
 pub mod report;
 pub mod results;
 pub mod runner;

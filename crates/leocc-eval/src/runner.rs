@@ -47,17 +47,8 @@ pub fn results_path(out_dir: &Path) -> PathBuf {
 impl Runner {
     /// Runs every spec whose key is not yet in results.jsonl.
     pub fn run(&self, specs: &[RunSpec]) -> Result<Outcome> {
-        std::fs::create_dir_all(self.out_dir.join("ts"))
-            .with_context(|| format!("creating {}", self.out_dir.display()))?;
-        std::fs::create_dir_all(self.out_dir.join("logs"))?;
-        let results_file = results_path(&self.out_dir);
-        let done = results::finished_keys(&results::read(&results_file)?);
-        results::repair(&results_file)?;
-        let todo: VecDeque<&RunSpec> = specs.iter().filter(|s| !done.contains(&s.key)).collect();
-        let mut outcome = Outcome { skipped: specs.len() - todo.len(), ..Default::default() };
-        if outcome.skipped > 0 && self.progress {
-            eprintln!("eval: {} of {} runs already in {}, skipping them", outcome.skipped, specs.len(), results_file.display());
-        }
+        let (results_file, todo, mut outcome) = self.pending(specs)?;
+        let todo: VecDeque<&RunSpec> = todo.into();
         let total = todo.len();
         let jobs = if specs.iter().any(|s| s.engine == Engine::Emu) { 1 } else { self.jobs.max(1) };
         let queue = Mutex::new(todo);
@@ -73,21 +64,7 @@ impl Runner {
                     if let Err(e) = &result {
                         st.1.push((spec.key.clone(), format!("{e:#}")));
                     }
-                    if self.progress {
-                        let n = st.0;
-                        let eta = started.elapsed().mul_f64((total - n) as f64 / n as f64);
-                        eprintln!(
-                            "eval: [{n}/{total}] {:>3}% ETA {}  {} {} {} {} seed {}{}",
-                            n * 100 / total,
-                            fmt_duration(eta),
-                            spec.engine,
-                            spec.trace_name,
-                            spec.scenario,
-                            spec.label,
-                            spec.seed,
-                            if result.is_err() { "  FAILED" } else { "" }
-                        );
-                    }
+                    self.progress_line(st.0, total, started, spec, result.is_err());
                 });
             }
         });
@@ -101,13 +78,55 @@ impl Runner {
     fn run_one(&self, spec: &RunSpec) -> Result<Value> {
         let mut cmd = self.command(spec);
         let output = cmd.output().with_context(|| format!("starting {}", self.exe.display()))?;
-        let log = self.out_dir.join("logs").join(format!("{}.stderr", spec.file_id()));
-        leocc_trace::write_atomic(&log, &output.stderr)?;
-        if !output.status.success() {
-            let tail: String = String::from_utf8_lossy(&output.stderr).lines().rev().take(3).collect::<Vec<_>>().join(" | ");
-            bail!("{} exited with {} ({}): {tail}", spec.engine, output.status, log.display());
+        self.finish(spec, output.status.success().then_some(()).ok_or_else(|| output.status.to_string()), &output.stdout, &output.stderr)
+    }
+
+    /// The specs of `specs` not yet in results.jsonl (whose torn last line is repaired), with the
+    /// output folders created and the outcome's `skipped` counted.
+    pub(crate) fn pending<'a>(&self, specs: &'a [RunSpec]) -> Result<(PathBuf, Vec<&'a RunSpec>, Outcome)> {
+        std::fs::create_dir_all(self.out_dir.join("ts"))
+            .with_context(|| format!("creating {}", self.out_dir.display()))?;
+        std::fs::create_dir_all(self.out_dir.join("logs"))?;
+        let results_file = results_path(&self.out_dir);
+        let done = results::finished_keys(&results::read(&results_file)?);
+        results::repair(&results_file)?;
+        let todo: Vec<&RunSpec> = specs.iter().filter(|s| !done.contains(&s.key)).collect();
+        let outcome = Outcome { skipped: specs.len() - todo.len(), ..Default::default() };
+        if outcome.skipped > 0 && self.progress {
+            eprintln!("eval: {} of {} runs already in {}, skipping them", outcome.skipped, specs.len(), results_file.display());
         }
-        let stdout = String::from_utf8_lossy(&output.stdout);
+        Ok((results_file, todo, outcome))
+    }
+
+    /// One progress line: `n` of `total` finished since `started`, the last being `spec`.
+    pub(crate) fn progress_line(&self, n: usize, total: usize, started: Instant, spec: &RunSpec, failed: bool) {
+        if !self.progress {
+            return;
+        }
+        let eta = started.elapsed().mul_f64((total - n) as f64 / n as f64);
+        eprintln!(
+            "eval: [{n}/{total}] {:>3}% ETA {}  {} {} {} {} seed {}{}",
+            n * 100 / total,
+            fmt_duration(eta),
+            spec.engine,
+            spec.trace_name,
+            spec.scenario,
+            spec.label,
+            spec.seed,
+            if failed { "  FAILED" } else { "" }
+        );
+    }
+
+    /// The record of a finished run from what its process left: its exit (`Err` with how it
+    /// failed), stdout (ending in the JSON result) and stderr (kept as the run's log).
+    pub(crate) fn finish(&self, spec: &RunSpec, exit: Result<(), String>, stdout: &[u8], stderr: &[u8]) -> Result<Value> {
+        let log = self.out_dir.join("logs").join(format!("{}.stderr", spec.file_id()));
+        leocc_trace::write_atomic(&log, stderr)?;
+        if let Err(status) = exit {
+            let tail: String = String::from_utf8_lossy(stderr).lines().rev().take(3).collect::<Vec<_>>().join(" | ");
+            bail!("{} exited with {status} ({}): {tail}", spec.engine, log.display());
+        }
+        let stdout = String::from_utf8_lossy(stdout);
         let line = stdout
             .lines()
             .rev()
@@ -137,7 +156,7 @@ impl Runner {
     /// -9), so an interrupted eval leaves no simulations running; it is spawned on a worker
     /// thread that waits for it, which the death signal requires. An emulator run gets
     /// SIGTERM, on which it stops its flows and removes its namespaces (SIGKILL left them).
-    fn command(&self, spec: &RunSpec) -> Command {
+    pub(crate) fn command(&self, spec: &RunSpec) -> Command {
         let mut cmd = Command::new(&self.exe);
         let signal = if spec.engine == Engine::Emu { libc::SIGTERM } else { libc::SIGKILL };
         leocc_emu::owned::die_with_parent_by(&mut cmd, signal);

@@ -16,6 +16,82 @@ pub enum BenchCmd {
     Kernel(crate::cmd::kernel::BenchArgs),
     /// LeoCC's heuristics and departures from the paper, each turned off in turn (simulator).
     Ablation(BenchAblationArgs),
+    /// The Ray executor's overhead: one simulator matrix run locally and on a Ray cluster with
+    /// as many CPUs, side by side.
+    Ray(BenchRayArgs),
+}
+
+/// Options of `leocc bench ray`.
+#[derive(Args, Debug)]
+pub struct BenchRayArgs {
+    /// The Ray cluster's head, HOST:PORT.
+    #[arg(long)]
+    pub address: String,
+    /// The Python that has `ray` installed [default: $LEOCC_PYTHON, else python3].
+    #[arg(long)]
+    pub python: Option<std::path::PathBuf>,
+    /// Local runs at once: the cluster's worker CPUs, so both sides have the same cores.
+    #[arg(long, default_value_t = 2)]
+    pub jobs: usize,
+    /// Runs in the matrix (seeds of leocc, cubic and bbr on the bundled Starlink downlink).
+    #[arg(long, default_value_t = 24)]
+    pub runs: u32,
+    /// Simulated seconds per run.
+    #[arg(long, default_value_t = 120.0)]
+    pub duration: f64,
+    /// Rounds, local and Ray alternating; the fastest of each is compared (a shared machine's
+    /// noise only ever adds time).
+    #[arg(long, default_value_t = 3)]
+    pub repeat: u32,
+}
+
+fn run_ray_bench(a: BenchRayArgs) -> anyhow::Result<()> {
+    use leocc_eval::matrix::{Engine, Matrix, Scenario};
+    use leocc_eval::ray::{default_python, RayOptions};
+    use leocc_eval::runner::Runner;
+
+    let ccs = ["leocc", "cubic", "bbr"];
+    let m = Matrix {
+        engine: Engine::Sim,
+        traces: vec![crate::cmd::eval::find_bundled("traces/starlink-down-60s.trace")?],
+        ccs: ccs.iter().map(|s| s.to_string()).collect(),
+        scenarios: vec![Scenario::Single],
+        runs: a.runs.div_ceil(ccs.len() as u32).max(1),
+        seed: 1,
+        duration_s: Some(a.duration),
+        queues: vec![QueueLimit::Packets(500)],
+        loss: None,
+        oracle_reconfig: false,
+    };
+    let specs = m.expand(|_| a.duration);
+    let ray = RayOptions { address: a.address, python: a.python.unwrap_or_else(default_python) };
+    let scratch = std::env::temp_dir().join(format!("leocc-bench-ray-{}", std::process::id()));
+    let time = |name: &str, on_ray: bool| -> anyhow::Result<f64> {
+        let out = scratch.join(name);
+        let _ = std::fs::remove_dir_all(&out);
+        let runner = Runner { exe: std::env::current_exe()?, out_dir: out, jobs: a.jobs, progress: false };
+        let t = Instant::now();
+        let o = if on_ray { runner.run_ray(&specs, &ray)? } else { runner.run(&specs)? };
+        anyhow::ensure!(o.failed.is_empty(), "{name}: {} runs failed: {:?}", o.failed.len(), o.failed.first());
+        Ok(t.elapsed().as_secs_f64())
+    };
+    eprintln!("bench ray: {} runs of {} s, local with {} jobs, then on {}", specs.len(), a.duration, a.jobs, ray.address);
+    let (mut local, mut on_ray) = (f64::INFINITY, f64::INFINITY);
+    for round in 1..=a.repeat.max(1) {
+        let (l, r) = (time("local", false)?, time("ray", true)?);
+        eprintln!("bench ray: round {round}: local {l:.2} s, ray {r:.2} s");
+        (local, on_ray) = (local.min(l), on_ray.min(r));
+    }
+    let _ = std::fs::remove_dir_all(&scratch);
+    println!(
+        "runs {}  local {:.2} s  ray {:.2} s (fastest of {})  overhead {:+.1} %",
+        specs.len(),
+        local,
+        on_ray,
+        a.repeat.max(1),
+        (on_ray / local - 1.0) * 100.0
+    );
+    Ok(())
 }
 
 /// Options of `leocc bench ablation`.
@@ -183,6 +259,7 @@ pub fn run(cmd: BenchCmd) -> anyhow::Result<()> {
         BenchCmd::Emu(a) => return crate::cmd::emu::bench(a),
         BenchCmd::Kernel(a) => return crate::cmd::kernel::run_bench(a),
         BenchCmd::Ablation(a) => return run_ablation(a),
+        BenchCmd::Ray(a) => return run_ray_bench(a),
     };
     if a.rate <= 0.0 || a.duration <= 0.0 || a.long <= 0.0 {
         anyhow::bail!("--rate, --duration and --long must be positive");

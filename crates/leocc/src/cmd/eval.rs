@@ -3,6 +3,7 @@
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use leocc_eval::matrix::{parse_queues, Engine, Matrix, Scenario, DEFAULT_QUEUES};
+use leocc_eval::ray::RayOptions;
 use leocc_eval::report;
 use leocc_eval::results::{self, stat};
 use leocc_eval::runner::{self, Runner};
@@ -65,6 +66,16 @@ pub struct EvalArgs {
     /// Runs at once (default: the number of cores; the emulator always uses one).
     #[arg(long)]
     jobs: Option<usize>,
+    /// Where the runs execute: local (child processes on this machine) or ray (one Ray task
+    /// per run on the cluster at --address; simulator only).
+    #[arg(long, value_enum, default_value = "local")]
+    executor: Executor,
+    /// The Ray cluster's head, HOST:PORT (with --executor ray).
+    #[arg(long, required_if_eq("executor", "ray"))]
+    address: Option<String>,
+    /// The Python that has `ray` installed [default: $LEOCC_PYTHON, else python3].
+    #[arg(long, requires = "address")]
+    python: Option<PathBuf>,
     /// Output directory: results.jsonl, report.html, ts/, logs/.
     #[arg(short, long)]
     out: PathBuf,
@@ -87,6 +98,15 @@ pub struct DemoArgs {
     resume: bool,
 }
 
+/// Where the runs of `leocc eval` execute.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Executor {
+    /// Child processes on this machine, --jobs at a time.
+    Local,
+    /// One Ray task per run on a Ray cluster.
+    Ray,
+}
+
 fn cores() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
 }
@@ -97,12 +117,20 @@ fn trace_seconds(path: &Path) -> f64 {
 
 /// Runs a matrix and writes the report; returns the records of the matrix's runs.
 fn run_matrix(m: &Matrix, out: &Path, jobs: usize, command_line: &str) -> Result<Vec<results::Record>> {
+    run_matrix_on(m, out, jobs, None, command_line)
+}
+
+/// [`run_matrix`] on a Ray cluster when `ray` is given.
+fn run_matrix_on(m: &Matrix, out: &Path, jobs: usize, ray: Option<&RayOptions>, command_line: &str) -> Result<Vec<results::Record>> {
     for t in &m.traces {
         leocc_trace::Trace::load(t).map_err(|e| anyhow::anyhow!("{e}"))?;
     }
     let specs = m.expand(trace_seconds);
     let runner = Runner { exe: std::env::current_exe()?, out_dir: out.to_path_buf(), jobs, progress: true };
-    let outcome = runner.run(&specs)?;
+    let outcome = match ray {
+        Some(r) => runner.run_ray(&specs, r)?,
+        None => runner.run(&specs)?,
+    };
     let all = results::read(&runner::results_path(out))?;
     let report = report::write(out, &all, command_line)?;
     eprintln!(
@@ -183,7 +211,14 @@ pub fn eval(a: EvalArgs) -> Result<()> {
         loss: a.loss,
         oracle_reconfig: a.oracle_reconfig,
     };
-    let records = run_matrix(&m, &a.out, a.jobs.unwrap_or_else(cores), &command_line())?;
+    let ray = match a.executor {
+        Executor::Local => None,
+        Executor::Ray => Some(RayOptions {
+            address: a.address.context("--executor ray needs --address HOST:PORT")?,
+            python: a.python.unwrap_or_else(leocc_eval::ray::default_python),
+        }),
+    };
+    let records = run_matrix_on(&m, &a.out, a.jobs.unwrap_or_else(cores), ray.as_ref(), &command_line())?;
     print_table(&records);
     Ok(())
 }
