@@ -46,3 +46,18 @@ if ! cmp -s "$REQS" "$STAMP" 2>/dev/null; then
   "$VENV/bin/pip" install -q --disable-pip-version-check -r "$REQS"
   cp "$REQS" "$STAMP"
 fi
+
+# The Python package `leocc` (PyO3, built by maturin from the repository's crates) into .venv.
+# Rebuilt only when its sources change; cargo's build cache lives in target/py.
+PY_STAMP="$VENV/.leocc-package"
+py_src_hash() {
+  (cd "$ROOT" && find crates/leocc-py crates/leocc-sim crates/leocc-trace crates/leocc-core-sys core python/src python/pyproject.toml \
+      -type f \( -name '*.rs' -o -name '*.toml' -o -name '*.c' -o -name '*.h' -o -name '*.py' -o -name 'Cargo.lock' \) \
+      -not -path '*/target/*' -not -path '*/build/*' | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-32)
+}
+PY_HASH="$(py_src_hash)"
+if [ "$(cat "$PY_STAMP" 2>/dev/null)" != "$PY_HASH" ]; then
+  echo "setup: building the Python package leocc (pip install ./python; about two minutes the first time)"
+  CARGO_TARGET_DIR="$ROOT/target/py" "$VENV/bin/pip" install -q --disable-pip-version-check "$ROOT/python"
+  echo "$PY_HASH" > "$PY_STAMP"
+fi

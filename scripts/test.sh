@@ -11,3 +11,5 @@ if [ -f core/Makefile ]; then
 fi
 echo "== cargo test"
 cargo test --workspace --release --locked -q 2>&1
+echo "== python (the leocc package, docs/python.md's example)"
+.venv/bin/python -m unittest discover -s python/tests

@@ -1,0 +1,116 @@
+"""The Python package against the real crates: traces, the simulator, eval results."""
+
+import json
+import os
+import subprocess
+import tempfile
+import threading
+import unittest
+
+import pandas as pd
+
+import leocc
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+BUNDLED = os.path.join(REPO, "traces", "starlink-down-60s.trace")
+
+
+class TraceTest(unittest.TestCase):
+    def test_generate_save_load_round_trip(self):
+        t = leocc.Trace.generate("starlink-up", duration_s=20, seed=3)
+        self.assertAlmostEqual(t.duration_s, 20.0, places=1)
+        self.assertTrue(t.reconfigurations_s, "generated traces carry ground truth")
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, "up.trace")
+            t.save(p)
+            back = leocc.Trace.load(p)
+            self.assertEqual(back.reconfigurations_s, t.reconfigurations_s)
+            self.assertTrue(back.series().equals(t.series()))
+
+    def test_stats_and_series_agree(self):
+        t = leocc.Trace.load(BUNDLED)
+        s = t.stats()
+        df = t.series()
+        self.assertEqual(list(df.columns), ["t_s", "capacity_mbps", "owd_ms"])
+        self.assertEqual(len(df), 600)
+        # The mean of the 100 ms bins is the stat's mean capacity.
+        self.assertAlmostEqual(df["capacity_mbps"].mean(), s["capacity_mbps"]["mean"], delta=0.5)
+        self.assertGreater(df["owd_ms"].min(), 0)
+
+    def test_bad_input_is_a_clear_error(self):
+        with tempfile.TemporaryDirectory() as d:
+            bad = os.path.join(d, "bad.txt")
+            with open(bad, "w") as f:
+                f.write("1\n2\nfast\n")
+            with self.assertRaisesRegex(ValueError, r"bad\.txt:3"):
+                leocc.Trace.load(bad)
+        with self.assertRaises(OSError):
+            leocc.Trace.load("/nonexistent/leocc.trace")
+        with self.assertRaisesRegex(ValueError, "starlink-down"):
+            leocc.Trace.generate("leo")
+
+
+class SimulateTest(unittest.TestCase):
+    def test_matches_the_cli(self):
+        run = leocc.simulate(BUNDLED, "leocc", duration_s=10, seed=2)
+        cli = subprocess.run(
+            [os.path.join(REPO, "target", "release", "leocc"), "sim", "--trace", BUNDLED, "--cc", "leocc",
+             "--duration", "10", "--seed", "2", "--json", "--quiet"],
+            capture_output=True, text=True)
+        if cli.returncode != 0:
+            self.skipTest("target/release/leocc is not built: " + cli.stderr[-200:])
+        want = json.loads(cli.stdout.strip().splitlines()[-1])
+        want.pop("timeseries", None)
+        self.assertEqual(run.summary, want)
+
+    def test_timeseries_and_flows(self):
+        run = leocc.simulate(BUNDLED, flows="cubic@0-10,leocc@2-10", duration_s=10)
+        self.assertEqual(list(run.flows["cc"]), ["cubic", "leocc"])
+        ts = run.timeseries
+        self.assertEqual(list(ts.columns), ["t_s", "flow", "flow_cc", "throughput_mbps", "rtt_ms", "cwnd", "pacing_mbps", "inflight"])
+        self.assertEqual(set(ts["flow_cc"]), {"cubic", "leocc"})
+        self.assertGreater(ts[ts.flow == 1]["throughput_mbps"].mean(), 10)
+
+    def test_params_and_errors(self):
+        self.assertIn("leocc", leocc.controls())
+        names = [p[0] for p in leocc.list_params("leocc")]
+        self.assertIn("delta_rtt_us", names)
+        with self.assertRaisesRegex(ValueError, "unknown congestion control"):
+            leocc.simulate(BUNDLED, "warp", duration_s=1)
+        with self.assertRaisesRegex(ValueError, "no_such"):
+            leocc.simulate(BUNDLED, "leocc", duration_s=1, params=["leocc.no_such=1"])
+
+    def test_threads_run_in_parallel_and_agree(self):
+        out = {}
+
+        def one(seed):
+            out[seed] = leocc.simulate(BUNDLED, "bbr", duration_s=5, seed=seed).summary
+
+        threads = [threading.Thread(target=one, args=(s,)) for s in (1, 2)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        self.assertEqual(out[1], leocc.simulate(BUNDLED, "bbr", duration_s=5, seed=1).summary)
+
+
+class ResultsTest(unittest.TestCase):
+    def test_read_results_and_timeseries_skip_a_torn_line(self):
+        with tempfile.TemporaryDirectory() as d:
+            os.makedirs(os.path.join(d, "ts"))
+            rows = []
+            for i, cc in enumerate(["cubic", "leocc"]):
+                with open(os.path.join(d, "ts", f"r{i}.csv"), "w") as f:
+                    f.write("cc,seed,t_s,flow\n%s,1,0.1,0\n%s,1,0.2,0\n" % (cc, cc))
+                rows.append({"key": f"k{i}", "cc": cc, "throughput_mbps": 10.0 * (i + 1), "timeseries": f"ts/r{i}.csv"})
+            with open(os.path.join(d, "results.jsonl"), "w") as f:
+                f.write("".join(json.dumps(r) + "\n" for r in rows) + '{"key": "k2", "cc": "bb')
+            res = leocc.read_results(d)
+            self.assertEqual(list(res["cc"]), ["cubic", "leocc"])
+            ts = leocc.read_timeseries(d)
+            self.assertEqual(len(ts), 4)
+            self.assertEqual(list(ts[ts.key == "k1"]["cc"]), ["leocc", "leocc"])
+
+
+if __name__ == "__main__":
+    unittest.main()
