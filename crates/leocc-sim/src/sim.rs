@@ -12,6 +12,7 @@
 
 use std::collections::VecDeque;
 
+use leocc_trace::link::Cursor;
 use leocc_trace::{Dir, LinkModel, OPPORTUNITY_BYTES};
 
 use crate::cc::{new_controller, CcConfig, ReconfigEvent};
@@ -42,6 +43,10 @@ struct Hop {
     queued_bytes: u64,
     head_sent: u32,
     service_at: Option<u64>,
+    /// Where the hop is in its link's schedule (service times only move forward).
+    cursor: Cursor,
+    /// Packets leaving in the slot being served, kept to save an allocation per slot.
+    departing: Vec<Packet>,
     line: VecDeque<(u64, Packet)>,
     last_arrival: u64,
     /// Extra random loss probability (the `--loss` option) on top of the trace's.
@@ -60,6 +65,8 @@ impl Hop {
             queued_bytes: 0,
             head_sent: 0,
             service_at: None,
+            cursor: Cursor::default(),
+            departing: Vec::new(),
             line: VecDeque::new(),
             last_arrival: 0,
             extra_loss,
@@ -355,7 +362,7 @@ impl World {
         hop.queued_bytes += p.size as u64;
         hop.queue.push_back(p);
         if hop.service_at.is_none() {
-            if let Some(t) = hop.link.next_opportunity(now) {
+            if let Some(t) = hop.link.next_opportunity_near(now, &mut hop.cursor) {
                 hop.service_at = Some(t);
                 self.ev.push(t, Ev::HopService(h as u16));
             }
@@ -369,8 +376,9 @@ impl World {
             return;
         }
         hop.service_at = None;
-        let mut budget = hop.link.opportunities(now, 1).count() as u64 * OPPORTUNITY_BYTES as u64;
-        let mut departed: Vec<Packet> = Vec::new();
+        let (here, next) = hop.link.slot(now, &mut hop.cursor);
+        let mut budget = here * OPPORTUNITY_BYTES as u64;
+        let mut departed = std::mem::take(&mut hop.departing);
         while budget > 0 {
             let Some(head) = hop.queue.front() else { break };
             let need = (head.size - hop.head_sent) as u64;
@@ -386,14 +394,15 @@ impl World {
             }
         }
         if !hop.queue.is_empty() {
-            if let Some(t) = hop.link.next_opportunity(now + 1) {
+            if let Some(t) = next {
                 hop.service_at = Some(t);
                 self.ev.push(t, Ev::HopService(h as u16));
             }
         }
-        for p in departed {
+        for p in departed.drain(..) {
             self.depart(now, h, p);
         }
+        self.hops[h].departing = departed;
     }
 
     fn depart(&mut self, now: u64, h: usize, p: Packet) {

@@ -8,7 +8,10 @@
 //! [`OUTAGE_MIN_US`] without an opportunity.
 //!
 //! Every query is a binary search over precomputed arrays (no allocation); the model is an
-//! `Arc` bundle, so cloning it into a thread or an engine is cheap.
+//! `Arc` bundle, so cloning it into a thread or an engine is cheap. A caller whose queries move
+//! forward in time (the simulator's hop) keeps a [`Cursor`] and locates by a step from its last
+//! position instead: at 100 Mbit/s a 120 s schedule has a million entries, and the binary
+//! search's cache misses were a third of the simulator's time.
 
 use std::sync::Arc;
 
@@ -39,6 +42,65 @@ impl LinkModel {
         let at_period = times.iter().rev().take_while(|&&t| t == period).count() as u64;
         let outages = fold_outages(&times, period, truth, resolution_us).into();
         LinkModel { times, period, at_period, delay, loss, outages }
+    }
+
+    /// The opportunities at exactly `t_us` and the first one after it (`None` only for a
+    /// schedule without any): one service slot of a hop. `cursor` is the caller's position from
+    /// its previous query; any cursor gives the right answer, a recent one a fast one.
+    pub fn slot(&self, t_us: u64, cursor: &mut Cursor) -> (u64, Option<u64>) {
+        if self.times.is_empty() {
+            return (0, None);
+        }
+        let (mut base, mut idx) = self.locate_near(t_us, cursor.idx);
+        let mut here = 0;
+        loop {
+            if idx == self.times.len() {
+                base += self.period;
+                idx = 0;
+            }
+            let t = base + self.times[idx];
+            if t != t_us {
+                cursor.idx = idx;
+                return (here, Some(t));
+            }
+            here += 1;
+            idx += 1;
+        }
+    }
+
+    /// The first opportunity at or after `t_us`, located from `cursor` (see [`Self::slot`]).
+    pub fn next_opportunity_near(&self, t_us: u64, cursor: &mut Cursor) -> Option<u64> {
+        if self.times.is_empty() {
+            return None;
+        }
+        let (base, idx) = self.locate_near(t_us, cursor.idx);
+        cursor.idx = idx;
+        Some(match self.times.get(idx) {
+            Some(&t) => base + t,
+            None => base + self.period + self.times[0],
+        })
+    }
+
+    /// [`Self::locate`], trying a few entries from `hint` before the binary search.
+    fn locate_near(&self, t: u64, hint: usize) -> (u64, usize) {
+        let (k, r) = (t / self.period, t % self.period);
+        if r == 0 && k > 0 && self.at_period > 0 {
+            return self.locate(t);
+        }
+        let times = &self.times[..];
+        let mut i = hint.min(times.len());
+        // Forward in time is the common case: step over what has passed.
+        for _ in 0..CURSOR_STEPS {
+            let after_prev = i == 0 || times[i - 1] < r;
+            if after_prev && (i == times.len() || times[i] >= r) {
+                return (k * self.period, i);
+            }
+            if !after_prev {
+                break;
+            }
+            i += 1;
+        }
+        (k * self.period, times.partition_point(|&x| x < r))
     }
 
     /// Absolute times of the opportunities in [t, t+dt), looping past the period.
@@ -112,6 +174,16 @@ impl LinkModel {
         }
         (k * self.period, self.times.partition_point(|&x| x < r))
     }
+}
+
+/// Entries [`LinkModel::locate_near`] steps forward before it falls back to a binary search:
+/// a hop's next query is almost always within a few opportunities of its last.
+const CURSOR_STEPS: usize = 8;
+
+/// A caller's position in a [`LinkModel`]'s schedule; see [`LinkModel::slot`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Cursor {
+    idx: usize,
 }
 
 /// Iterator over absolute opportunity times; see [`LinkModel::opportunities`].
@@ -213,6 +285,27 @@ mod tests {
         assert_eq!(m.next_opportunity(20_000), Some(20_000));
         assert_eq!(m.next_opportunity(20_001), Some(21_000));
         assert_eq!(m.next_opportunity(4_000), Some(10_000));
+    }
+
+    #[test]
+    fn slot_with_any_cursor_agrees_with_the_binary_search() {
+        // Boundary opportunities at 0 and at the period, repeats, a gap, the wrap.
+        for times in [&[0u64, 1, 1, 3, 10][..], &[1, 1, 3, 10], &[2, 2, 2], &[0, 40]] {
+            let m = model(times);
+            let mut rng = crate::rng::Rng::new(9);
+            let mut forward = Cursor::default();
+            let mut t = 0;
+            for step in 0..2_000u64 {
+                // Mostly forward in small steps (as a hop moves), sometimes a jump back.
+                t = if step % 97 == 0 { rng.below(60_000) } else { t + rng.below(3) * 1000 + rng.below(2) };
+                let want = (m.opportunities(t, 1).count() as u64, m.next_opportunity(t + 1));
+                assert_eq!(m.slot(t, &mut forward), want, "times {times:?} t {t}");
+                let mut stale = Cursor { idx: rng.below(times.len() as u64 + 1) as usize };
+                assert_eq!(m.slot(t, &mut stale), want, "times {times:?} t {t} stale cursor");
+                let mut c = Cursor { idx: rng.below(times.len() as u64 + 1) as usize };
+                assert_eq!(m.next_opportunity_near(t, &mut c), m.next_opportunity(t), "times {times:?} t {t}");
+            }
+        }
     }
 
     #[test]
