@@ -110,6 +110,13 @@ class ResultsTest(unittest.TestCase):
             ts = leocc.read_timeseries(d)
             self.assertEqual(len(ts), 4)
             self.assertEqual(list(ts[ts.key == "k1"]["cc"]), ["leocc", "leocc"])
+            # One Parquet file instead of a CSV per run: the same frame, and a subset by key.
+            pq = leocc.write_timeseries(d)
+            self.assertTrue(pq.endswith("timeseries.parquet"))
+            os.remove(os.path.join(d, "ts", "r0.csv"))  # proves the Parquet file is what is read
+            pd.testing.assert_frame_equal(leocc.read_timeseries(d), ts)
+            one = leocc.read_timeseries(d, runs=res[res.cc == "leocc"])
+            self.assertEqual(set(one["key"]), {"k1"})
 
 
 if __name__ == "__main__":

@@ -23,7 +23,19 @@ import pandas as pd
 from . import _native
 from ._native import controls, list_params
 
-__all__ = ["Trace", "SimRun", "simulate", "controls", "list_params", "read_results", "read_timeseries"]
+__all__ = [
+    "Trace",
+    "SimRun",
+    "simulate",
+    "controls",
+    "list_params",
+    "read_results",
+    "read_timeseries",
+    "write_timeseries",
+]
+
+# One columnar file per eval for its time series, beside results.jsonl (write_timeseries).
+TIMESERIES_PARQUET = "timeseries.parquet"
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -147,11 +159,7 @@ def read_results(path: PathLike) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def read_timeseries(path: PathLike, runs: Optional[pd.DataFrame] = None) -> pd.DataFrame:
-    """The per-100 ms time series of an eval's runs, one frame with the run's `key` on every
-    row. `runs`: a subset of read_results(path) to read (default: all)."""
-    base = os.path.dirname(_results_file(path))
-    runs = read_results(path) if runs is None else runs
+def _csv_series(base: str, runs: pd.DataFrame) -> pd.DataFrame:
     frames = []
     for key, rel in zip(runs["key"], runs["timeseries"]):
         f = os.path.join(base, rel)
@@ -160,3 +168,38 @@ def read_timeseries(path: PathLike, runs: Optional[pd.DataFrame] = None) -> pd.D
             df.insert(0, "key", key)
             frames.append(df)
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def write_timeseries(path: PathLike) -> str:
+    """Gathers an eval's per-run time series (ts/*.csv, one per run) into one Parquet file,
+    DIR/timeseries.parquet, keyed by run: at dataset scale (tens of thousands of runs) one
+    compressed columnar file instead of as many CSVs, readable by pandas, polars, DuckDB and
+    Spark. Written to a temporary file and renamed. Returns its path."""
+    f = _results_file(path)
+    base = os.path.dirname(f)
+    series = _csv_series(base, read_results(f))
+    out = os.path.join(base, TIMESERIES_PARQUET)
+    tmp = out + f".tmp-{os.getpid()}"
+    try:
+        series.to_parquet(tmp, compression="zstd", index=False)
+        os.replace(tmp, out)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return out
+
+
+def read_timeseries(path: PathLike, runs: Optional[pd.DataFrame] = None) -> pd.DataFrame:
+    """The per-100 ms time series of an eval's runs, one frame with the run's `key` on every
+    row. `runs`: a subset of read_results(path) to read (default: all). Reads
+    DIR/timeseries.parquet when write_timeseries made it after the last result was written,
+    otherwise the per-run CSVs."""
+    f = _results_file(path)
+    base = os.path.dirname(f)
+    runs = read_results(f) if runs is None else runs
+    pq = os.path.join(base, TIMESERIES_PARQUET)
+    if os.path.exists(pq) and os.path.getmtime(pq) >= os.path.getmtime(f):
+        keys = list(runs["key"])
+        df = pd.read_parquet(pq, filters=[("key", "in", keys)] if keys else None)
+        return df.reset_index(drop=True)
+    return _csv_series(base, runs)
