@@ -584,7 +584,7 @@ mod tests {
         assert!((map.cells[0][0].unwrap() + 10.0).abs() < 1e-9);
         assert!((map.cells[1][0].unwrap() - 100.0).abs() < 1e-9);
         assert_eq!(map.cells[0][1], None, "5000 ms with 0.02 did not run");
-        let html = page_html(&s, &[g.clone()], &records, Some(&best.setting), "leocc eval");
+        let html = page_html(&s, std::slice::from_ref(g), &records, Some(&best.setting), "leocc eval");
         assert!(html.contains("★ bbr3{probe_rtt_interval_ms=5000,loss_thresh=0.08}"));
     }
 
