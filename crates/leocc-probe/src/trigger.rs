@@ -597,6 +597,99 @@ impl Stream {
     }
 }
 
+/// At most this many commands of one trigger run at once: a firing while they all still run
+/// is skipped (and logged), so a slow command (a traceroute) cannot pile up processes.
+pub const MAX_RUNNING: usize = 4;
+
+/// A trigger with its command: `leocc probe --trigger EXPR --exec CMD`.
+#[derive(Debug)]
+pub struct Action {
+    pub trigger: Trigger,
+    /// Run with `sh -c`, the matched values in its environment ([`env_name`]) plus
+    /// `LEOCC_TRIGGER` (the expression).
+    pub command: String,
+    running: Vec<std::process::Child>,
+}
+
+/// What a firing did.
+#[derive(Debug)]
+pub struct Fired {
+    /// The values the expression read.
+    pub values: Matched,
+    /// The command's pid, or why it did not start.
+    pub outcome: Result<u32, String>,
+}
+
+impl Action {
+    /// A trigger that runs `command`.
+    pub fn new(trigger: Trigger, command: String) -> Action {
+        Action { trigger, command, running: Vec::new() }
+    }
+
+    /// Feeds a sample; when the trigger fires, starts the command (never waiting for it).
+    pub fn trigger_sample(&mut self, s: &Sample) -> Option<Fired> {
+        self.running.retain_mut(|c| matches!(c.try_wait(), Ok(None)));
+        let values = self.trigger.on_sample(s)?;
+        if self.running.len() >= MAX_RUNNING {
+            return Some(Fired { values, outcome: Err(format!("skipped: {MAX_RUNNING} earlier runs still running")) });
+        }
+        let mut cmd = std::process::Command::new("sh");
+        cmd.arg("-c").arg(&self.command).stdin(std::process::Stdio::null());
+        cmd.env("LEOCC_TRIGGER", self.trigger.expr.source());
+        for (n, v) in &values {
+            cmd.env(env_name(n), if v.is_nan() { String::new() } else { format!("{v}") });
+        }
+        // The command dies with the daemon (no process outlives the command that started it).
+        // SAFETY: prctl is async-signal-safe and touches only the child's own state.
+        unsafe {
+            use std::os::unix::process::CommandExt;
+            cmd.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let outcome = match cmd.spawn() {
+            Ok(c) => {
+                let pid = c.id();
+                self.running.push(c);
+                Ok(pid)
+            }
+            Err(e) => Err(format!("could not start sh: {e}")),
+        };
+        Some(Fired { values, outcome })
+    }
+}
+
+impl Drop for Action {
+    fn drop(&mut self) {
+        for c in &mut self.running {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// The actions of `--trigger EXPR --exec CMD` pairs (in order), each rate-limited to one
+/// firing per `min_gap_s`. A bad expression is an error here, before the daemon starts.
+pub fn actions(exprs: &[String], commands: &[String], min_gap_s: f64) -> Result<Vec<Action>, String> {
+    if exprs.len() != commands.len() {
+        return Err(format!("{} --trigger but {} --exec: give one --exec CMD per --trigger EXPR", exprs.len(), commands.len()));
+    }
+    if !(min_gap_s.is_finite() && min_gap_s >= 0.0) {
+        return Err(format!("--trigger-every must be a non-negative number of seconds (got {min_gap_s})"));
+    }
+    exprs
+        .iter()
+        .zip(commands)
+        .map(|(x, c)| {
+            let expr: Expr = x.parse().map_err(|e| format!("--trigger '{x}': {e}"))?;
+            Ok(Action::new(Trigger::new(expr, (min_gap_s * 1e9) as u64), c.clone()))
+        })
+        .collect()
+}
+
 /// The names every expression may use, for error messages and help: variables and functions.
 pub fn help() -> String {
     let mut s = String::from("variables:\n");
@@ -716,5 +809,31 @@ mod tests {
         let s = st.on_reply(2150 * ms, Some(20 * ms));
         assert_eq!(s.ri, 150.0);
         assert!(help().contains("confidence"));
+    }
+
+    #[test]
+    fn action_runs_the_command_with_the_matched_values() {
+        let dir = std::env::temp_dir().join(format!("leocc-trigger-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let out = dir.join("env");
+        let cmd = format!("echo \"$LEOCC_TRIGGER|$LEOCC_RTT|$LEOCC_AVG_RTT_100MS|$LEOCC_EVENT\" > {}", out.display());
+        let mut a = Action::new(Trigger::new(e("rtt > 2 * avg(rtt, 100ms)"), 0), cmd);
+        assert!(a.trigger_sample(&sample(0, 10.0)).is_none());
+        let f = a.trigger_sample(&sample(10, 25.0)).expect("fires on the sample that makes it true");
+        assert!(f.outcome.is_ok(), "{:?}", f.outcome);
+        for c in &mut a.running {
+            c.wait().unwrap();
+        }
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "rtt > 2 * avg(rtt, 100ms)|25|10|0\n");
+        // A command that cannot run is reported, and the next sample is still evaluated.
+        let mut bad = Action::new(Trigger::new(e("rtt > 0"), 0), "exit 3".into());
+        assert!(bad.trigger_sample(&sample(0, 1.0)).unwrap().outcome.is_ok());
+        assert!(bad.trigger_sample(&sample(10, 1.0)).is_some());
+        let err = actions(&["rtt >".into()], &["true".into()], 1.0).unwrap_err();
+        assert!(err.starts_with("--trigger 'rtt >': column 6"), "{err}");
+        assert!(actions(&["rtt > 1".into()], &[], 1.0).unwrap_err().contains("one --exec"));
+        assert_eq!(actions(&["rtt > 1".into()], &["true".into()], 2.5).unwrap()[0].trigger.min_gap_ns, 2_500_000_000);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
