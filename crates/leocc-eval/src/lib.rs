@@ -15,4 +15,5 @@ pub mod matrix;
 pub mod report;
 pub mod results;
 pub mod runner;
+pub mod starts;
 pub mod sweep;

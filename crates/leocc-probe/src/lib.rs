@@ -36,3 +36,4 @@ pub mod schedule;
 pub mod sim;
 pub mod tail;
 pub mod trigger;
+pub mod when;

@@ -63,6 +63,15 @@ pub struct EvalArgs {
     /// With --sweep: skip the fairness runs of the chosen setting (and the defaults) against Cubic.
     #[arg(long, requires = "sweep")]
     no_fairness: bool,
+    /// Start runs where this trigger expression holds over each trace (e.g. 'event == 1',
+    /// 'rtt > 1.5 * avg(rtt, 10s)'), and as many at random moments, then compare the two
+    /// (median throughput and p95 RTT). What an expression sees over a trace:
+    /// docs/evaluation.md, "Triggered starts".
+    #[arg(long, value_name = "EXPR")]
+    start_when: Option<String>,
+    /// With --start-when: starts of each kind per trace (seeds still multiply them).
+    #[arg(long, default_value_t = 5, requires = "start_when")]
+    starts: usize,
 }
 
 #[derive(Args)]
@@ -176,6 +185,13 @@ pub fn eval(a: EvalArgs) -> Result<()> {
     };
     if let Some(sweep) = sweep {
         return run_sweep(&m, &sweep, &a.out, a.jobs.unwrap_or_else(cores), !a.no_fairness);
+    }
+    let mut m = m;
+    if let Some(expr) = &a.start_when {
+        m.traces = leocc_eval::starts::prepare(&m.traces, expr, a.starts.max(1), m.duration_s, m.seed, &a.out)?;
+        let records = run_matrix(&m, &a.out, a.jobs.unwrap_or_else(cores), &command_line())?;
+        print!("{}", leocc_eval::starts::table(&leocc_eval::starts::compare(&records)));
+        return Ok(());
     }
     let records = run_matrix(&m, &a.out, a.jobs.unwrap_or_else(cores), &command_line())?;
     print_table(&records);
