@@ -359,7 +359,7 @@ impl Parser {
             Tok::Num(v, unit) if matches!(unit.as_str(), "ms" | "s" | "us" | "") => with_unit(v, &unit).unwrap_or(0.0),
             _ => return Err((dcol, "expected a duration such as 10s or 500ms".into())),
         };
-        if !(ms > 0.0) || ms > MAX_WINDOW_MS {
+        if ms <= 0.0 || ms > MAX_WINDOW_MS {
             return Err((dcol, format!("the window must be more than 0 and at most {} s", MAX_WINDOW_MS / 1000.0)));
         }
         self.expect(Tok::RParen, "')'")?;
