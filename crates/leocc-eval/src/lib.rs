@@ -16,3 +16,5 @@ pub mod ray;
 pub mod report;
 pub mod results;
 pub mod runner;
+pub mod starts;
+pub mod sweep;

@@ -191,6 +191,8 @@ pub struct RunSpec {
     pub queue: QueueLimit,
     pub loss: Option<f64>,
     pub oracle_reconfig: bool,
+    /// `CC.NAME=VALUE` parameter settings of a sweep (empty: the controls' defaults).
+    pub params: Vec<String>,
 }
 
 impl RunSpec {
@@ -255,6 +257,7 @@ impl Matrix {
                                 queue,
                                 loss: self.loss,
                                 oracle_reconfig: self.oracle_reconfig,
+                                params: Vec::new(),
                             });
                         }
                     }

@@ -145,6 +145,9 @@ impl Runner {
         // The engines report the queue resolved for the trace (queue_bytes, queue_ms); the
         // queue as the matrix gave it is the run's identity.
         obj.insert("queue".into(), spec.queue.to_string().into());
+        if !spec.params.is_empty() {
+            obj.insert("params".into(), spec.params.clone().into());
+        }
         obj.insert(
             "timeseries".into(),
             format!("ts/{}.csv", spec.file_id()).into(),
@@ -178,6 +181,9 @@ impl Runner {
         }
         if spec.oracle_reconfig {
             cmd.arg("--oracle-reconfig");
+        }
+        for p in &spec.params {
+            cmd.arg("--param").arg(p);
         }
         cmd.arg("--json").arg("--timeseries").arg(timeseries_path(&self.out_dir, spec));
         cmd

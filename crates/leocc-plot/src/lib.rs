@@ -8,6 +8,9 @@
 
 use std::fmt::Write;
 
+pub mod heatmap;
+pub use heatmap::Heatmap;
+
 /// A colour-blind-safe palette (Okabe–Ito, with black and yellow swapped for brown and a darker
 /// yellow so that black stays free for reference points and yellow reads on white).
 pub const PALETTE: [&str; 9] = [

@@ -296,6 +296,10 @@ struct Daemon {
     last_signal: SignalUpdate,
     /// Reconfigurations published (the signal's sequence counts these).
     published: u64,
+    /// `--trigger` / `--exec` pairs, fed every reply.
+    actions: Vec<crate::trigger::Action>,
+    /// RI and loss of the probe stream, for the triggers.
+    stream: crate::trigger::Stream,
 }
 
 fn resolve_pop(src: &PopSource) -> Result<Target, String> {
@@ -311,6 +315,12 @@ fn resolve_pop(src: &PopSource) -> Result<Target, String> {
 
 /// Runs the daemon until SIGTERM/SIGINT or the duration ends.
 pub fn run(opts: Options, publisher: Option<Box<dyn Publisher>>) -> Result<Summary, String> {
+    run_with_triggers(opts, publisher, Vec::new())
+}
+
+/// [`run`], also feeding every reply to `actions` (`--trigger EXPR --exec CMD`); a firing is
+/// logged (type "trigger") and its command started without waiting for it.
+pub fn run_with_triggers(opts: Options, publisher: Option<Box<dyn Publisher>>, actions: Vec<crate::trigger::Action>) -> Result<Summary, String> {
     let instance = Instance::acquire(&opts.run_dir).map_err(|e| e.to_string())?;
     STOP.store(false, Ordering::SeqCst);
     RELOAD.store(false, Ordering::SeqCst);
@@ -348,6 +358,8 @@ pub fn run(opts: Options, publisher: Option<Box<dyn Publisher>>) -> Result<Summa
         last_signal: SignalUpdate { confidence: crate::detect::CONF_FULL, ..SignalUpdate::default() },
         published: 0,
         opts,
+        actions,
+        stream: crate::trigger::Stream::default(),
     };
     d.init_publisher();
     println!(
@@ -422,6 +434,7 @@ impl Daemon {
             Ok(()) => {
                 self.sent += 1;
                 self.detector.on_send(now);
+                self.stream.on_send(now);
                 if self.send_backoff.take().is_some() {
                     println!("leocc probe: sending to {} works again", self.pop);
                 }
@@ -474,10 +487,12 @@ impl Daemon {
             self.log_line(json!({"type": "pop_reachable", "pop": self.pop.to_string(), "t_mono_ms": ms(r.recv_mono_ns)}));
         }
         let mut new_event = false;
+        let mut confidence = 0u8;
         for o in self.detector.on_reply(r) {
             match o {
                 Output::Reconfig(e) => {
                     new_event = true;
+                    confidence = e.confidence;
                     let line = event_json(&e, r.recv_wall_ns);
                     if self.opts.verbose {
                         println!(
@@ -526,6 +541,37 @@ impl Daemon {
         self.publish_signal(r.recv_mono_ns, new_event);
         if new_event {
             self.write_state();
+        }
+        self.run_triggers(r, new_event, confidence);
+    }
+
+    /// Evaluates the triggers on this reply: within one probe interval of the condition.
+    fn run_triggers(&mut self, r: Reply, event: bool, confidence: u8) {
+        if self.actions.is_empty() {
+            return;
+        }
+        let mut s = self.stream.on_reply(r.recv_mono_ns, r.rtt_ns);
+        let rtt = self.detector.rtt();
+        s.event = if event { 1.0 } else { 0.0 };
+        s.confidence = f64::from(confidence);
+        s.srtt = rtt.srtt_ns as f64 / 1e6;
+        s.min_rtt = rtt.min_ns as f64 / 1e6;
+        let mut lines = Vec::new();
+        for a in &mut self.actions {
+            let Some(f) = a.trigger_sample(&s) else { continue };
+            let values: serde_json::Map<String, serde_json::Value> =
+                f.values.iter().filter(|(_, v)| v.is_finite()).map(|(n, v)| (n.clone(), json!(v))).collect();
+            let (pid, error) = match &f.outcome {
+                Ok(pid) => (json!(pid), serde_json::Value::Null),
+                Err(e) => (serde_json::Value::Null, json!(e)),
+            };
+            if self.opts.verbose || f.outcome.is_err() {
+                println!("trigger '{}' fired: {}", a.trigger.expr.source(), f.outcome.as_ref().map_or_else(|e| e.clone(), |p| format!("started pid {p}")));
+            }
+            lines.push(json!({"type": "trigger", "expr": a.trigger.expr.source(), "t_mono_ms": ms(r.recv_mono_ns), "values": values, "pid": pid, "error": error}));
+        }
+        for l in lines {
+            self.log_line(l);
         }
     }
 

@@ -19,7 +19,8 @@
 //! - [`replay`]: offline analysis of `ping -D` output and evaluation against slots or truth;
 //! - [`sim`]: the probe stream simulated over a trace's link model, scored against its truth;
 //! - [`net`]: raw sockets and clocks; [`discover`]: TTL-limited PoP discovery;
-//! - [`instance`]: the single-instance lock, pid and state files; [`daemon`]: the loop.
+//! - [`instance`]: the single-instance lock, pid and state files; [`daemon`]: the loop;
+//! - [`trigger`]: expressions over the measurement stream that run a command (`--trigger`).
 
 pub mod daemon;
 pub mod detect;
@@ -34,3 +35,5 @@ pub mod replay;
 pub mod schedule;
 pub mod sim;
 pub mod tail;
+pub mod trigger;
+pub mod when;

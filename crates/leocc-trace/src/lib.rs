@@ -16,6 +16,7 @@ pub mod model;
 pub mod out;
 pub mod plot;
 pub mod rng;
+pub mod rotate;
 pub mod stats;
 pub mod text;
 

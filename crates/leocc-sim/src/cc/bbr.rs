@@ -20,7 +20,7 @@ use super::bbr_core::{BbrCore, Mode, MIN_CWND, PROBE_UP_GAIN};
 use super::{AckSample, CcConfig, Controller};
 
 /// Min RTT filter window (bbr_min_rtt_win_sec).
-const MIN_RTT_WIN_US: u64 = 10_000_000;
+pub(crate) const MIN_RTT_WIN_US: u64 = 10_000_000;
 
 /// BBR v1.
 #[derive(Clone, Debug)]
@@ -31,7 +31,10 @@ pub struct Bbr {
 impl Bbr {
     /// A BBR controller.
     pub fn new(cfg: &CcConfig) -> Self {
-        Bbr { core: BbrCore::new(cfg, MIN_RTT_WIN_US) }
+        // Checked when the scenario was built (cc::check_params); defaults if not.
+        let win_us = super::param::resolve("bbr", &cfg.params)
+            .map_or(MIN_RTT_WIN_US, |p| (p.get("probe_rtt_interval_ms") * 1000.0) as u64);
+        Bbr { core: BbrCore::new(cfg, win_us) }
     }
 
     /// Bottleneck bandwidth estimate, bytes/s.

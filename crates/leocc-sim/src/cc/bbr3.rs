@@ -35,9 +35,9 @@ const UP_PACING_GAIN: f64 = 1.25;
 /// PROBE_BW_UP cwnd gain.
 const UP_CWND_GAIN: f64 = 2.25;
 /// Loss rate that marks inflight as too high (draft: BBRLossThresh 2 %).
-const LOSS_THRESH: f64 = 0.02;
+pub(crate) const LOSS_THRESH: f64 = 0.02;
 /// Multiplicative decrease on loss (draft: BBRBeta 0.7).
-const BETA: f64 = 0.7;
+pub(crate) const BETA: f64 = 0.7;
 /// Headroom left below inflight_hi while cruising (draft: BBRHeadroom 0.15).
 const HEADROOM: f64 = 0.15;
 /// Lossy ACKs in a round that can end STARTUP (v3 bbr_full_loss_cnt).
@@ -49,7 +49,7 @@ const FULL_BW_CNT: u32 = 3;
 /// Min RTT filter window (draft: MinRTTFilterLen 10 s).
 const MIN_RTT_WIN_US: u64 = 10_000_000;
 /// ProbeRTT interval (draft: ProbeRTTInterval 5 s).
-const PROBE_RTT_INTERVAL_US: u64 = 5_000_000;
+pub(crate) const PROBE_RTT_INTERVAL_US: u64 = 5_000_000;
 /// ProbeRTT duration (draft: ProbeRTTDuration 200 ms).
 const PROBE_RTT_US: u64 = 200_000;
 /// ProbeRTT cwnd, fraction of BDP (draft: BBRProbeRTTCwndGain 0.5).
@@ -121,13 +121,24 @@ pub struct Bbr3 {
     prior_cwnd: f64,
     prev_ca_state: CaState,
     packet_conservation: bool,
+    /// `bbr3.probe_rtt_interval_ms`, us.
+    probe_rtt_interval_us: u64,
+    /// `bbr3.loss_thresh`.
+    loss_thresh: f64,
+    /// `bbr3.beta`.
+    beta: f64,
 }
 
 impl Bbr3 {
     /// A BBRv3 controller.
     pub fn new(cfg: &CcConfig) -> Self {
         let mss = cfg.mss as f64;
+        // Checked when the scenario was built (cc::check_params); defaults if not.
+        let p = super::param::resolve("bbr3", &cfg.params).unwrap_or_else(|_| super::param::resolve("bbr3", &[]).expect("defaults"));
         Bbr3 {
+            probe_rtt_interval_us: (p.get("probe_rtt_interval_ms") * 1000.0) as u64,
+            loss_thresh: p.get("loss_thresh"),
+            beta: p.get("beta"),
             mss,
             init_cwnd: cfg.init_cwnd as f64,
             mode: Mode::Startup,
@@ -201,8 +212,8 @@ impl Bbr3 {
         (self.inflight_hi - (HEADROOM * self.inflight_hi).max(1.0)).max(MIN_CWND)
     }
 
-    fn is_inflight_too_high(s: &AckSample) -> bool {
-        s.lost > 0 && s.tx_in_flight > 0 && s.lost as f64 > s.tx_in_flight as f64 * LOSS_THRESH
+    fn is_inflight_too_high(&self, s: &AckSample) -> bool {
+        s.lost > 0 && s.tx_in_flight > 0 && s.lost as f64 > s.tx_in_flight as f64 * self.loss_thresh
     }
 
     fn is_probing_bw(&self) -> bool {
@@ -247,8 +258,8 @@ impl Bbr3 {
         if self.inflight_lo.is_infinite() {
             self.inflight_lo = self.cwnd;
         }
-        self.bw_lo = self.bw_latest.max(BETA * self.bw_lo);
-        self.inflight_lo = self.inflight_latest.max(BETA * self.inflight_lo);
+        self.bw_lo = self.bw_latest.max(self.beta * self.bw_lo);
+        self.inflight_lo = self.inflight_latest.max(self.beta * self.inflight_lo);
     }
 
     fn check_startup_done(&mut self, s: &AckSample) {
@@ -261,7 +272,7 @@ impl Bbr3 {
         if self.loss_round_start
             && s.ca_state == CaState::Recovery
             && self.loss_events_in_round >= FULL_LOSS_CNT
-            && Self::is_inflight_too_high(s)
+            && self.is_inflight_too_high(s)
         {
             self.full_bw_reached = true;
             self.inflight_hi = self.bdp(self.max_bw(), 1.0).max(self.inflight_latest);
@@ -349,10 +360,10 @@ impl Bbr3 {
         if !self.full_bw_reached {
             return;
         }
-        if Self::is_inflight_too_high(s) {
+        if self.is_inflight_too_high(s) {
             if self.bw_probe_samples {
                 if !s.app_limited {
-                    self.inflight_hi = (s.tx_in_flight as f64).max(self.target_inflight() * BETA);
+                    self.inflight_hi = (s.tx_in_flight as f64).max(self.target_inflight() * self.beta);
                 }
                 self.bw_probe_samples = false;
                 if self.mode == Mode::Up {
@@ -399,7 +410,7 @@ impl Bbr3 {
 
     fn update_min_rtt(&mut self, s: &AckSample) {
         let now = s.now_us;
-        let probe_expired = now > self.probe_rtt_min_stamp + PROBE_RTT_INTERVAL_US;
+        let probe_expired = now > self.probe_rtt_min_stamp + self.probe_rtt_interval_us;
         if let Some(rtt) = s.rtt_us {
             if rtt < self.probe_rtt_min_us || probe_expired {
                 self.probe_rtt_min_us = rtt.max(1);

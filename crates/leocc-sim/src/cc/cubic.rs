@@ -17,7 +17,7 @@ use super::{AckSample, CaState, CcConfig, Controller};
 /// Multiplicative decrease factor β (RFC 9438 §4.6).
 pub(crate) const BETA: f64 = 0.7;
 /// Cubic scaling constant C, packets/s³ (RFC 9438 §5.1).
-const C: f64 = 0.4;
+pub(crate) const C: f64 = 0.4;
 /// Floor of ssthresh, packets.
 const MIN_SSTHRESH: u32 = 2;
 /// HyStart acts only above this window (tcp_cubic.c hystart_low_window).
@@ -93,12 +93,21 @@ pub struct Cubic {
     w_est: f64,
     min_rtt_us: u64,
     hystart: Hystart,
+    /// `cubic.beta`.
+    beta: f64,
+    /// `cubic.c`.
+    c: f64,
 }
 
 impl Cubic {
     /// A CUBIC controller.
     pub fn new(cfg: &CcConfig) -> Self {
+        // Checked when the scenario was built (cc::check_params). SaTCP builds on CUBIC with
+        // its own (empty) settings, which resolve to the defaults.
+        let (beta, c) = super::param::resolve("cubic", &cfg.params).map_or((BETA, C), |p| (p.get("beta"), p.get("c")));
         Cubic {
+            beta,
+            c,
             w: RenoWindow::new(cfg.init_cwnd),
             cwnd_f: cfg.init_cwnd as f64,
             w_max: 0.0,
@@ -116,7 +125,7 @@ impl Cubic {
         if self.epoch_start_us.is_none() {
             self.epoch_start_us = Some(now);
             if cwnd < self.w_max {
-                self.k_s = ((self.w_max - cwnd) / C).cbrt();
+                self.k_s = ((self.w_max - cwnd) / self.c).cbrt();
                 self.origin = self.w_max;
             } else {
                 self.k_s = 0.0;
@@ -125,11 +134,11 @@ impl Cubic {
             self.w_est = cwnd;
         }
         let t = (now - self.epoch_start_us.unwrap_or(now) + self.min_rtt_us) as f64 / 1e6;
-        let target = self.origin + C * (t - self.k_s).powi(3);
+        let target = self.origin + self.c * (t - self.k_s).powi(3);
         // ACKs needed per +1 packet, as Linux's `cnt`.
         let mut cnt = if target > cwnd { cwnd / (target - cwnd) } else { 100.0 * cwnd };
         // Reno-friendly region (RFC 9438 §4.3), per ACK.
-        let alpha = 3.0 * (1.0 - BETA) / (1.0 + BETA);
+        let alpha = 3.0 * (1.0 - self.beta) / (1.0 + self.beta);
         self.w_est += alpha * acked as f64 / cwnd;
         if self.w_est > cwnd {
             cnt = cnt.min(cwnd / (self.w_est - cwnd));
@@ -142,8 +151,8 @@ impl Cubic {
     pub(crate) fn reduce(&mut self) {
         let cwnd = self.cwnd_f;
         self.epoch_start_us = None;
-        self.w_max = if cwnd < self.w_max { cwnd * (1.0 + BETA) / 2.0 } else { cwnd };
-        self.w.ssthresh = ((cwnd * BETA) as u32).max(MIN_SSTHRESH);
+        self.w_max = if cwnd < self.w_max { cwnd * (1.0 + self.beta) / 2.0 } else { cwnd };
+        self.w.ssthresh = ((cwnd * self.beta) as u32).max(MIN_SSTHRESH);
         self.cwnd_f = self.w.ssthresh as f64;
         self.w.cwnd = self.w.ssthresh;
     }

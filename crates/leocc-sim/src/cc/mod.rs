@@ -13,6 +13,7 @@ mod copa;
 mod cubic;
 mod leocc;
 mod leocc_ref;
+pub mod param;
 mod reno;
 mod satcp;
 mod vegas;
@@ -178,28 +179,22 @@ pub fn new_controller(name: &str, cfg: &CcConfig) -> Result<Box<dyn Controller>,
     })
 }
 
-/// Check `NAME=VALUE` settings for the controller called `name`: an unknown name or a bad
-/// value is an error naming it. Only LeoCC has settable parameters today.
+/// Check `NAME=VALUE` settings for the controller called `name`: an unknown name or a value
+/// outside the parameter's range is an error naming it (see [`param`]).
 pub fn check_params(name: &str, params: &[String]) -> Result<(), String> {
     if params.is_empty() {
         return Ok(());
     }
     match name {
+        // The core's own setter, so its messages and integer parsing stay as they were.
         "leocc" => leocc_core_sys::Params::default().apply(params.iter().map(String::as_str)),
-        _ => Err(format!("'{name}' has no settable parameters (leocc has: see `leocc sim --list-params leocc`)")),
+        _ => param::resolve(name, params).map(|_| ()),
     }
 }
 
-/// The settable parameters of the controller called `name`: (name, default, meaning).
-pub fn list_params(name: &str) -> Result<Vec<(&'static str, u32, &'static str)>, String> {
-    match name {
-        "leocc" => {
-            let p = leocc_core_sys::Params::default();
-            Ok(leocc_core_sys::Params::NAMES.iter().map(|(n, doc)| (*n, p.get(n).unwrap_or(0), *doc)).collect())
-        }
-        _ if NAMES.contains(&name) => Ok(Vec::new()),
-        _ => Err(format!("unknown congestion control '{name}' (known: {})", NAMES.join(", "))),
-    }
+/// The settable parameters of the controller called `name`, with defaults and ranges.
+pub fn list_params(name: &str) -> Result<Vec<param::ParamSpec>, String> {
+    param::specs(name).ok_or_else(|| format!("unknown congestion control '{name}' (known: {})", NAMES.join(", ")))
 }
 
 /// A windowed max filter over rounds (or any monotone clock): keeps the best value of each

@@ -19,6 +19,10 @@ pub enum BenchCmd {
     /// The Ray executor's overhead: one simulator matrix run locally and on a Ray cluster with
     /// as many CPUs, side by side.
     Ray(BenchRayArgs),
+    /// Wall time of a parameter sweep in the simulator (`leocc eval --sweep`, child processes,
+    /// all cores): by default seed 004's 4 x 4 grid of bbr3 over the two bundled Starlink traces
+    /// x 3 seeds, one buffer; target under 2 minutes.
+    Sweep(BenchSweepArgs),
 }
 
 /// Options of `leocc bench ray`.
@@ -91,6 +95,70 @@ fn run_ray_bench(a: BenchRayArgs) -> anyhow::Result<()> {
         a.repeat.max(1),
         (on_ray / local - 1.0) * 100.0
     );
+    Ok(())
+}
+
+
+/// Options of `leocc bench sweep`.
+#[derive(Args, Debug)]
+pub struct BenchSweepArgs {
+    /// The grid, as `leocc eval --sweep` (repeatable).
+    #[arg(long, default_values_t = [SWEEP_ALPHA.to_string(), SWEEP_BETA.to_string()])]
+    pub sweep: Vec<String>,
+    /// Seeds per setting.
+    #[arg(long, default_value_t = 3)]
+    pub runs: u32,
+    /// Buffers, as `leocc eval --queue`.
+    #[arg(long, default_value = "500")]
+    pub queue: String,
+    /// Keep the runs here (default: a temporary directory, removed afterwards). A directory
+    /// with finished runs is resumed, which times nothing: give a fresh one.
+    #[arg(long, short)]
+    pub out: Option<std::path::PathBuf>,
+}
+
+/// Seed 004's grid: ProbeRTT interval (alpha) x loss threshold (beta).
+const SWEEP_ALPHA: &str = "bbr3.probe_rtt_interval_ms=1000,2000,5000,10000";
+const SWEEP_BETA: &str = "bbr3.loss_thresh=0.02,0.04,0.08,0.16";
+/// The target for the default sweep, seconds.
+const SWEEP_TARGET_S: f64 = 120.0;
+
+fn run_sweep_bench(a: BenchSweepArgs) -> anyhow::Result<()> {
+    use leocc_eval::matrix::{parse_queues, Engine, Matrix, Scenario};
+    use leocc_eval::sweep::{self, Sweep, SweepRun};
+    let axes = a.sweep.iter().map(|s| s.parse()).collect::<Result<Vec<_>, String>>().map_err(|e| anyhow::anyhow!(e))?;
+    let sw = Sweep::new(axes).map_err(|e| anyhow::anyhow!(e))?;
+    let traces = ["traces/starlink-down-60s.trace", "traces/starlink-up-60s.trace"]
+        .iter()
+        .map(|t| crate::cmd::eval::find_bundled(t))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let m = Matrix {
+        engine: Engine::Sim,
+        traces,
+        ccs: vec![sw.cc().to_string()],
+        scenarios: vec![Scenario::Single],
+        runs: a.runs.max(1),
+        seed: 1,
+        duration_s: None,
+        queues: parse_queues(&a.queue).map_err(|e| anyhow::anyhow!(e))?,
+        loss: None,
+        oracle_reconfig: false,
+    };
+    let tmp = std::env::temp_dir().join(format!("leocc-bench-sweep-{}", std::process::id()));
+    let out = a.out.clone().unwrap_or_else(|| tmp.clone());
+    let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let runner = leocc_eval::runner::Runner { exe: std::env::current_exe()?, out_dir: out.clone(), jobs, progress: true };
+    let run = SweepRun { matrix: &m, sweep: &sw, runner: &runner, fairness: false, command_line: "leocc bench sweep" };
+    let started = Instant::now();
+    let result = sweep::run(&run, |p| leocc_trace::Trace::load(p).map_or(60.0, |t| t.duration_us() as f64 / 1e6));
+    let wall = started.elapsed().as_secs_f64();
+    if a.out.is_none() {
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+    let (groups, _) = result?;
+    let runs: usize = groups.iter().filter(|g| !g.title.starts_with("average")).map(|g| g.defaults.runs + g.points.iter().map(|p| p.runs).sum::<usize>()).sum();
+    println!("sweep: {} settings + defaults of {} x 2 traces x {} seeds = {runs} simulator runs of 60 s on {jobs} jobs", sw.settings().len(), sw.cc(), m.runs);
+    println!("wall time: {wall:.1} s ({:.2} runs/s) incl. report; target < {SWEEP_TARGET_S:.0} s: {}", runs as f64 / wall, if wall < SWEEP_TARGET_S { "met" } else { "MISSED" });
     Ok(())
 }
 
@@ -260,6 +328,7 @@ pub fn run(cmd: BenchCmd) -> anyhow::Result<()> {
         BenchCmd::Kernel(a) => return crate::cmd::kernel::run_bench(a),
         BenchCmd::Ablation(a) => return run_ablation(a),
         BenchCmd::Ray(a) => return run_ray_bench(a),
+        BenchCmd::Sweep(a) => return run_sweep_bench(a),
     };
     if a.rate <= 0.0 || a.duration <= 0.0 || a.long <= 0.0 {
         anyhow::bail!("--rate, --duration and --long must be positive");

@@ -289,6 +289,17 @@ struct RunArgs {
     /// Do not print each event on stdout.
     #[arg(long, short)]
     quiet: bool,
+    /// Run the matching --exec when this expression over the measurements holds, e.g.
+    /// 'rtt > 10 * avg(rtt, 10s)' (repeatable, paired with --exec in order). Variables rtt, ri
+    /// (ms), loss, event, confidence, srtt, min_rtt; avg/min/max(VAR, 10s); docs/evaluation.md.
+    #[arg(long, value_name = "EXPR")]
+    trigger: Vec<String>,
+    /// Shell command of a --trigger; the matched values are in its environment (LEOCC_RTT, ...).
+    #[arg(long, value_name = "CMD")]
+    exec: Vec<String>,
+    /// Least time between two firings of one trigger, seconds.
+    #[arg(long, default_value_t = 10.0, value_name = "S")]
+    trigger_every: f64,
 }
 
 /// Entry point of `leocc probe`.
@@ -332,6 +343,8 @@ fn schedule_of(name: Option<&str>, tol_ms: f64) -> anyhow::Result<Option<Schedul
 }
 
 fn run_daemon(a: RunArgs) -> anyhow::Result<()> {
+    // Before anything starts: a bad expression never reaches a running daemon.
+    let actions = leocc_probe::trigger::actions(&a.trigger, &a.exec, a.trigger_every).map_err(anyhow::Error::msg)?;
     let pop = match (&a.pop, &a.auto) {
         (Some(p), None) => PopSource::Fixed(parse_target(p).map_err(anyhow::Error::msg).context("--pop")?),
         (None, Some(d)) => {
@@ -389,7 +402,7 @@ fn run_daemon(a: RunArgs) -> anyhow::Result<()> {
         verbose: !a.quiet,
     };
     let publisher: Option<Box<dyn daemon::Publisher>> = if a.no_kernel { None } else { kernel_publisher(a.signal_map) };
-    daemon::run(opts, publisher).map_err(anyhow::Error::msg)?;
+    daemon::run_with_triggers(opts, publisher, actions).map_err(anyhow::Error::msg)?;
     Ok(())
 }
 

@@ -174,8 +174,10 @@ pub fn run(a: SimArgs) -> anyhow::Result<()> {
         if params.is_empty() {
             println!("{cc} has no settable parameters");
         }
-        for (name, default, doc) in params {
-            println!("{cc}.{name:<24} {default:>10}  {doc}");
+        for p in params {
+            let (name, default, doc) = (p.name, leocc_sim::cc::param::fmt_value(p.default), p.doc);
+            let range = format!("{} ..= {}", leocc_sim::cc::param::fmt_value(p.min), leocc_sim::cc::param::fmt_value(p.max));
+            println!("{cc}.{name:<24} {default:>10}  [{range}]  {doc}");
         }
         return Ok(());
     }

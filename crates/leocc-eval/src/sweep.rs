@@ -1,0 +1,608 @@
+//! Parameter sweeps, as seed 004 (T3P / LEOScope) tunes BBR for Starlink: every combination of
+//! a control's parameter values (`leocc eval --sweep 'bbr3.loss_thresh=0.02,0.04' --sweep
+//! ...`) runs next to the control's defaults; the page `sweep.html` shows heatmaps of the
+//! throughput gain and the p95-RTT inflation against the defaults, marks the best setting whose
+//! latency inflation stays under [`MAX_INFLATION_PCT`], and (as the seed does) runs that setting
+//! and the defaults against one Cubic flow to see what the gain costs the other flow.
+//!
+//! A swept run is an ordinary matrix run with `--param` settings: its key ends in `|p` and the
+//! settings, its label is `cc{name=value,...}` (so the main report shows each setting as a
+//! control of its own), and its results row carries a `params` array. A rerun skips what is
+//! done, and a sweep shares the defaults' runs with a plain `leocc eval` into the same directory.
+
+use crate::matrix::{Engine, Matrix, RunSpec, Scenario};
+use crate::results::{self, Record};
+use crate::runner::{self, Runner};
+use anyhow::{bail, Result};
+use leocc_plot::{esc, Heatmap};
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+/// The latency budget of the chosen setting: T3P picks the largest throughput gain whose p95
+/// RTT grows by less than 10 % over the defaults.
+pub const MAX_INFLATION_PCT: f64 = 10.0;
+
+/// One swept parameter: `CC.NAME=V1,V2,...`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Axis {
+    pub cc: String,
+    pub name: String,
+    /// The values as given (so keys and labels read as the user typed them), each checked
+    /// against the parameter's range.
+    pub values: Vec<String>,
+}
+
+impl FromStr for Axis {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Axis, String> {
+        let bad = || format!("--sweep '{s}': expected CC.NAME=V1,V2,... e.g. bbr3.loss_thresh=0.02,0.04,0.08");
+        let (lhs, vals) = s.split_once('=').ok_or_else(bad)?;
+        let (cc, name) = lhs.trim().split_once('.').filter(|(c, n)| !c.is_empty() && !n.is_empty()).ok_or_else(bad)?;
+        let mut values: Vec<String> = Vec::new();
+        for v in vals.split(',').map(str::trim).filter(|v| !v.is_empty()) {
+            leocc_sim::cc::check_params(cc, &[format!("{name}={v}")]).map_err(|e| format!("--sweep '{s}': {e}"))?;
+            if !values.iter().any(|x| x == v) {
+                values.push(v.to_string());
+            }
+        }
+        if values.is_empty() {
+            return Err(bad());
+        }
+        Ok(Axis { cc: cc.to_string(), name: name.to_string(), values })
+    }
+}
+
+/// One point of the grid: (parameter name, value) per axis, in axis order.
+pub type Setting = Vec<(String, String)>;
+
+/// A sweep: the cartesian product of its axes, all of one control.
+#[derive(Clone, Debug)]
+pub struct Sweep {
+    pub axes: Vec<Axis>,
+}
+
+impl Sweep {
+    /// A sweep over `axes`: at least one, all of the same control, each parameter once.
+    pub fn new(axes: Vec<Axis>) -> Result<Sweep, String> {
+        let Some(first) = axes.first() else { return Err("no --sweep given".into()) };
+        for (i, a) in axes.iter().enumerate() {
+            if a.cc != first.cc {
+                return Err(format!("--sweep: all axes must be of one control ({} and {})", first.cc, a.cc));
+            }
+            if axes[..i].iter().any(|b| b.name == a.name) {
+                return Err(format!("--sweep: {}.{} is swept twice", a.cc, a.name));
+            }
+        }
+        Ok(Sweep { axes })
+    }
+
+    /// The swept control.
+    pub fn cc(&self) -> &str {
+        &self.axes[0].cc
+    }
+
+    /// Every setting of the grid, the first axis varying slowest.
+    pub fn settings(&self) -> Vec<Setting> {
+        let mut out: Vec<Setting> = vec![Vec::new()];
+        for a in &self.axes {
+            out = out
+                .into_iter()
+                .flat_map(|s| a.values.iter().map(move |v| [s.clone(), vec![(a.name.clone(), v.clone())]].concat()))
+                .collect();
+        }
+        out
+    }
+
+    /// `cc.name=value` settings for `leocc sim --param`.
+    pub fn params(&self, s: &Setting) -> Vec<String> {
+        s.iter().map(|(n, v)| format!("{}.{n}={v}", self.cc())).collect()
+    }
+
+    /// The label of a setting's runs: `bbr3{probe_rtt_interval_ms=1000,loss_thresh=0.02}`.
+    pub fn label(&self, s: &Setting) -> String {
+        format!("{}{{{}}}", self.cc(), s.iter().map(|(n, v)| format!("{n}={v}")).collect::<Vec<_>>().join(","))
+    }
+
+    fn key_suffix(&self, s: &Setting) -> String {
+        format!("|p{}", self.params(s).join(","))
+    }
+
+    /// The runs of the sweep from a matrix's runs: each single-flow run of the swept control
+    /// (its defaults, kept as they are) plus one copy per setting. Other runs pass through.
+    pub fn expand(&self, base: &[RunSpec]) -> Vec<RunSpec> {
+        let mut out = Vec::new();
+        for spec in base {
+            out.push(spec.clone());
+            if spec.scenario != Scenario::Single || spec.label != self.cc() {
+                continue;
+            }
+            for s in self.settings() {
+                let mut r = spec.clone();
+                r.key = format!("{}{}", spec.key, self.key_suffix(&s));
+                r.label = self.label(&s);
+                r.params = self.params(&s);
+                out.push(r);
+            }
+        }
+        out
+    }
+
+    /// One flow of the control (with `setting`, or its defaults) against one Cubic flow, for
+    /// each single-flow run of the control in `base`.
+    pub fn fairness_specs(&self, base: &[RunSpec], setting: Option<&Setting>) -> Vec<RunSpec> {
+        let cc = self.cc();
+        let mut out = Vec::new();
+        for spec in base.iter().filter(|s| s.scenario == Scenario::Single && s.label == cc) {
+            let mut r = spec.clone();
+            r.scenario = Scenario::VsCubic;
+            r.flows = Scenario::VsCubic.flows_spec(&format!("{cc}+cubic"), spec.duration_s);
+            r.label = format!("{}+cubic", setting.map_or(cc.to_string(), |s| self.label(s)));
+            r.params = setting.map(|s| self.params(s)).unwrap_or_default();
+            r.key = format!("{}|vs-cubic{}", spec.key, setting.map(|s| self.key_suffix(s)).unwrap_or_default());
+            out.push(r);
+        }
+        out
+    }
+
+    /// The setting a results row ran with: Some(empty) for the defaults, None for a row that is
+    /// not this sweep's (another control, or params of a different grid).
+    fn setting_of(&self, r: &Record) -> Option<Setting> {
+        let base = r.str("label").split(['{', '+']).next().unwrap_or("");
+        if base != self.cc() {
+            return None;
+        }
+        let params: Vec<&str> = r.0.get("params").and_then(|v| v.as_array()).map_or(Vec::new(), |a| a.iter().filter_map(|v| v.as_str()).collect());
+        let mut s = Setting::new();
+        for p in params {
+            let (lhs, v) = p.split_once('=')?;
+            let (_, name) = lhs.split_once('.')?;
+            s.push((name.to_string(), v.to_string()));
+        }
+        (s.is_empty() || self.settings().contains(&s)).then_some(s)
+    }
+}
+
+/// A setting's outcome on one trace and buffer (or averaged over all of them).
+#[derive(Clone, Debug)]
+pub struct Point {
+    pub setting: Setting,
+    /// Mean throughput over the seeds, Mbit/s.
+    pub throughput_mbps: f64,
+    /// Mean of the runs' p95 RTT, ms.
+    pub rtt_p95_ms: f64,
+    pub runs: usize,
+    /// Throughput against the defaults', %.
+    pub gain_pct: f64,
+    /// p95 RTT against the defaults', %.
+    pub inflation_pct: f64,
+}
+
+/// The sweep's outcome on one trace and buffer.
+#[derive(Clone, Debug)]
+pub struct Group {
+    /// `trace, buffer`, or "all traces and buffers" for the average.
+    pub title: String,
+    /// The defaults' point (gain and inflation 0).
+    pub defaults: Point,
+    pub points: Vec<Point>,
+}
+
+impl Group {
+    /// The index of the best setting: the largest throughput gain above zero whose latency
+    /// inflation stays under [`MAX_INFLATION_PCT`].
+    pub fn best(&self) -> Option<usize> {
+        self.points
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.inflation_pct < MAX_INFLATION_PCT && p.gain_pct > 0.0)
+            .max_by(|a, b| a.1.gain_pct.total_cmp(&b.1.gain_pct))
+            .map(|(i, _)| i)
+    }
+}
+
+fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len().max(1) as f64
+}
+
+/// Gains and inflations of every setting on every (trace, buffer) of `records` where the
+/// defaults ran too, then their average over those (the group the choice is made on; a
+/// setting missing anywhere is left out of the average).
+pub fn analyse(sweep: &Sweep, records: &[Record]) -> Vec<Group> {
+    // (trace, buffer label) -> setting -> runs
+    let mut cells: BTreeMap<(String, String), BTreeMap<Setting, Vec<&Record>>> = BTreeMap::new();
+    for r in records.iter().filter(|r| r.str("scenario") == "single") {
+        if let Some(s) = sweep.setting_of(r) {
+            cells.entry((r.str("trace").to_string(), r.queue_label())).or_default().entry(s).or_default().push(r);
+        }
+    }
+    let point = |setting: &Setting, runs: &[&Record]| Point {
+        setting: setting.clone(),
+        throughput_mbps: mean(&runs.iter().filter_map(|r| r.num("throughput_mbps")).collect::<Vec<_>>()),
+        rtt_p95_ms: mean(&runs.iter().filter_map(|r| r.num("rtt_p95_ms")).collect::<Vec<_>>()),
+        runs: runs.len(),
+        gain_pct: 0.0,
+        inflation_pct: 0.0,
+    };
+    let mut groups = Vec::new();
+    for ((trace, queue), by_setting) in &cells {
+        let Some(def_runs) = by_setting.get(&Setting::new()) else { continue };
+        let defaults = point(&Setting::new(), def_runs);
+        let points = sweep
+            .settings()
+            .iter()
+            .filter_map(|s| by_setting.get(s).map(|runs| point(s, runs)))
+            .map(|mut p| {
+                p.gain_pct = pct(p.throughput_mbps, defaults.throughput_mbps);
+                p.inflation_pct = pct(p.rtt_p95_ms, defaults.rtt_p95_ms);
+                p
+            })
+            .collect();
+        groups.push(Group { title: format!("{trace}, buffer {queue}"), defaults, points });
+    }
+    if groups.len() > 1 {
+        let avg = |f: &dyn Fn(&Point) -> f64, ps: &[&Point]| mean(&ps.iter().map(|p| f(p)).collect::<Vec<_>>());
+        let mut points = Vec::new();
+        for s in sweep.settings() {
+            let ps: Vec<&Point> = groups.iter().filter_map(|g| g.points.iter().find(|p| p.setting == s)).collect();
+            if ps.len() == groups.len() {
+                points.push(Point {
+                    setting: s,
+                    throughput_mbps: avg(&|p| p.throughput_mbps, &ps),
+                    rtt_p95_ms: avg(&|p| p.rtt_p95_ms, &ps),
+                    runs: ps.iter().map(|p| p.runs).sum(),
+                    gain_pct: avg(&|p| p.gain_pct, &ps),
+                    inflation_pct: avg(&|p| p.inflation_pct, &ps),
+                });
+            }
+        }
+        let d: Vec<&Point> = groups.iter().map(|g| &g.defaults).collect();
+        let defaults = Point {
+            setting: Setting::new(),
+            throughput_mbps: avg(&|p| p.throughput_mbps, &d),
+            rtt_p95_ms: avg(&|p| p.rtt_p95_ms, &d),
+            runs: d.iter().map(|p| p.runs).sum(),
+            gain_pct: 0.0,
+            inflation_pct: 0.0,
+        };
+        groups.push(Group { title: "average over all traces and buffers".into(), defaults, points });
+    }
+    groups
+}
+
+fn pct(ours: f64, theirs: f64) -> f64 {
+    if theirs.abs() < 1e-12 {
+        0.0
+    } else {
+        (ours / theirs - 1.0) * 100.0
+    }
+}
+
+/// What one command of `leocc eval --sweep` needs.
+pub struct SweepRun<'a> {
+    pub matrix: &'a Matrix,
+    pub sweep: &'a Sweep,
+    pub runner: &'a Runner,
+    /// Run the chosen setting and the defaults against Cubic afterwards.
+    pub fairness: bool,
+    pub command_line: &'a str,
+}
+
+/// Runs the sweep (skipping finished runs), then the fairness runs of the chosen setting,
+/// writes `report.html` and `sweep.html`, and returns the groups and the page's path.
+pub fn run(s: &SweepRun, trace_duration_s: impl Fn(&Path) -> f64) -> Result<(Vec<Group>, PathBuf)> {
+    let cc = s.sweep.cc();
+    if s.matrix.engine == Engine::Emu {
+        bail!(
+            "--sweep with --engine emu: the kernel controls take no named parameters (the BPF LeoCC \
+             initialises every flow from leocc_default_params() in bpf/leocc.bpf.c, with no map to \
+             override them), so there is nothing to sweep there yet; use --engine sim"
+        );
+    }
+    if !s.matrix.ccs.iter().any(|c| c == cc) {
+        bail!("--sweep sweeps {cc}, which is not among --cc ({})", s.matrix.ccs.join(","));
+    }
+    let base = s.matrix.expand(&trace_duration_s);
+    let specs = s.sweep.expand(&base);
+    eprintln!("sweep: {} settings of {cc} + defaults, {} runs", s.sweep.settings().len(), specs.len());
+    check(s.runner.run(&specs)?, specs.len())?;
+    let mut groups = analyse(s.sweep, &results::read(&runner::results_path(&s.runner.out_dir))?);
+    let chosen = groups.last().and_then(|g| g.best().map(|i| g.points[i].setting.clone()));
+    if s.fairness && cc != "cubic" {
+        if let Some(c) = &chosen {
+            let mut f = s.sweep.fairness_specs(&base, None);
+            f.extend(s.sweep.fairness_specs(&base, Some(c)));
+            eprintln!("sweep: fairness against Cubic of {} and the defaults, {} runs", s.sweep.label(c), f.len());
+            check(s.runner.run(&f)?, f.len())?;
+        }
+    }
+    let all = results::read(&runner::results_path(&s.runner.out_dir))?;
+    groups = analyse(s.sweep, &all);
+    crate::report::write(&s.runner.out_dir, &all, s.command_line)?;
+    let page = s.runner.out_dir.join("sweep.html");
+    leocc_trace::write_atomic(&page, page_html(s.sweep, &groups, &all, chosen.as_ref(), s.command_line).as_bytes())?;
+    Ok((groups, page))
+}
+
+fn check(o: runner::Outcome, total: usize) -> Result<()> {
+    for (key, why) in &o.failed {
+        eprintln!("sweep: FAILED {key}: {why}");
+    }
+    if !o.failed.is_empty() {
+        bail!("{} of {total} runs failed; rerun the same command to retry only those", o.failed.len());
+    }
+    Ok(())
+}
+
+/// A heatmap of one metric of a group over the first two axes (one row when there is one).
+fn heatmap(sweep: &Sweep, g: &Group, gain: bool) -> Option<Heatmap> {
+    if sweep.axes.len() > 2 {
+        return None;
+    }
+    let x = &sweep.axes[0];
+    let y = sweep.axes.get(1);
+    let rows: Vec<String> = y.map_or(vec!["—".into()], |a| a.values.clone());
+    let best = g.best().map(|i| &g.points[i].setting);
+    let mut marked = None;
+    let cells = (0..rows.len())
+        .map(|r| {
+            (0..x.values.len())
+                .map(|c| {
+                    let mut want = vec![(x.name.clone(), x.values[c].clone())];
+                    if let Some(a) = y {
+                        want.push((a.name.clone(), a.values[r].clone()));
+                    }
+                    if best == Some(&want) {
+                        marked = Some((r, c));
+                    }
+                    g.points.iter().find(|p| p.setting == want).map(|p| if gain { p.gain_pct } else { p.inflation_pct })
+                })
+                .collect()
+        })
+        .collect();
+    Some(Heatmap {
+        title: format!("{}: {} vs defaults", g.title, if gain { "throughput gain" } else { "p95 RTT inflation" }),
+        x_label: format!("{}.{}", x.cc, x.name),
+        y_label: y.map_or(String::new(), |a| format!("{}.{}", a.cc, a.name)),
+        x_ticks: x.values.clone(),
+        y_ticks: rows,
+        cells,
+        unit: " %".into(),
+        higher_is_better: gain,
+        marked,
+        // Full red at the latency budget and full blue at an equally large gain.
+        min_span: MAX_INFLATION_PCT,
+    })
+}
+
+const STYLE: &str = "<style>body{font-family:Helvetica,Arial,sans-serif;margin:24px;max-width:1200px}\
+    table{border-collapse:collapse;margin:8px 0 20px}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}\
+    th{background:#f3f3f3}td:first-child{text-align:left}.best{background:#e6f0fa;font-weight:bold}\
+    .maps{display:flex;flex-wrap:wrap;gap:12px}code{background:#f5f5f5}</style>";
+
+fn page_html(sweep: &Sweep, groups: &[Group], records: &[Record], chosen: Option<&Setting>, command_line: &str) -> String {
+    let mut h = String::new();
+    let _ = write!(
+        h,
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>leocc sweep: {cc}</title>{STYLE}</head><body>\
+         <h1>Parameter sweep of {cc}</h1><p>Reproduce with <code>{}</code>. Each setting ran against the defaults \
+         on the same traces, buffers and seeds (the simulator is deterministic per seed). Gain and inflation are \
+         of the means over seeds; ★ marks the largest throughput gain whose p95 RTT inflation stays under \
+         {MAX_INFLATION_PCT} % (seed 004's choice). The other runs: <a href=\"report.html\">report.html</a>.</p>",
+        esc(command_line),
+        cc = esc(sweep.cc())
+    );
+    for g in groups.iter().rev() {
+        let _ = write!(h, "<h2>{}</h2>", esc(&g.title));
+        if let (Some(a), Some(b)) = (heatmap(sweep, g, true), heatmap(sweep, g, false)) {
+            let _ = write!(h, "<div class=\"maps\">{}{}</div>", a.svg(), b.svg());
+        }
+        let best = g.best();
+        let _ = write!(
+            h,
+            "<table><tr><th>setting</th><th>throughput Mbit/s</th><th>gain</th><th>RTT p95 ms</th><th>inflation</th><th>runs</th></tr>\
+             <tr><td>defaults</td><td>{:.1}</td><td>–</td><td>{:.1}</td><td>–</td><td>{}</td></tr>",
+            g.defaults.throughput_mbps, g.defaults.rtt_p95_ms, g.defaults.runs
+        );
+        for (i, p) in g.points.iter().enumerate() {
+            let _ = write!(
+                h,
+                "<tr{}><td>{}{}</td><td>{:.1}</td><td>{:+.1} %</td><td>{:.1}</td><td>{:+.1} %</td><td>{}</td></tr>",
+                if best == Some(i) { " class=\"best\"" } else { "" },
+                if best == Some(i) { "★ " } else { "" },
+                esc(&sweep.label(&p.setting)),
+                p.throughput_mbps,
+                p.gain_pct,
+                p.rtt_p95_ms,
+                p.inflation_pct,
+                p.runs
+            );
+        }
+        h.push_str("</table>");
+        if best.is_none() {
+            let _ = write!(h, "<p>No setting gains throughput with less than {MAX_INFLATION_PCT} % latency inflation here.</p>");
+        }
+    }
+    h.push_str("<h2>Fairness against Cubic</h2>");
+    let fair: Vec<&Record> = records
+        .iter()
+        .filter(|r| r.str("scenario") == "vs-cubic" && r.str("label").ends_with("+cubic") && sweep.setting_of(r).is_some())
+        .collect();
+    match chosen {
+        None => h.push_str("<p>Not run: no setting was chosen.</p>"),
+        Some(_) if fair.is_empty() => h.push_str("<p>Not run (--no-fairness, or the swept control is Cubic).</p>"),
+        Some(_) => {
+            h.push_str(
+                "<p>One flow of the control against one Cubic flow, started together, same traces, buffers and seeds. \
+                 Jain's index over the two flows' throughput (1 = equal shares).</p>\
+                 <table><tr><th>flows</th><th>trace, buffer</th><th>control Mbit/s</th><th>Cubic Mbit/s</th><th>Jain</th><th>runs</th></tr>",
+            );
+            let mut cells: BTreeMap<(String, String), Vec<&Record>> = BTreeMap::new();
+            for r in fair {
+                cells.entry((r.str("label").to_string(), format!("{}, {}", r.str("trace"), r.queue_label()))).or_default().push(r);
+            }
+            for ((label, at), runs) in &cells {
+                let flow = |i: usize| mean(&runs.iter().filter_map(|r| r.flows().get(i).and_then(|f| f.get("throughput_mbps")).and_then(|v| v.as_f64())).collect::<Vec<_>>());
+                let jain = mean(&runs.iter().filter_map(|r| r.num("jain")).collect::<Vec<_>>());
+                let _ = write!(
+                    h,
+                    "<tr><td>{}</td><td>{}</td><td>{:.1}</td><td>{:.1}</td><td>{jain:.3}</td><td>{}</td></tr>",
+                    esc(label),
+                    esc(at),
+                    flow(0),
+                    flow(1),
+                    runs.len()
+                );
+            }
+            h.push_str("</table>");
+        }
+    }
+    h.push_str("</body></html>");
+    h
+}
+
+/// A plain-text summary of a group for the terminal.
+pub fn table(sweep: &Sweep, g: &Group) -> String {
+    let mut s = format!(
+        "{}\n{:<60} {:>10} {:>8} {:>9} {:>9}\n{:<60} {:>10.1} {:>8} {:>9.1} {:>9}\n",
+        g.title, "setting", "thr Mbit/s", "gain %", "RTT p95", "infl. %", "defaults", g.defaults.throughput_mbps, "–", g.defaults.rtt_p95_ms, "–"
+    );
+    let best = g.best();
+    for (i, p) in g.points.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "{:<60} {:>10.1} {:>+8.1} {:>9.1} {:>+9.1}{}",
+            sweep.label(&p.setting),
+            p.throughput_mbps,
+            p.gain_pct,
+            p.rtt_p95_ms,
+            p.inflation_pct,
+            if best == Some(i) { "  <- best under 10 % inflation" } else { "" }
+        );
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matrix::Matrix;
+    use leocc_sim::QueueLimit;
+
+    fn sweep() -> Sweep {
+        Sweep::new(vec![
+            "bbr3.probe_rtt_interval_ms=1000,5000".parse().unwrap(),
+            "bbr3.loss_thresh=0.02, 0.08,0.08".parse().unwrap(),
+        ])
+        .unwrap()
+    }
+
+    #[test]
+    fn axes_are_checked_against_the_parameters() {
+        let s = sweep();
+        assert_eq!(s.axes[1].values, vec!["0.02", "0.08"]);
+        let e = "bbr3.loss_thresh=0.02,0.9".parse::<Axis>().unwrap_err();
+        assert!(e.contains("out of range") && e.contains("0.001 ..= 0.5"), "{e}");
+        assert!("bbr3.nope=1".parse::<Axis>().unwrap_err().contains("unknown bbr3 parameter 'nope'"));
+        assert!("bbr3=1".parse::<Axis>().is_err());
+        assert!("bbr3.loss_thresh=".parse::<Axis>().is_err());
+        assert!("leocc.delta_rtt_us=0,5000".parse::<Axis>().is_ok());
+        let mixed = Sweep::new(vec!["bbr3.beta=0.5".parse().unwrap(), "cubic.beta=0.5".parse().unwrap()]);
+        assert!(mixed.unwrap_err().contains("one control"));
+        let twice = Sweep::new(vec!["bbr3.beta=0.5".parse().unwrap(), "bbr3.beta=0.6".parse().unwrap()]);
+        assert!(twice.unwrap_err().contains("twice"));
+    }
+
+    #[test]
+    fn expands_the_product_next_to_the_defaults_with_distinct_keys() {
+        let m = Matrix {
+            engine: Engine::Sim,
+            traces: vec!["a.trace".into(), "b.trace".into()],
+            ccs: vec!["bbr3".into(), "cubic".into()],
+            scenarios: vec![Scenario::Single],
+            runs: 3,
+            seed: 1,
+            duration_s: Some(10.0),
+            queues: vec![QueueLimit::Packets(500)],
+            loss: None,
+            oracle_reconfig: false,
+        };
+        let s = sweep();
+        let base = m.expand(|_| 60.0);
+        let specs = s.expand(&base);
+        // 2 traces x 3 seeds x (cubic + bbr3 defaults + 4 settings)
+        assert_eq!(specs.len(), 2 * 3 * (2 + 4));
+        let mut keys: Vec<_> = specs.iter().map(|r| r.key.as_str()).collect();
+        keys.sort();
+        keys.dedup();
+        assert_eq!(keys.len(), specs.len());
+        let one = specs.iter().find(|r| r.label == "bbr3{probe_rtt_interval_ms=5000,loss_thresh=0.08}").unwrap();
+        assert_eq!(one.params, vec!["bbr3.probe_rtt_interval_ms=5000", "bbr3.loss_thresh=0.08"]);
+        assert_eq!(one.flows, "bbr3@0-10");
+        assert!(specs.iter().filter(|r| r.label == "cubic").all(|r| r.params.is_empty()));
+        let f = s.fairness_specs(&base, Some(&s.settings()[1]));
+        assert_eq!(f.len(), 2 * 3);
+        assert_eq!(f[0].flows, "bbr3@0-10,cubic@0-10");
+        assert!(f[0].key.ends_with("|vs-cubic|pbbr3.probe_rtt_interval_ms=1000,bbr3.loss_thresh=0.08"), "{}", f[0].key);
+    }
+
+    fn rec(label: &str, params: &[&str], thr: f64, rtt: f64) -> Record {
+        Record(serde_json::json!({"key": format!("{label}{params:?}"), "scenario": "single", "trace": "t", "queue": "500",
+            "label": label, "params": params, "throughput_mbps": thr, "rtt_p95_ms": rtt}))
+    }
+
+    #[test]
+    fn best_is_the_largest_gain_within_the_latency_budget() {
+        let s = sweep();
+        let records = vec![
+            rec("bbr3", &[], 100.0, 50.0),
+            rec("bbr3{}", &["bbr3.probe_rtt_interval_ms=1000", "bbr3.loss_thresh=0.02"], 90.0, 45.0),
+            // Largest gain, but 20 % more latency: not chosen.
+            rec("x", &["bbr3.probe_rtt_interval_ms=1000", "bbr3.loss_thresh=0.08"], 200.0, 60.0),
+            rec("x", &["bbr3.probe_rtt_interval_ms=5000", "bbr3.loss_thresh=0.08"], 150.0, 54.0),
+            rec("cubic", &[], 10.0, 10.0),
+        ];
+        // Rows are told apart by their params, not their labels; "x" is not bbr3.
+        assert!(analyse(&s, &records)[0].points.len() == 1);
+        let records: Vec<Record> = records
+            .into_iter()
+            .map(|mut r| {
+                if r.str("label") == "x" {
+                    r.0["label"] = "bbr3{..}".into();
+                }
+                r
+            })
+            .collect();
+        let g = &analyse(&s, &records)[0];
+        assert_eq!(g.points.len(), 3);
+        let best = &g.points[g.best().unwrap()];
+        assert_eq!(best.setting, vec![("probe_rtt_interval_ms".into(), "5000".into()), ("loss_thresh".into(), "0.08".into())]);
+        assert!((best.gain_pct - 50.0).abs() < 1e-9 && (best.inflation_pct - 8.0).abs() < 1e-9);
+        let map = heatmap(&s, g, true).unwrap();
+        assert_eq!(map.marked, Some((1, 1)));
+        assert!((map.cells[0][0].unwrap() + 10.0).abs() < 1e-9);
+        assert!((map.cells[1][0].unwrap() - 100.0).abs() < 1e-9);
+        assert_eq!(map.cells[0][1], None, "5000 ms with 0.02 did not run");
+        let html = page_html(&s, std::slice::from_ref(g), &records, Some(&best.setting), "leocc eval");
+        assert!(html.contains("★ bbr3{probe_rtt_interval_ms=5000,loss_thresh=0.08}"));
+    }
+
+    /// The sweep's settings reach the simulated control: a tiny ProbeRTT interval changes the
+    /// run (it spends more time with a small window) while the defaults' run does not move.
+    #[test]
+    fn a_setting_changes_the_simulated_run() {
+        let trace = concat!(env!("CARGO_MANIFEST_DIR"), "/../../traces/starlink-down-60s.trace");
+        let trace = std::sync::Arc::new(leocc_trace::Trace::load(Path::new(trace)).unwrap());
+        let run = |params: &[&str]| {
+            let mut sc = leocc_sim::Scenario::new(trace.clone(), "t", "bbr3", 8_000_000);
+            sc.cc_params = params.iter().map(|p| ("bbr3".to_string(), p.to_string())).collect();
+            leocc_sim::run(&sc).map(|r| r.throughput_mbps)
+        };
+        let d = run(&[]).unwrap();
+        assert_eq!(d, run(&[]).unwrap());
+        assert_ne!(d, run(&["probe_rtt_interval_ms=200"]).unwrap());
+        let e = run(&["loss_thresh=2"]).unwrap_err().to_string();
+        assert!(e.contains("bbr3.loss_thresh=2 is out of range"), "{e}");
+    }
+}
