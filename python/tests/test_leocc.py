@@ -73,8 +73,10 @@ class SimulateTest(unittest.TestCase):
 
     def test_params_and_errors(self):
         self.assertIn("leocc", leocc.controls())
-        names = [p[0] for p in leocc.list_params("leocc")]
-        self.assertIn("delta_rtt_us", names)
+        params = leocc.list_params("leocc")
+        self.assertIn("delta_rtt_us", list(params["name"]))
+        bbr3 = leocc.list_params("bbr3").set_index("name")
+        self.assertLess(bbr3.loc["loss_thresh", "min"], bbr3.loc["loss_thresh", "default"])
         with self.assertRaisesRegex(ValueError, "unknown congestion control"):
             leocc.simulate(BUNDLED, "warp", duration_s=1)
         with self.assertRaisesRegex(ValueError, "no_such"):

@@ -200,11 +200,11 @@ fn controls() -> Vec<&'static str> {
     leocc_sim::cc::NAMES.to_vec()
 }
 
-/// The parameters of a control: (name, default, description).
+/// The parameters of a control: (name, default, min, max, integer, description).
 #[pyfunction]
-fn list_params(cc: &str) -> PyResult<Vec<(String, String, String)>> {
+fn list_params(cc: &str) -> PyResult<Vec<(&'static str, f64, f64, f64, bool, &'static str)>> {
     leocc_sim::cc::list_params(cc)
-        .map(|v| v.into_iter().map(|(n, d, doc)| (n.to_string(), d.to_string(), doc.to_string())).collect())
+        .map(|v| v.into_iter().map(|p| (p.name, p.default, p.min, p.max, p.integer, p.doc)).collect())
         .map_err(value_error)
 }
 

@@ -21,7 +21,7 @@ from typing import Iterable, Optional, Union
 import pandas as pd
 
 from . import _native
-from ._native import controls, list_params
+from ._native import controls
 
 __all__ = [
     "Trace",
@@ -132,6 +132,13 @@ def simulate(
         ts[c] = ts[c].astype("int64")
     ts["flow_cc"] = flow_cc
     return SimRun(summary=summary, flows=pd.DataFrame(summary["flows"]), timeseries=ts[TS_COLUMNS])
+
+
+def list_params(cc: str) -> pd.DataFrame:
+    """The settable parameters of a simulator control (for `simulate(params=...)` and
+    `leocc eval --sweep`): name, default, min, max, integer, doc."""
+    rows = _native.list_params(cc)
+    return pd.DataFrame(rows, columns=["name", "default", "min", "max", "integer", "doc"])
 
 
 def _results_file(path: PathLike) -> str:
