@@ -81,6 +81,8 @@ pub struct Mid {
     pub counters: Counters,
     /// Data bytes forwarded downstream (payload), from cache or upstream.
     pub forwarded_bytes: u64,
+    /// CPU time the node's thread spent in `run`, µs.
+    pub cpu_us: u64,
     rng: SplitMix,
     rate_count: u64,
     rate_window_start: u64,
@@ -104,6 +106,7 @@ impl Mid {
             names: HashMap::new(),
             counters: Counters::default(),
             forwarded_bytes: 0,
+            cpu_us: 0,
             rate_count: 0,
             rate_window_start: 0,
             next_hop_sps: 0.0,
@@ -126,6 +129,7 @@ impl Mid {
     /// Forwards until `stop` is set.
     pub fn run(&mut self, stop: &AtomicBool) {
         let mono = Mono::start();
+        let cpu0 = net::thread_cpu_us();
         let mut buf = vec![0u8; packet::MAX_PACKET + 1];
         while !stop.load(Ordering::Relaxed) {
             let now = mono.now_us();
@@ -142,6 +146,20 @@ impl Mid {
             let now = mono.now_us();
             self.tick(now);
         }
+        self.cpu_us += net::thread_cpu_us().saturating_sub(cpu0);
+    }
+
+    /// The node's state as JSON, for the program's exit report.
+    pub fn summary_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "listen": self.local_addr().to_string(),
+            "upstream": self.cfg.upstream.to_string(),
+            "forwarded_bytes": self.forwarded_bytes,
+            "cpu_s": self.cpu_us as f64 / 1e6,
+            "cache": { "bytes": self.cache.bytes(), "limit": self.cfg.cache_bytes, "evictions": self.cache.evictions },
+            "upstream_hop": { "cwnd_segments": self.req.cc.cwnd(), "rtt_min_ms": self.req.cc.hop_rtt_min_us().map(|r| r as f64 / 1000.0), "backlog": self.req.backlog() },
+            "counters": self.counters,
+        })
     }
 
     fn tick(&mut self, now: u64) {
@@ -220,8 +238,9 @@ impl Mid {
                     if !e.faces.iter().any(|f| f.0 == from) && e.faces.len() < MAX_FACES {
                         e.faces.push((from, now));
                     }
-                    // A repeated request means the earlier one (or its answer) was lost.
-                    retx && !self.req.is_in_flight(name, seg)
+                    // A repeated request means the earlier one (or its answer) was lost,
+                    // unless ours upstream is recent enough to still be answered.
+                    retx && !self.req.awaiting(name, seg, now)
                 }
                 None if pit_full => {
                     self.counters.state_full += 1;

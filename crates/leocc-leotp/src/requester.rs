@@ -26,6 +26,9 @@ const STALE_RTTS: f64 = 8.0;
 /// ... and never sooner than this, µs, so a short hop RTT does not forget requests that wait
 /// behind an outage upstream.
 const STALE_MIN_US: u64 = 2_000_000;
+/// A request older than this many hop RTTs is overdue: a repeated request from downstream
+/// is then forwarded again instead of waiting for it.
+const OVERDUE_RTTS: f64 = 2.0;
 /// Most segments inspected for holes per arriving segment: bounds the work of a far jump.
 const MAX_HOLE_SCAN: u32 = 4096;
 /// Most segments merged into one interest packet (pacing credit that accumulated while the
@@ -132,9 +135,10 @@ impl Requester {
         self.in_flight.len()
     }
 
-    /// Whether `seg` of `name` is in flight on this hop.
-    pub fn is_in_flight(&self, name: &Arc<str>, seg: u32) -> bool {
-        self.in_flight.contains_key(&(name.clone(), seg))
+    /// Whether a request for `seg` of `name` is in flight on this hop and still young enough
+    /// (less than `OVERDUE_RTTS` hop RTTs old) that its answer may yet come.
+    pub fn awaiting(&self, name: &Arc<str>, seg: u32, now_us: u64) -> bool {
+        self.in_flight.get(&(name.clone(), seg)).is_some_and(|f| (now_us.saturating_sub(f.sent_us) as f64) < OVERDUE_RTTS * self.cc.hop_rtt_us())
     }
 
     /// Sends as many queued requests as the pacing rate allows; each sent segment is

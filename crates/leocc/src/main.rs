@@ -40,6 +40,9 @@ enum Command {
     Bench(cmd::bench::BenchCmd),
     /// One emulator run of kernel TCP flows, printed as JSON (what `eval --engine emu` runs).
     EmuRun(cmd::eval::EmuRunArgs),
+    /// LEOTP (seed 003), hop-by-hop transport: `leocc leotp serve|get|mid`.
+    #[command(subcommand)]
+    Leotp(cmd::leotp::LeotpCmd),
     /// Same as `leocc bench emu` (kept for scripts).
     #[command(hide = true)]
     BenchEmu(cmd::emu::BenchEmuArgs),
@@ -61,6 +64,7 @@ fn main() {
         Command::RecordServer(a) => cmd::record::serve(a),
         Command::Sim(a) => cmd::sim::run(a),
         Command::Bench(c) => cmd::bench::run(c),
+        Command::Leotp(c) => cmd::leotp::run(c),
     };
     if let Err(e) = result {
         eprintln!("leocc: error: {e:#}");

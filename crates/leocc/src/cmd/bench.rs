@@ -16,6 +16,8 @@ pub enum BenchCmd {
     Kernel(crate::cmd::kernel::BenchArgs),
     /// LeoCC's heuristics and departures from the paper, each turned off in turn (simulator).
     Ablation(BenchAblationArgs),
+    /// LEOTP mid-node forwarding speed on one core (loopback: producer, mid-node, consumer).
+    Leotp(crate::cmd::leotp::BenchLeotpArgs),
 }
 
 /// Options of `leocc bench ablation`.
@@ -183,6 +185,7 @@ pub fn run(cmd: BenchCmd) -> anyhow::Result<()> {
         BenchCmd::Emu(a) => return crate::cmd::emu::bench(a),
         BenchCmd::Kernel(a) => return crate::cmd::kernel::run_bench(a),
         BenchCmd::Ablation(a) => return run_ablation(a),
+        BenchCmd::Leotp(a) => return crate::cmd::leotp::bench(a),
     };
     if a.rate <= 0.0 || a.duration <= 0.0 || a.long <= 0.0 {
         anyhow::bail!("--rate, --duration and --long must be positive");
