@@ -162,7 +162,7 @@ impl<'a> Consumer<'a> {
             }
             self.fill(now);
             sent.clear();
-            self.req.pump(now, None, &self.sock, &mut self.counters, &mut sent);
+            self.req.pump(now, &self.sock, &mut self.counters, &mut sent);
             for w in &sent {
                 let tries = self.pending.get(&w.seg).map_or(1, |p| p.tries);
                 let deadline = now + self.rto_us(tries);
@@ -255,7 +255,7 @@ impl<'a> Consumer<'a> {
             self.counters.malformed += 1;
             return Ok(());
         }
-        let arrival = self.req.on_data(now, &self.name, p.start, p.hold_us, &mut self.counters);
+        let arrival = self.req.on_data(now, &self.name, &p, &mut self.counters);
         let Some(pend) = self.pending.remove(&p.start) else {
             self.counters.duplicates += 1;
             return Ok(());

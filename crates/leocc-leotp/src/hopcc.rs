@@ -8,9 +8,18 @@
 //! * BDP = throughput × hopRTT_min (6), QueueLen = throughput × (hopRTT − hopRTT_min) (7);
 //! * cwnd = 2·cwnd in slow start (left when QueueLen > M); else cwnd + 1 while
 //!   QueueLen ≤ M; else k × BDP (8);
-//! * Rate_bp = Rate_nextHop + (BL − BL_tar) / hopRTT and Rate = min(cwnd / hopRTT, Rate_bp) (9),
-//!   where BL is the node's backlog of requests waiting for this hop and Rate_nextHop the rate
-//!   at which the next hop downstream requests from this node (a consumer has no Rate_bp).
+//! * Rate_bp = Rate_nextHop + (BL_tar − BL) / hopRTT and Rate = min(cwnd / hopRTT, Rate_bp)
+//!   (9). This transport is requester-driven: requests flow upstream, so the "next hop" whose
+//!   congestion must hold this one back is the upstream node. Rate_nextHop is the rate it
+//!   delivers at (this hop's throughput) and BL its backlog of requests waiting for *its*
+//!   upstream hop, which it reports in every data packet. A backlog above the target means
+//!   the path beyond it is the bottleneck: ask for less than it delivers until the backlog
+//!   drains. (The seed writes BL − BL_tar for the data-pushing view, where BL is the sender's
+//!   own buffer; the requester's view flips the sign.)
+//!
+//! M is the larger of `DEFAULT_M_SEGMENTS` and `M_TIME_US` of throughput: a fixed few
+//! segments are less than a millisecond of queue at tens of Mbit/s, below the scheduling
+//! jitter of a shared machine, and cwnd would then be cut every round.
 //!
 //! Throughput is the delivery rate of the round, max-filtered over `THR_WINDOW_ROUNDS` rounds
 //! (a round spent rate-limited below capacity must not shrink the estimate of what the hop can
@@ -27,11 +36,9 @@ pub const DEFAULT_M_SEGMENTS: f64 = 4.0;
 /// hop with a BDP above M / (k − 1) and so never lets the +1 probing start; k = 1 drains the
 /// queue to empty, then probes one segment per round until the queue passes M again.
 pub const DEFAULT_K: f64 = 1.0;
-/// BL_tar of eq. 9, segments. BL here is the requests waiting at a mid-node for its upstream
-/// hop; every one of them is delay the downstream hop measures as queueing (eq. 7), so a
-/// positive target would make the downstream controller hold its cwnd at the BDP forever
-/// (we saw exactly that with 16). Zero drains the backlog within one hop RTT.
-pub const DEFAULT_BL_TARGET: f64 = 0.0;
+/// BL_tar of eq. 9, segments: the upstream node keeps this many requests waiting so that its
+/// own hop never idles, and no more (each waiting request is delay for the consumer).
+pub const DEFAULT_BL_TARGET: f64 = 8.0;
 /// Initial cwnd, segments (as TCP's IW10).
 pub const INITIAL_CWND: f64 = 10.0;
 /// Smallest cwnd, segments: below this a hop cannot measure its throughput.
@@ -44,6 +51,8 @@ pub const THR_WINDOW_ROUNDS: usize = 8;
 pub const RTT_MIN_WINDOW_US: u64 = 10_000_000;
 /// hopRTT assumed before the first sample, µs: only sets the first round's pacing.
 pub const INITIAL_RTT_US: f64 = 100_000.0;
+/// The time part of M, µs (see the module documentation).
+pub const M_TIME_US: f64 = 5_000.0;
 /// Lowest rate Rate_bp may ask for, segments/s: never stall a hop completely on a backlog
 /// estimate; one segment per 10 ms keeps RTT samples coming.
 pub const MIN_RATE_SPS: f64 = 100.0;
@@ -151,14 +160,15 @@ impl HopCc {
         // queue by several rounds and would cut cwnd again after the queue is gone.
         let hop_rtt = self.round_rtt_min_us.map_or(self.hop_rtt_us(), |r| r as f64);
         let queue = thr * (hop_rtt - min as f64).max(0.0) / 1e6; // eq. 7
+        let m = self.cfg.m_segments.max(thr * M_TIME_US / 1e6);
         self.cwnd = if self.slow_start {
-            if queue > self.cfg.m_segments {
+            if queue > m {
                 self.slow_start = false;
                 self.cfg.k * bdp
             } else {
                 2.0 * self.cwnd
             }
-        } else if queue <= self.cfg.m_segments {
+        } else if queue <= m {
             self.cwnd + 1.0
         } else {
             self.cfg.k * bdp
@@ -166,10 +176,10 @@ impl HopCc {
         self.cwnd = self.cwnd.clamp(MIN_CWND, MAX_CWND);
     }
 
-    /// Rate_bp of eq. 9, segments/s: `next_hop_sps` is the downstream request rate and
-    /// `backlog` the requests waiting for this hop.
+    /// Rate_bp of eq. 9, segments/s: `next_hop_sps` is the rate the upstream node delivers
+    /// at and `backlog` its reported request backlog.
     pub fn backpressure_sps(&self, next_hop_sps: f64, backlog: usize) -> f64 {
-        let bl = backlog as f64 - self.cfg.bl_target;
+        let bl = self.cfg.bl_target - backlog as f64;
         (next_hop_sps + bl / (self.hop_rtt_us() / 1e6)).max(MIN_RATE_SPS)
     }
 
@@ -227,15 +237,12 @@ mod tests {
         }
         let at_target = cc.backpressure_sps(1000.0, DEFAULT_BL_TARGET as usize);
         assert!((at_target - 1000.0).abs() < 1e-6);
-        // 50 segments above target over a 50 ms hop RTT: +1000 segments/s.
-        assert!((cc.backpressure_sps(1000.0, DEFAULT_BL_TARGET as usize + 50) - 2000.0).abs() < 1.0);
-        assert_eq!(cc.backpressure_sps(0.0, 0), MIN_RATE_SPS);
-        let mut below = HopCc::new(HopCcConfig { bl_target: 100.0, ..HopCcConfig::default() });
-        for i in 0..200u64 {
-            below.on_delivery(i * 1000, Some(50_000));
-        }
-        // 50 below a target of 100 over 50 ms: 1000 segments/s less than the next hop asks.
-        assert!((below.backpressure_sps(3000.0, 50) - 2000.0).abs() < 1.0);
+        // The upstream node 50 segments above target, over a 50 ms hop RTT: ask for 1000
+        // segments/s less than it delivers, until its backlog drains.
+        assert!((cc.backpressure_sps(3000.0, DEFAULT_BL_TARGET as usize + 50) - 2000.0).abs() < 1.0);
+        // Below target: ask for more, to fill it.
+        assert!(cc.backpressure_sps(1000.0, 0) > 1000.0);
+        assert_eq!(cc.backpressure_sps(0.0, 10_000), MIN_RATE_SPS);
         assert!(cc.rate_sps(Some(MIN_RATE_SPS)) <= MIN_RATE_SPS);
     }
 }

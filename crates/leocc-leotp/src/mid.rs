@@ -27,10 +27,6 @@ const MAX_FACES: usize = 4;
 /// A pending interest older than this is forgotten, µs: its requester has retransmitted or
 /// given up long before.
 const PIT_LIFETIME_US: u64 = 5_000_000;
-/// Window over which the downstream request rate (Rate_nextHop) is measured, µs.
-const RATE_WINDOW_US: u64 = 50_000;
-/// Gain of the request-rate average per window.
-const RATE_GAIN: f64 = 0.25;
 /// Longest sleep of the event loop, when nothing is scheduled.
 const IDLE_POLL: Duration = Duration::from_millis(20);
 
@@ -84,9 +80,6 @@ pub struct Mid {
     /// CPU time the node's thread spent in `run`, µs.
     pub cpu_us: u64,
     rng: SplitMix,
-    rate_count: u64,
-    rate_window_start: u64,
-    next_hop_sps: f64,
     last_pit_sweep: u64,
     out: Vec<u8>,
     sent: Vec<Want>,
@@ -107,9 +100,6 @@ impl Mid {
             counters: Counters::default(),
             forwarded_bytes: 0,
             cpu_us: 0,
-            rate_count: 0,
-            rate_window_start: 0,
-            next_hop_sps: 0.0,
             last_pit_sweep: 0,
             out: Vec::with_capacity(packet::MAX_PACKET),
             sent: Vec::new(),
@@ -163,16 +153,8 @@ impl Mid {
     }
 
     fn tick(&mut self, now: u64) {
-        let elapsed = now.saturating_sub(self.rate_window_start);
-        if elapsed >= RATE_WINDOW_US {
-            let sample = self.rate_count as f64 / (elapsed as f64 / 1e6);
-            self.next_hop_sps += (sample - self.next_hop_sps) * RATE_GAIN;
-            self.rate_count = 0;
-            self.rate_window_start = now;
-        }
-        let bp = self.req.cc.backpressure_sps(self.next_hop_sps, self.req.backlog());
         self.sent.clear();
-        self.req.pump(now, Some(bp), &self.sock, &mut self.counters, &mut self.sent);
+        self.req.pump(now, &self.sock, &mut self.counters, &mut self.sent);
         if now.saturating_sub(self.last_pit_sweep) > PIT_LIFETIME_US / 4 {
             self.last_pit_sweep = now;
             self.pit.retain(|_, e| now.saturating_sub(e.created_us) < PIT_LIFETIME_US);
@@ -220,11 +202,8 @@ impl Mid {
     fn on_interest(&mut self, now: u64, name: &Arc<str>, p: &Packet, from: SocketAddr) {
         let retx = p.flags & FLAG_RETX != 0;
         for seg in p.start..p.end {
-            if !retx {
-                self.rate_count += 1;
-            }
             if let Some(s) = self.cache.get(name, seg) {
-                let d = Packet { kind: Kind::Data, flags: 0, name, start: seg, end: s.total, timestamp_us: s.timestamp_us, hold_us: 0, payload: &s.payload };
+                let d = Packet { kind: Kind::Data, flags: 0, name, start: seg, end: s.total, timestamp_us: s.timestamp_us, hold_us: 0, backlog: self.req.backlog() as u32, payload: &s.payload };
                 d.encode(&mut self.out);
                 self.counters.cache_hits += 1;
                 self.forwarded_bytes += s.payload.len() as u64;
@@ -265,7 +244,7 @@ impl Mid {
             self.counters.injected_losses += 1;
             return;
         }
-        let arrival = self.req.on_data(now, name, p.start, p.hold_us, &mut self.counters);
+        let arrival = self.req.on_data(now, name, p, &mut self.counters);
         let Some(entry) = self.pit.remove(&(name.clone(), p.start)) else {
             if arrival.expected {
                 // Asked for, but every requester has been answered from the cache meanwhile.
@@ -281,7 +260,7 @@ impl Mid {
         self.out.extend_from_slice(dgram);
         for &(f, asked) in &entry.faces {
             self.forwarded_bytes += p.payload.len() as u64;
-            packet::set_hold(&mut self.out, now.saturating_sub(asked).min(u64::from(u32::MAX)) as u32);
+            packet::set_hold(&mut self.out, now.saturating_sub(asked).min(u64::from(u32::MAX)) as u32, self.req.backlog() as u32);
             send(&self.sock, &self.out, f, &mut self.counters);
         }
         self.send_voids(name, &arrival.holes);

@@ -12,7 +12,9 @@
 //!   wall clock when it sent the segment, for one-way delay; `hold_us` is how long the node
 //!   that sent it over the last hop held the request before answering (waiting for its own
 //!   upstream), which the requester subtracts so its *hop* RTT is the hop's alone. Each
-//!   mid-node rewrites `hold_us` when it forwards; the rest of the packet is forwarded as is.
+//!   mid-node rewrites `hold_us` when it forwards; `backlog` is that node's backlog of
+//!   requests waiting for its own upstream hop (the BL of eq. 9, 0 at the producer), which the
+//!   requester uses for backpressure. The rest of the packet is forwarded as is.
 //! * Void (kind 3, the paper's Void Packet Header): segments `[start, end)` were lost on an
 //!   upstream hop and are being recovered there; downstream nodes neither report them as holes
 //!   again nor let the consumer's timer retransmit them meanwhile.
@@ -25,13 +27,13 @@ pub const MAGIC: [u8; 2] = *b"LT";
 /// The only version this code speaks; another version is refused (not guessed at).
 pub const VERSION: u8 = 1;
 /// Bytes before the name.
-pub const HEADER_LEN: usize = 28;
-/// Offset of `hold_us`, which mid-nodes rewrite in place.
+pub const HEADER_LEN: usize = 32;
+/// Offset of `hold_us` and then `backlog`, which mid-nodes rewrite in place.
 pub const HOLD_OFFSET: usize = 24;
 /// Longest name: names are short identifiers ("bulk", a file's base name), and a bound keeps
 /// per-flow state and the header small.
 pub const MAX_NAME_LEN: usize = 64;
-/// Payload bytes of one data segment: 28 + 64 + 1200 + 28 (IPv4/UDP) stays below a 1500-byte
+/// Payload bytes of one data segment: 32 + 64 + 1200 + 28 (IPv4/UDP) stays below a 1500-byte
 /// MTU with any name, so no segment is ever fragmented.
 pub const SEGMENT_BYTES: usize = 1200;
 /// Largest valid packet.
@@ -75,6 +77,8 @@ pub struct Packet<'a> {
     pub timestamp_us: u64,
     /// Data: µs the last hop's sender held the request before answering (0 otherwise).
     pub hold_us: u32,
+    /// Data: the sending node's request backlog towards its upstream, segments (0 otherwise).
+    pub backlog: u32,
     /// Segment bytes (data only).
     pub payload: &'a [u8],
 }
@@ -162,6 +166,7 @@ pub fn parse(buf: &[u8]) -> Result<Packet<'_>, ParseError> {
     let end = be_u32(&buf[12..16]);
     let timestamp_us = u64::from_be_bytes([buf[16], buf[17], buf[18], buf[19], buf[20], buf[21], buf[22], buf[23]]);
     let hold_us = be_u32(&buf[HOLD_OFFSET..HOLD_OFFSET + 4]);
+    let backlog = be_u32(&buf[HOLD_OFFSET + 4..HOLD_OFFSET + 8]);
     let total = HEADER_LEN + name_len + payload_len;
     if buf.len() < total {
         return Err(ParseError::Truncated);
@@ -194,13 +199,15 @@ pub fn parse(buf: &[u8]) -> Result<Packet<'_>, ParseError> {
             }
         }
     }
-    Ok(Packet { kind, flags, name, start, end, timestamp_us, hold_us, payload })
+    Ok(Packet { kind, flags, name, start, end, timestamp_us, hold_us, backlog, payload })
 }
 
-/// Rewrites `hold_us` of an encoded data packet in place (a mid-node forwarding it).
-pub fn set_hold(dgram: &mut [u8], hold_us: u32) {
-    if let Some(f) = dgram.get_mut(HOLD_OFFSET..HOLD_OFFSET + 4) {
-        f.copy_from_slice(&hold_us.to_be_bytes());
+/// Rewrites `hold_us` and `backlog` of an encoded data packet in place (a mid-node
+/// forwarding it).
+pub fn set_hold(dgram: &mut [u8], hold_us: u32, backlog: u32) {
+    if let Some(f) = dgram.get_mut(HOLD_OFFSET..HOLD_OFFSET + 8) {
+        f[..4].copy_from_slice(&hold_us.to_be_bytes());
+        f[4..].copy_from_slice(&backlog.to_be_bytes());
     }
 }
 
@@ -220,18 +227,19 @@ impl Packet<'_> {
         out.extend_from_slice(&self.end.to_be_bytes());
         out.extend_from_slice(&self.timestamp_us.to_be_bytes());
         out.extend_from_slice(&self.hold_us.to_be_bytes());
+        out.extend_from_slice(&self.backlog.to_be_bytes());
         out.extend_from_slice(self.name.as_bytes());
         out.extend_from_slice(self.payload);
     }
 
     /// An interest for `[start, end)`.
     pub fn interest(name: &str, start: u32, end: u32, flags: u8, timestamp_us: u64) -> Packet<'_> {
-        Packet { kind: Kind::Interest, flags, name, start, end, timestamp_us, hold_us: 0, payload: &[] }
+        Packet { kind: Kind::Interest, flags, name, start, end, timestamp_us, hold_us: 0, backlog: 0, payload: &[] }
     }
 
     /// A void header for `[start, end)`.
     pub fn void(name: &str, start: u32, end: u32) -> Packet<'_> {
-        Packet { kind: Kind::Void, flags: 0, name, start, end, timestamp_us: 0, hold_us: 0, payload: &[] }
+        Packet { kind: Kind::Void, flags: 0, name, start, end, timestamp_us: 0, hold_us: 0, backlog: 0, payload: &[] }
     }
 }
 
@@ -251,7 +259,7 @@ mod tests {
         let pkts = [
             Packet::interest("bulk", 10, 20, FLAG_RETX, 5),
             Packet::void("a/b.bin", 0, MAX_RANGE),
-            Packet { kind: Kind::Data, flags: 0, name: "x", start: 3, end: UNBOUNDED, timestamp_us: u64::MAX, hold_us: 77, payload: &payload },
+            Packet { kind: Kind::Data, flags: 0, name: "x", start: 3, end: UNBOUNDED, timestamp_us: u64::MAX, hold_us: 77, backlog: 5, payload: &payload },
         ];
         for p in pkts {
             let b = enc(&p);
@@ -288,7 +296,7 @@ mod tests {
         b[7] = 1;
         b.push(0);
         assert_eq!(parse(&b), Err(ParseError::BadPayload));
-        let data = Packet { kind: Kind::Data, flags: 0, name: "n", start: 4, end: 4, timestamp_us: 0, hold_us: 0, payload: b"" };
+        let data = Packet { kind: Kind::Data, flags: 0, name: "n", start: 4, end: 4, timestamp_us: 0, hold_us: 0, backlog: 0, payload: b"" };
         assert_eq!(parse(&enc(&data)), Err(ParseError::BadRange));
     }
 

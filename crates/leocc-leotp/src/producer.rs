@@ -129,7 +129,7 @@ impl Producer {
                     SEGMENT_BYTES
                 }
             };
-            let d = Packet { kind: Kind::Data, flags: 0, name: p.name, start: seg, end: total, timestamp_us: net::wall_us(), hold_us: 0, payload: &payload[..len] };
+            let d = Packet { kind: Kind::Data, flags: 0, name: p.name, start: seg, end: total, timestamp_us: net::wall_us(), hold_us: 0, backlog: 0, payload: &payload[..len] };
             d.encode(out);
             match self.sock.send_to(out, from) {
                 Ok(_) => {

@@ -82,6 +82,7 @@ pub struct Requester {
     in_flight: HashMap<(Arc<str>, u32), InFlight>,
     highest: HashMap<Arc<str>, u32>,
     credit: f64,
+    upstream_backlog: u32,
     last_pump_us: Option<u64>,
     last_sweep_us: u64,
     buf: Vec<u8>,
@@ -101,6 +102,7 @@ impl Requester {
             highest: HashMap::new(),
             // The first round may send the initial window at once, as TCP does.
             credit: crate::hopcc::INITIAL_CWND,
+            upstream_backlog: 0,
             last_pump_us: None,
             last_sweep_us: 0,
             buf: Vec::with_capacity(128),
@@ -141,12 +143,12 @@ impl Requester {
         self.in_flight.get(&(name.clone(), seg)).is_some_and(|f| (now_us.saturating_sub(f.sent_us) as f64) < OVERDUE_RTTS * self.cc.hop_rtt_us())
     }
 
-    /// Sends as many queued requests as the pacing rate allows; each sent segment is
-    /// appended to `sent`. `rate_bp` is eq. 9's Rate_bp (None for a consumer).
-    pub fn pump(&mut self, now_us: u64, rate_bp: Option<f64>, sock: &UdpSocket, c: &mut Counters, sent: &mut Vec<Want>) {
+    /// Sends as many queued requests as the pacing rate (eq. 9, with the upstream node's last
+    /// reported backlog) allows; each sent segment is appended to `sent`.
+    pub fn pump(&mut self, now_us: u64, sock: &UdpSocket, c: &mut Counters, sent: &mut Vec<Want>) {
         let last = self.last_pump_us.replace(now_us).unwrap_or(now_us);
         if self.paced {
-            let rate = self.cc.rate_sps(rate_bp);
+            let rate = self.rate_sps();
             self.credit += rate * now_us.saturating_sub(last) as f64 / 1e6;
             // Idle time banks at most one batch (or 2 ms at the current rate, when that is
             // more): no burst after a pause.
@@ -190,6 +192,18 @@ impl Requester {
         self.sweep(now_us);
     }
 
+    /// The hop's request rate, segments/s: eq. 9 with Rate_nextHop the rate the upstream node
+    /// delivers at and BL its reported request backlog.
+    pub fn rate_sps(&self) -> f64 {
+        let bp = self.cc.backpressure_sps(self.cc.throughput_sps(), self.upstream_backlog as usize);
+        self.cc.rate_sps((self.cc.throughput_sps() > 0.0).then_some(bp))
+    }
+
+    /// The upstream node's last reported backlog, segments.
+    pub fn upstream_backlog(&self) -> u32 {
+        self.upstream_backlog
+    }
+
     /// When the next request may go out, µs (None: nothing queued).
     pub fn next_send_us(&self, now_us: u64) -> Option<u64> {
         if self.backlog.is_empty() {
@@ -198,13 +212,16 @@ impl Requester {
         if !self.paced || self.credit >= 1.0 {
             return Some(now_us);
         }
-        let rate = self.cc.rate_sps(None).max(1.0);
+        let rate = self.rate_sps().max(1.0);
         Some(now_us + ((1.0 - self.credit) / rate * 1e6) as u64)
     }
 
-    /// A segment of `name` arrived from upstream; the upstream node held its request for
-    /// `hold_us` before answering.
-    pub fn on_data(&mut self, now_us: u64, name: &Arc<str>, seg: u32, hold_us: u32, c: &mut Counters) -> Arrival {
+    /// Data packet `p` (a segment of `name`) arrived from upstream. Its `hold_us` (how long
+    /// the upstream node held the request) is not part of this hop's RTT; its `backlog` is
+    /// the upstream node's BL for backpressure.
+    pub fn on_data(&mut self, now_us: u64, name: &Arc<str>, p: &Packet, c: &mut Counters) -> Arrival {
+        let (seg, hold_us) = (p.start, p.hold_us);
+        self.upstream_backlog = p.backlog;
         let mut out = Arrival::default();
         let key = (name.clone(), seg);
         self.queued.remove(&key);

@@ -180,7 +180,7 @@ fn malformed_spoofed_and_unknown_packets_are_counted_and_dropped() {
         evil.send_to(&d, mid_addr).unwrap();
     }
     // Data and a void from an address that is not the mid-node's upstream: spoofed.
-    Packet { kind: Kind::Data, flags: 0, name: "ok.bin", start: 0, end: 42, timestamp_us: 0, hold_us: 0, payload: b"evil" }.encode(&mut b);
+    Packet { kind: Kind::Data, flags: 0, name: "ok.bin", start: 0, end: 42, timestamp_us: 0, hold_us: 0, backlog: 0, payload: b"evil" }.encode(&mut b);
     evil.send_to(&b, mid_addr).unwrap();
     Packet::void("ok.bin", 0, 5).encode(&mut b);
     evil.send_to(&b, mid_addr).unwrap();

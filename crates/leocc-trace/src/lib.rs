@@ -9,6 +9,7 @@ pub mod alloc_count;
 pub mod error;
 pub mod format;
 pub mod gen;
+pub mod isl;
 pub mod link;
 pub mod mahimahi;
 pub mod model;

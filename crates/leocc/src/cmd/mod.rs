@@ -8,3 +8,4 @@ pub mod record;
 pub mod sim;
 pub mod bench;
 pub mod leotp;
+pub mod chain;
