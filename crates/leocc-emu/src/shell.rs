@@ -216,8 +216,9 @@ fn send(pid: u32, sig: libc::c_int) {
     unsafe { libc::kill(pid as libc::pid_t, sig) };
 }
 
-/// Waits until the namespace of `pid` has a listening TCP or a bound UDP socket.
-pub(crate) fn wait_until_listening(pid: u32) {
+/// Waits (up to `SERVER_READY_TIMEOUT_MS`) until the namespace of `pid` has a listening TCP or
+/// a bound UDP socket.
+pub fn wait_until_listening(pid: u32) {
     let start = Instant::now();
     while start.elapsed() < Duration::from_millis(SERVER_READY_TIMEOUT_MS) {
         if has_socket(pid) {

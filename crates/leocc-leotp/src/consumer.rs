@@ -24,7 +24,7 @@ pub const RTO_MIN_US: u64 = 300_000;
 /// Largest retransmission timeout, µs (after backoff).
 pub const RTO_MAX_US: u64 = 4_000_000;
 /// Most segments requested and not yet received: bounds the consumer's state (and the
-/// reordering a file transfer must absorb) to 64 Ki × 1200 B = 75 MiB.
+/// reordering a file transfer must absorb) to 64 Ki × 1400 B = 88 MiB.
 pub const MAX_OUTSTANDING: usize = 1 << 16;
 /// Segments kept queued ahead of the pacer.
 const QUEUE_AHEAD: usize = 256;

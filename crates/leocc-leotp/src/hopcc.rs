@@ -35,7 +35,7 @@ pub const DEFAULT_M_SEGMENTS: f64 = 4.0;
 /// k of eq. 8. A k above 1 keeps a standing queue of (k − 1) × BDP, which exceeds M on any
 /// hop with a BDP above M / (k − 1) and so never lets the +1 probing start; k = 1 drains the
 /// queue to empty, then probes one segment per round until the queue passes M again.
-pub const DEFAULT_K: f64 = 1.0;
+pub const DEFAULT_K: f64 = 1.2;
 /// BL_tar of eq. 9, segments: the upstream node keeps this many requests waiting so that its
 /// own hop never idles, and no more (each waiting request is delay for the consumer).
 pub const DEFAULT_BL_TARGET: f64 = 8.0;
@@ -43,7 +43,7 @@ pub const DEFAULT_BL_TARGET: f64 = 8.0;
 pub const INITIAL_CWND: f64 = 10.0;
 /// Smallest cwnd, segments: below this a hop cannot measure its throughput.
 pub const MIN_CWND: f64 = 2.0;
-/// Largest cwnd, segments: 2^16 × 1200 B is 78 MB in flight, far above any LEO hop's BDP.
+/// Largest cwnd, segments: 2^16 × 1400 B is 92 MB in flight, far above any LEO hop's BDP.
 pub const MAX_CWND: f64 = 65536.0;
 /// Rounds of the throughput max filter.
 pub const THR_WINDOW_ROUNDS: usize = 8;
@@ -52,7 +52,7 @@ pub const RTT_MIN_WINDOW_US: u64 = 10_000_000;
 /// hopRTT assumed before the first sample, µs: only sets the first round's pacing.
 pub const INITIAL_RTT_US: f64 = 100_000.0;
 /// The time part of M, µs (see the module documentation).
-pub const M_TIME_US: f64 = 5_000.0;
+pub const M_TIME_US: f64 = 10_000.0;
 /// Lowest rate Rate_bp may ask for, segments/s: never stall a hop completely on a backlog
 /// estimate; one segment per 10 ms keeps RTT samples coming.
 pub const MIN_RATE_SPS: f64 = 100.0;

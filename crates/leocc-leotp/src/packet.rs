@@ -32,10 +32,11 @@ pub const HEADER_LEN: usize = 32;
 pub const HOLD_OFFSET: usize = 24;
 /// Longest name: names are short identifiers ("bulk", a file's base name), and a bound keeps
 /// per-flow state and the header small.
-pub const MAX_NAME_LEN: usize = 64;
-/// Payload bytes of one data segment: 32 + 64 + 1200 + 28 (IPv4/UDP) stays below a 1500-byte
-/// MTU with any name, so no segment is ever fragmented.
-pub const SEGMENT_BYTES: usize = 1200;
+pub const MAX_NAME_LEN: usize = 40;
+/// Payload bytes of one data segment: 28 (IPv4/UDP) + 32 + 40 + 1400 = 1500, so a segment
+/// fills but never exceeds a 1500-byte MTU whatever the name; with `bulk` the payload is
+/// 95.6 % of the wire bytes (kernel TCP with timestamps: 1448 / 1500 = 96.5 %).
+pub const SEGMENT_BYTES: usize = 1400;
 /// Largest valid packet.
 pub const MAX_PACKET: usize = HEADER_LEN + MAX_NAME_LEN + SEGMENT_BYTES;
 /// Most segments one interest or void may cover: a bound on the work a single (possibly

@@ -17,6 +17,33 @@ pub enum LeotpCmd {
     Get(GetArgs),
     /// Mid-node: cache, repair and forward between a downstream and an upstream hop.
     Mid(MidArgs),
+    /// The seed's evaluation on the emulated ISL chain: LEOTP vs kernel TCP (needs root).
+    Eval(EvalArgs),
+}
+
+/// Options of `leocc leotp eval`.
+#[derive(Args, Debug)]
+#[command(after_help = "Writes OUT/results.jsonl (after every run), OUT/summary.md and OUT/*.svg. Numbers are \
+only comparable when nothing else loads the machine: run it under `flock /tmp/leocc-emu.lock` on a shared host.")]
+pub struct EvalArgs {
+    /// Output directory.
+    #[arg(short, long)]
+    pub out: PathBuf,
+    /// Experiments, comma separated: headline, loss, ablation, hops.
+    #[arg(long, value_delimiter = ',', default_value = "headline,loss,ablation,hops")]
+    pub experiment: Vec<String>,
+    /// Seconds per run.
+    #[arg(long, default_value_t = 20.0)]
+    pub duration: f64,
+    /// Median capacity of every hop, Mbit/s.
+    #[arg(long, default_value_t = 30.0)]
+    pub mbps: f64,
+    /// Seed of the hop traces and of the emulator's losses.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Leave LeoCC out of the headline (it needs the kernel's struct_ops LeoCC).
+    #[arg(long)]
+    pub no_leocc: bool,
 }
 
 /// Options of `leocc leotp serve`.
@@ -128,7 +155,9 @@ fn stop_after(d: Option<Duration>) {
 
 /// Runs a `leocc leotp` subcommand.
 pub fn run(c: LeotpCmd) -> anyhow::Result<()> {
-    install_stop_handlers();
+    if !matches!(c, LeotpCmd::Eval(_)) {
+        install_stop_handlers();
+    }
     match c {
         LeotpCmd::Serve(a) => {
             let listen = resolve(&a.listen).map_err(|e| anyhow!("--listen: {e}"))?;
@@ -153,6 +182,18 @@ pub fn run(c: LeotpCmd) -> anyhow::Result<()> {
             eprintln!("leotp mid: listening on {}, upstream {}", m.local_addr(), a.upstream);
             m.run(&STOP);
             println!("{}", m.summary_json());
+        }
+        LeotpCmd::Eval(a) => {
+            let cfg = leocc_eval::leotp::EvalConfig {
+                experiments: a.experiment.clone(),
+                duration_s: seconds("--duration", a.duration)?.as_secs_f64(),
+                mbps: a.mbps,
+                seed: a.seed,
+                with_leocc: !a.no_leocc,
+                exe: std::env::current_exe().context("locating the leocc binary")?,
+            };
+            let p = leocc_eval::leotp::evaluate(&cfg, &a.out)?;
+            eprintln!("leotp eval: wrote {}", p.display());
         }
         LeotpCmd::Get(a) => {
             let first_hop = resolve(&a.first_hop).map_err(|e| anyhow!("first hop: {e}"))?;
