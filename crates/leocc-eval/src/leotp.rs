@@ -313,46 +313,55 @@ pub fn report(rows: &[Value], out: &Path) -> Result<PathBuf> {
         if ls.is_empty() {
             continue;
         }
-        md.push_str(&format!("## {e}\n\n| variant | throughput Mbit/s | mean OWD ms | p95 OWD ms | retransmits |\n|---|---|---|---|---|\n"));
+        md.push_str(&format!("## {e}\n\n| variant | throughput Mbit/s | mean OWD ms | p95 OWD ms | retransmits | bottleneck Mbit/s | runs |\n|---|---|---|---|---|---|---|\n"));
         let mut thr = Vec::new();
         let mut owd = Vec::new();
         for l in &ls {
             let is = |r: &Value| exp(if e == "headline" { "headline" } else { "ablation" })(r) && r["variant"] == l.as_str();
             let (t, o, p, x) = (field(rows, is, "thr_mbps"), field(rows, is, "owd_mean_ms"), field(rows, is, "owd_p95_ms"), field(rows, is, "retransmits"));
             let f = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.1}"));
-            md.push_str(&format!("| {l} | {} | {} | {} | {} |\n", f(t), f(o), f(p), f(x)));
+            let n = rows.iter().filter(|r| is(r) && r.get("error").is_none()).count();
+            md.push_str(&format!("| {l} | {} | {} | {} | {} | {} | {n} |\n", f(t), f(o), f(p), f(x), f(field(rows, is, "bottleneck_mbps"))));
             thr.push(t.map(|v| (v, v, v)));
             owd.push(o.map(|v| (v, v, v)));
         }
         md.push('\n');
-        let svg = bars(&format!("{e}: throughput (Mbit/s) and mean one-way delay (ms)"), "value", &ls, &[("throughput Mbit/s".into(), thr), ("mean OWD ms".into(), owd)]);
-        leocc_trace::out::write_atomic(&out.join(format!("{e}.svg")), svg.as_bytes()).map_err(|e| anyhow!("{e}"))?;
-        md.push_str(&format!("![{e}]({e}.svg)\n\n"));
+        // Two charts: Mbit/s and ms on one axis would flatten one of them.
+        for (name, title, unit, vals) in [("throughput", "throughput", "Mbit/s", thr), ("owd", "mean one-way delay", "ms", owd)] {
+            let svg = bars(&format!("{e}: {title} ({unit})"), unit, &ls, &[(title.to_string(), vals)]);
+            leocc_trace::out::write_atomic(&out.join(format!("{e}-{name}.svg")), svg.as_bytes()).map_err(|e| anyhow!("{e}"))?;
+            md.push_str(&format!("![{e} {title}]({e}-{name}.svg)\n"));
+        }
+        md.push('\n');
     }
     for (e, xkey, xlabel) in [("loss", "loss", "random loss per hop"), ("hops", "hops", "hops")] {
         let ls = labels(e);
         if ls.is_empty() {
             continue;
         }
-        md.push_str(&format!("## {e}\n\n| variant | {xlabel} | throughput Mbit/s | mean OWD ms |\n|---|---|---|---|\n"));
+        md.push_str(&format!("## {e}\n\n| variant | {xlabel} | throughput Mbit/s | mean OWD ms | runs |\n|---|---|---|---|---|\n"));
         let mut thr_series = Vec::new();
         let mut owd_series = Vec::new();
         for (i, l) in ls.iter().enumerate() {
             let mut pts = Vec::new();
             let mut opts = Vec::new();
-            for r in rows.iter().filter(|r| r["experiment"] == e && r["variant"] == l.as_str()) {
-                let x = r[xkey].as_f64().unwrap_or(0.0);
-                let x = if xkey == "loss" { x * 100.0 } else { x };
-                if let Some(t) = r["thr_mbps"].as_f64() {
+            let mut xs: Vec<f64> = rows.iter().filter(|r| r["experiment"] == e && r["variant"] == l.as_str()).filter_map(|r| r[xkey].as_f64()).collect();
+            xs.sort_by(f64::total_cmp);
+            xs.dedup();
+            for x0 in xs {
+                // Mean over the seeds of this x.
+                let at = |r: &Value| r["experiment"] == e && r["variant"] == l.as_str() && r[xkey].as_f64() == Some(x0);
+                let x = if xkey == "loss" { x0 * 100.0 } else { x0 };
+                let (t, o) = (field(rows, at, "thr_mbps"), field(rows, at, "owd_mean_ms"));
+                if let Some(t) = t {
                     pts.push((x, t));
                 }
-                if let Some(o) = r["owd_mean_ms"].as_f64() {
+                if let Some(o) = o {
                     opts.push((x, o));
                 }
-                md.push_str(&format!("| {l} | {x} | {:.1} | {} |\n", r["thr_mbps"].as_f64().unwrap_or(0.0), r["owd_mean_ms"].as_f64().map_or("-".into(), |v| format!("{v:.1}"))));
+                let n = rows.iter().filter(|r| at(r)).count();
+                md.push_str(&format!("| {l} | {x} | {} | {} | {n} |\n", t.map_or("-".into(), |v| format!("{v:.1}")), o.map_or("-".into(), |v| format!("{v:.1}"))));
             }
-            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-            opts.sort_by(|a, b| a.0.total_cmp(&b.0));
             thr_series.push(Series::new(l.clone(), color(i), Style::Line, pts));
             owd_series.push(Series::new(l.clone(), color(i), Style::Line, opts));
         }
@@ -380,8 +389,10 @@ pub struct EvalConfig {
     pub duration_s: f64,
     /// Median capacity per hop, Mbit/s.
     pub mbps: f64,
-    /// Seed of traces and losses.
+    /// Seed of traces and losses (the first of `seeds`).
     pub seed: u64,
+    /// Runs per cell, seeds seed, seed + 1, ...: each a different chain and loss pattern.
+    pub seeds: u64,
     /// Include LeoCC (kernel, end to end) in the headline.
     pub with_leocc: bool,
     /// The leocc binary run at every node.
@@ -395,7 +406,9 @@ pub fn evaluate(cfg: &EvalConfig, out: &Path) -> Result<PathBuf> {
     std::fs::create_dir_all(out).with_context(|| format!("create {}", out.display()))?;
     let mut runs = Vec::new();
     for e in &cfg.experiments {
-        runs.extend(plan(e, cfg.duration_s, cfg.mbps, cfg.seed, cfg.with_leocc)?);
+        for k in 0..cfg.seeds.max(1) {
+            runs.extend(plan(e, cfg.duration_s, cfg.mbps, cfg.seed + k, cfg.with_leocc)?);
+        }
     }
     let mut rows: Vec<Value> = Vec::new();
     for (i, r) in runs.iter().enumerate() {
@@ -415,6 +428,26 @@ pub fn evaluate(cfg: &EvalConfig, out: &Path) -> Result<PathBuf> {
         leocc_trace::out::write_atomic(&out.join("results.jsonl"), text.as_bytes()).map_err(|e| anyhow!("{e}"))?;
     }
     let _ = std::fs::remove_file(out.join("leotp-get.json"));
+    report(&rows, out)
+}
+
+/// Rebuilds summary.md and the plots in `out` from earlier results files, keeping the rows
+/// of `experiments` from each file in turn (so runs of different evaluations can be combined).
+/// A malformed line is an error naming file and line.
+pub fn report_from(files: &[PathBuf], experiments: &[String], out: &Path) -> Result<PathBuf> {
+    std::fs::create_dir_all(out).with_context(|| format!("create {}", out.display()))?;
+    let mut rows = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(f).with_context(|| format!("read {}", f.display()))?;
+        for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+            let v: Value = serde_json::from_str(line).map_err(|e| anyhow!("{}:{}: {e}", f.display(), i + 1))?;
+            if experiments.iter().any(|e| v["experiment"] == e.as_str()) {
+                rows.push(v);
+            }
+        }
+    }
+    let text: String = rows.iter().map(|r| format!("{r}\n")).collect();
+    leocc_trace::out::write_atomic(&out.join("results.jsonl"), text.as_bytes()).map_err(|e| anyhow!("{e}"))?;
     report(&rows, out)
 }
 
@@ -447,10 +480,10 @@ mod tests {
             json!({"experiment": "loss", "variant": "leotp", "loss": 0.02, "thr_mbps": 19.0, "owd_mean_ms": 41.0}),
         ];
         let md = std::fs::read_to_string(report(&rows, &dir).unwrap()).unwrap();
-        assert!(md.contains("| leotp | 20.0 | 40.0 | 60.0 | 3.0 |"), "{md}");
+        assert!(md.contains("| leotp | 20.0 | 40.0 | 60.0 | 3.0 | - | 1 |"), "{md}");
         assert!(md.contains("| bbr | 18.0 | 90.0"));
-        assert!(md.contains("| leotp | 2 | 19.0 | 41.0 |"), "{md}");
-        assert!(dir.join("headline.svg").exists() && dir.join("loss.svg").exists());
+        assert!(md.contains("| leotp | 2 | 19.0 | 41.0 | 1 |"), "{md}");
+        assert!(dir.join("headline-throughput.svg").exists() && dir.join("headline-owd.svg").exists() && dir.join("loss.svg").exists());
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -318,8 +318,8 @@ impl<'a> Consumer<'a> {
             return;
         }
         let iv = Interval::new(self.interval_start_us, now, self.interval_bytes);
-        if std::env::var_os("LEOTP_DEBUG").is_some() {
-            eprintln!("dbg cwnd {:.1} srtt {:.0} rttmin {:?} thr {:.0} backlog {} inflight {} pending {} timers {} timeouts {} e2e srtt {:?} next_new {}", self.req.cc.cwnd(), self.req.cc.hop_rtt_us(), self.req.cc.hop_rtt_min_us(), self.req.cc.throughput_sps(), self.req.backlog(), self.req.in_flight(), self.pending.len(), self.timers.len(), self.timeouts, self.srtt_us, self.next_new);
+        if std::env::var_os(crate::mid::DEBUG_ENV).is_some() {
+            eprintln!("leotp get debug: cwnd {:.1} srtt {:.0} rttmin {:?} thr {:.0} rate {:.0} upstream-backlog {} backlog {} inflight {} pending {} timers {} timeouts {} e2e srtt {:?} next_new {}", self.req.cc.cwnd(), self.req.cc.hop_rtt_us(), self.req.cc.hop_rtt_min_us(), self.req.cc.throughput_sps(), self.req.rate_sps(), self.req.upstream_backlog(), self.req.backlog(), self.req.in_flight(), self.pending.len(), self.timers.len(), self.timeouts, self.srtt_us, self.next_new);
         }
         if self.cfg.progress {
             eprintln!("leotp get: {:6.2}-{:6.2} s  {:8.2} Mbit/s", iv.start, iv.end, iv.bits_per_second / 1e6);

@@ -27,6 +27,10 @@ const MAX_FACES: usize = 4;
 /// A pending interest older than this is forgotten, µs: its requester has retransmitted or
 /// given up long before.
 const PIT_LIFETIME_US: u64 = 5_000_000;
+/// Environment variable that turns on the periodic state print of mid-nodes and consumers.
+pub const DEBUG_ENV: &str = "LEOTP_DEBUG";
+/// Period of that print, µs.
+const DEBUG_PERIOD_US: u64 = 1_000_000;
 /// Longest sleep of the event loop, when nothing is scheduled.
 const IDLE_POLL: Duration = Duration::from_millis(20);
 
@@ -83,6 +87,9 @@ pub struct Mid {
     last_pit_sweep: u64,
     out: Vec<u8>,
     sent: Vec<Want>,
+    /// Print the hop's state every `DEBUG_PERIOD_US` on stderr (env LEOTP_DEBUG set).
+    debug: bool,
+    last_debug_us: u64,
 }
 
 impl Mid {
@@ -103,6 +110,8 @@ impl Mid {
             last_pit_sweep: 0,
             out: Vec::with_capacity(packet::MAX_PACKET),
             sent: Vec::new(),
+            debug: std::env::var_os(DEBUG_ENV).is_some(),
+            last_debug_us: 0,
         })
     }
 
@@ -155,6 +164,14 @@ impl Mid {
     fn tick(&mut self, now: u64) {
         self.sent.clear();
         self.req.pump(now, &self.sock, &mut self.counters, &mut self.sent);
+        if self.debug && now.saturating_sub(self.last_debug_us) >= DEBUG_PERIOD_US {
+            self.last_debug_us = now;
+            let cc = &self.req.cc;
+            eprintln!(
+                "leotp mid debug: t {:.1} s cwnd {:.1} srtt {:.1} ms min {:?} thr {:.0}/s rate {:.0}/s backlog {} upstream-backlog {} in-flight {} pit {} fwd {} B",
+                now as f64 / 1e6, cc.cwnd(), cc.hop_rtt_us() / 1000.0, cc.hop_rtt_min_us(), cc.throughput_sps(), self.req.rate_sps(), self.req.backlog(), self.req.upstream_backlog(), self.req.in_flight(), self.pit.len(), self.forwarded_bytes
+            );
+        }
         if now.saturating_sub(self.last_pit_sweep) > PIT_LIFETIME_US / 4 {
             self.last_pit_sweep = now;
             self.pit.retain(|_, e| now.saturating_sub(e.created_us) < PIT_LIFETIME_US);
@@ -256,6 +273,9 @@ impl Mid {
             return;
         };
         self.cache.insert(name, p.start, Segment { total: p.end, timestamp_us: p.timestamp_us, payload: p.payload.into() });
+        // The VPH goes first: the segment that revealed the hole must not reach the next node
+        // before it, or that node would see the same hole and re-request it too.
+        self.send_voids(name, &arrival.holes);
         self.out.clear();
         self.out.extend_from_slice(dgram);
         for &(f, asked) in &entry.faces {
@@ -263,7 +283,6 @@ impl Mid {
             packet::set_hold(&mut self.out, now.saturating_sub(asked).min(u64::from(u32::MAX)) as u32, self.req.backlog() as u32);
             send(&self.sock, &self.out, f, &mut self.counters);
         }
-        self.send_voids(name, &arrival.holes);
     }
 
     /// Tells each downstream neighbour waiting for part of `ranges` that it is being repaired.

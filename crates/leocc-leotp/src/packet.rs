@@ -302,6 +302,20 @@ mod tests {
     }
 
     #[test]
+    fn the_fuzz_seeds_are_valid_packets_of_every_kind() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/seeds/leotp_packet");
+        let mut kinds = Vec::new();
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let bytes = std::fs::read(e.unwrap().path()).unwrap();
+            let p = parse(&bytes).unwrap();
+            assert_eq!(enc(&p), bytes);
+            kinds.push(p.kind as u8);
+        }
+        kinds.sort_unstable();
+        assert_eq!(kinds, [1, 2, 3]);
+    }
+
+    #[test]
     fn random_bytes_never_panic() {
         let mut x = 0x1234_5678_9abc_def0u64;
         let good = enc(&Packet::interest("bulk", 1, 2, 0, 0));

@@ -41,6 +41,13 @@ pub struct EvalArgs {
     /// Seed of the hop traces and of the emulator's losses.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Run nothing: rebuild OUT's summary and plots from these results.jsonl files (the rows
+    /// of --experiment from each), e.g. to combine evaluations.
+    #[arg(long)]
+    pub from: Vec<PathBuf>,
+    /// Runs per cell, with seeds seed, seed+1, ... (tables and plots show the mean).
+    #[arg(long, default_value_t = 1)]
+    pub seeds: u64,
     /// Leave LeoCC out of the headline (it needs the kernel's struct_ops LeoCC).
     #[arg(long)]
     pub no_leocc: bool,
@@ -183,12 +190,17 @@ pub fn run(c: LeotpCmd) -> anyhow::Result<()> {
             m.run(&STOP);
             println!("{}", m.summary_json());
         }
+        LeotpCmd::Eval(a) if !a.from.is_empty() => {
+            let p = leocc_eval::leotp::report_from(&a.from, &a.experiment, &a.out)?;
+            eprintln!("leotp eval: wrote {}", p.display());
+        }
         LeotpCmd::Eval(a) => {
             let cfg = leocc_eval::leotp::EvalConfig {
                 experiments: a.experiment.clone(),
                 duration_s: seconds("--duration", a.duration)?.as_secs_f64(),
                 mbps: a.mbps,
                 seed: a.seed,
+                seeds: a.seeds,
                 with_leocc: !a.no_leocc,
                 exe: std::env::current_exe().context("locating the leocc binary")?,
             };
