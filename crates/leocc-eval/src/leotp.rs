@@ -204,8 +204,7 @@ pub fn run(r: &Run, exe: &Path, scratch: &Path) -> Result<Value> {
                 kids.push(s);
                 std::thread::sleep(std::time::Duration::from_millis(SETTLE_MS));
                 let t0 = chain.clock().now_us();
-                let out = chain
-                    .command(h, "iperf3")
+                let out = die_with_parent(&mut chain.command(h, "iperf3"))
                     .args(["-c", &node_addr(0).to_string(), "-p", &PORT.to_string(), "-t", &dur, "-C", cc, "-i", IPERF_INTERVAL_S, "-J"])
                     .stderr(Stdio::null())
                     .output()

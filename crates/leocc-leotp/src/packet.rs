@@ -302,6 +302,19 @@ mod tests {
     }
 
     #[test]
+    fn a_mid_node_rewrites_hold_and_backlog_in_place() {
+        let payload = [9u8; 100];
+        let mut b = enc(&Packet { kind: Kind::Data, flags: 0, name: "bulk", start: 7, end: UNBOUNDED, timestamp_us: 42, hold_us: 0, backlog: 0, payload: &payload });
+        set_hold(&mut b, 12_345, 678);
+        let p = parse(&b).unwrap();
+        assert_eq!((p.hold_us, p.backlog, p.start, p.timestamp_us, p.payload), (12_345, 678, 7, 42, &payload[..]));
+        // Too short to hold the fields: left alone, no panic.
+        let mut short = vec![0u8; 10];
+        set_hold(&mut short, 1, 1);
+        assert_eq!(short, vec![0u8; 10]);
+    }
+
+    #[test]
     fn the_fuzz_seeds_are_valid_packets_of_every_kind() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/seeds/leotp_packet");
         let mut kinds = Vec::new();

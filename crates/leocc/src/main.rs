@@ -42,7 +42,7 @@ enum Command {
     EmuRun(cmd::eval::EmuRunArgs),
     /// Run commands on a multi-hop emulated path (a namespace per node, a trace per hop).
     Chain(cmd::chain::ChainArgs),
-    /// LEOTP (seed 003), hop-by-hop transport: `leocc leotp serve|get|mid`.
+    /// LEOTP (seed 003), hop-by-hop transport: `leocc leotp serve|get|mid|eval`.
     #[command(subcommand)]
     Leotp(cmd::leotp::LeotpCmd),
     /// Same as `leocc bench emu` (kept for scripts).
