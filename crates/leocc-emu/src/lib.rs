@@ -16,6 +16,7 @@
 //! are the plumbing; `owned` makes every child die with the command that started it.
 
 pub mod bench;
+pub mod chain;
 pub mod clock;
 pub mod emulator;
 pub mod engine;

@@ -48,7 +48,7 @@ extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut
     PENDING_SIGNAL.store(sig, Ordering::SeqCst);
 }
 
-fn install_signal_handlers() {
+pub(crate) fn install_signal_handlers() {
     for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         // SAFETY: the handler only stores into atomics, which is async-signal-safe.
         unsafe {
@@ -189,7 +189,7 @@ fn give_terminal(fd: libc::c_int, pgid: libc::pid_t) {
 }
 
 /// Waits for CMD, reacting to signals; returns its exit code.
-fn supervise(child: &mut Child) -> i32 {
+pub(crate) fn supervise(child: &mut Child) -> i32 {
     let mut term_sent: Option<Instant> = None;
     loop {
         if let Ok(Some(status)) = child.try_wait() {
@@ -216,8 +216,9 @@ fn send(pid: u32, sig: libc::c_int) {
     unsafe { libc::kill(pid as libc::pid_t, sig) };
 }
 
-/// Waits until the namespace of `pid` has a listening TCP or a bound UDP socket.
-fn wait_until_listening(pid: u32) {
+/// Waits (up to `SERVER_READY_TIMEOUT_MS`) until the namespace of `pid` has a listening TCP or
+/// a bound UDP socket.
+pub fn wait_until_listening(pid: u32) {
     let start = Instant::now();
     while start.elapsed() < Duration::from_millis(SERVER_READY_TIMEOUT_MS) {
         if has_socket(pid) {

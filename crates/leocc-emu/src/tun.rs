@@ -27,6 +27,14 @@ impl Tun {
     /// Creates TUN device `name` inside `ns`, gives it `addr_cidr`, a default route and
     /// brings it up.
     pub fn create_in(ns: &NetNs, name: &str, addr_cidr: &str) -> Result<Tun> {
+        let tun = Tun::create_unrouted_in(ns, name, addr_cidr)?;
+        ns.ip(&["route", "add", "default", "dev", name])?;
+        Ok(tun)
+    }
+
+    /// As `create_in`, without the default route (a namespace with two devices, a hop of
+    /// `chain`, routes per destination instead). `addr_cidr` may be empty: no address.
+    pub fn create_unrouted_in(ns: &NetNs, name: &str, addr_cidr: &str) -> Result<Tun> {
         let fd = std::thread::scope(|s| {
             s.spawn(|| -> Result<OwnedFd> {
                 ns.enter_current_thread()?;
@@ -38,9 +46,10 @@ impl Tun {
             .map_err(|_| EmuError::msg("TUN creation thread panicked"))?
         })?;
         let tun = Tun { fd, name: name.to_string() };
-        ns.ip(&["addr", "add", addr_cidr, "dev", name])?;
+        if !addr_cidr.is_empty() {
+            ns.ip(&["addr", "add", addr_cidr, "dev", name])?;
+        }
         ns.ip(&["link", "set", "dev", name, "txqueuelen", &TUN_TXQUEUELEN.to_string(), "up"])?;
-        ns.ip(&["route", "add", "default", "dev", name])?;
         Ok(tun)
     }
 

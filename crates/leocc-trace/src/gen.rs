@@ -294,7 +294,7 @@ fn reconfigurations(rng: &mut Rng, s: &Schedule, duration_ms: u64) -> (Vec<u64>,
 }
 
 /// Per-ms multiplicative factors around 1 with stationary sd `sd` (Ornstein-Uhlenbeck).
-fn smooth(rng: &mut Rng, n_ms: u64, sd: f64) -> Vec<f64> {
+pub(crate) fn smooth(rng: &mut Rng, n_ms: u64, sd: f64) -> Vec<f64> {
     let a = (-1.0 / WIGGLE_TAU_MS).exp();
     let kick = sd * (1.0 - a * a).sqrt();
     let mut x = sd * rng.normal();
@@ -369,7 +369,7 @@ fn terrestrial(rng: &mut Rng, duration_ms: u64) -> Segment {
 }
 
 /// Opportunities for a smooth link that may send every ms.
-fn opportunities(rate_mbps: &[f64], outages: &[Span]) -> Capacity {
+pub(crate) fn opportunities(rate_mbps: &[f64], outages: &[Span]) -> Capacity {
     granted_opportunities(&mut Rng::new(0), rate_mbps, outages, (1, 1))
 }
 

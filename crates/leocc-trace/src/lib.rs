@@ -10,6 +10,7 @@ pub mod dataset;
 pub mod error;
 pub mod format;
 pub mod gen;
+pub mod isl;
 pub mod link;
 pub mod mahimahi;
 pub mod model;

@@ -40,6 +40,11 @@ enum Command {
     Bench(cmd::bench::BenchCmd),
     /// One emulator run of kernel TCP flows, printed as JSON (what `eval --engine emu` runs).
     EmuRun(cmd::eval::EmuRunArgs),
+    /// Run commands on a multi-hop emulated path (a namespace per node, a trace per hop).
+    Chain(cmd::chain::ChainArgs),
+    /// LEOTP (seed 003), hop-by-hop transport: `leocc leotp serve|get|mid|eval`.
+    #[command(subcommand)]
+    Leotp(cmd::leotp::LeotpCmd),
     /// Same as `leocc bench emu` (kept for scripts).
     #[command(hide = true)]
     BenchEmu(cmd::emu::BenchEmuArgs),
@@ -61,6 +66,8 @@ fn main() {
         Command::RecordServer(a) => cmd::record::serve(a),
         Command::Sim(a) => cmd::sim::run(a),
         Command::Bench(c) => cmd::bench::run(c),
+        Command::Leotp(c) => cmd::leotp::run(c),
+        Command::Chain(a) => cmd::chain::run(a),
     };
     if let Err(e) = result {
         eprintln!("leocc: error: {e:#}");

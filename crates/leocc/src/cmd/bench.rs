@@ -23,6 +23,8 @@ pub enum BenchCmd {
     /// all cores): by default seed 004's 4 x 4 grid of bbr3 over the two bundled Starlink traces
     /// x 3 seeds, one buffer; target under 2 minutes.
     Sweep(BenchSweepArgs),
+    /// LEOTP mid-node forwarding speed on one core (loopback: producer, mid-node, consumer).
+    Leotp(crate::cmd::leotp::BenchLeotpArgs),
 }
 
 /// Options of `leocc bench ray`.
@@ -329,6 +331,7 @@ pub fn run(cmd: BenchCmd) -> anyhow::Result<()> {
         BenchCmd::Ablation(a) => return run_ablation(a),
         BenchCmd::Ray(a) => return run_ray_bench(a),
         BenchCmd::Sweep(a) => return run_sweep_bench(a),
+        BenchCmd::Leotp(a) => return crate::cmd::leotp::bench(a),
     };
     if a.rate <= 0.0 || a.duration <= 0.0 || a.long <= 0.0 {
         anyhow::bail!("--rate, --duration and --long must be positive");

@@ -7,3 +7,5 @@ pub mod emu;
 pub mod record;
 pub mod sim;
 pub mod bench;
+pub mod leotp;
+pub mod chain;

@@ -1,0 +1,488 @@
+//! LEOTP's evaluation (seed 003) on the emulator's multi-hop chain: LEOTP (consumer, a
+//! mid-node on every intermediate node, producer at the server) against kernel TCP end to end
+//! over the same chain, same hop traces and same loss seeds.
+//!
+//! Experiments (the seed's figures): `headline` (6 hops, 1.5 % loss per hop, fluctuating
+//! capacity: LEOTP vs Cubic, BBR and LeoCC), `loss` (throughput against random loss, Fig.
+//! 12), `ablation` (Table II: in-network retransmission × hop-by-hop CC), `hops` (3-10 hops,
+//! Fig. 17-18). Data flows server → client (a download) for every protocol.
+//!
+//! What is measured: throughput is goodput at the receiver (LEOTP's consumer report; iperf3's
+//! `sum_received`). LEOTP's one-way delay is measured per segment from the producer's
+//! timestamp (one machine, one clock). Kernel TCP's is estimated as iperf3's smoothed RTT
+//! samples (every 100 ms, from the sender) minus the chain's reverse-path base delay (the sum
+//! of the hops' uplink delays at that moment), as `emu_engine` does for one hop.
+
+use anyhow::{anyhow, bail, Context, Result};
+use leocc_emu::chain::{node_addr, Chain, ChainConfig, HopConfig};
+use leocc_emu::owned::{die_with_parent, own_group, terminate_group};
+use leocc_emu::QueueLimit;
+use leocc_trace::isl::{self, ChainSpec};
+use leocc_trace::{Dir, LinkModel};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+/// The experiments, in the order they run.
+pub const EXPERIMENTS: [&str; 4] = ["headline", "loss", "ablation", "hops"];
+/// iperf3 and LEOTP port.
+const PORT: u16 = 5301;
+/// iperf3 interval, s (RTT samples for the OWD estimate).
+const IPERF_INTERVAL_S: &str = "0.1";
+/// Seconds given to processes to start before the measured transfer.
+const SETTLE_MS: u64 = 300;
+
+/// A protocol variant on the chain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Variant {
+    /// LEOTP with or without each half of the ablation.
+    Leotp {
+        /// In-network retransmission (holes, VPH).
+        innet: bool,
+        /// Hop-by-hop congestion control.
+        hop_cc: bool,
+    },
+    /// Kernel TCP with this congestion control, end to end.
+    Tcp(String),
+}
+
+impl Variant {
+    /// Short label for tables and plots.
+    pub fn label(&self) -> String {
+        match self {
+            Variant::Leotp { innet: true, hop_cc: true } => "leotp".into(),
+            Variant::Leotp { innet: false, hop_cc: true } => "leotp-no-innet".into(),
+            Variant::Leotp { innet: true, hop_cc: false } => "leotp-no-hopcc".into(),
+            Variant::Leotp { innet: false, hop_cc: false } => "leotp-neither".into(),
+            Variant::Tcp(cc) => cc.clone(),
+        }
+    }
+
+    /// Parses a label.
+    pub fn parse(s: &str) -> Result<Variant> {
+        Ok(match s {
+            "leotp" => Variant::Leotp { innet: true, hop_cc: true },
+            "leotp-no-innet" => Variant::Leotp { innet: false, hop_cc: true },
+            "leotp-no-hopcc" => Variant::Leotp { innet: true, hop_cc: false },
+            "leotp-neither" => Variant::Leotp { innet: false, hop_cc: false },
+            "cubic" | "bbr" | "reno" | "leocc" => Variant::Tcp(s.into()),
+            _ => bail!("unknown variant {s:?} (leotp, leotp-no-innet, leotp-no-hopcc, leotp-neither, cubic, bbr, reno, leocc)"),
+        })
+    }
+}
+
+/// One run.
+#[derive(Debug, Clone)]
+pub struct Run {
+    /// Which experiment it belongs to.
+    pub experiment: String,
+    /// Protocol.
+    pub variant: Variant,
+    /// Hops of the chain.
+    pub hops: usize,
+    /// Random loss per hop.
+    pub loss: f64,
+    /// Median capacity per hop, Mbit/s.
+    pub mbps: f64,
+    /// Seed of the hop traces and of the emulator's loss.
+    pub seed: u64,
+    /// Seconds of transfer.
+    pub duration_s: f64,
+}
+
+/// The plan of an experiment.
+pub fn plan(experiment: &str, duration_s: f64, mbps: f64, seed: u64, with_leocc: bool) -> Result<Vec<Run>> {
+    let run = |v: &str, hops: usize, loss: f64| -> Result<Run> { Ok(Run { experiment: experiment.into(), variant: Variant::parse(v)?, hops, loss, mbps, seed, duration_s }) };
+    let mut out = Vec::new();
+    match experiment {
+        "headline" => {
+            let mut vs = vec!["leotp", "cubic", "bbr"];
+            if with_leocc {
+                vs.push("leocc");
+            }
+            for v in vs {
+                out.push(run(v, 6, 0.015)?);
+            }
+        }
+        "loss" => {
+            for loss in [0.0, 0.01, 0.02, 0.03, 0.05] {
+                for v in ["leotp", "bbr", "cubic"] {
+                    out.push(run(v, 6, loss)?);
+                }
+            }
+        }
+        "ablation" => {
+            for v in ["leotp", "leotp-no-innet", "leotp-no-hopcc", "leotp-neither"] {
+                out.push(run(v, 6, 0.015)?);
+            }
+        }
+        "hops" => {
+            for hops in [3, 6, 10] {
+                for v in ["leotp", "bbr"] {
+                    out.push(run(v, hops, 0.01)?);
+                }
+            }
+        }
+        _ => bail!("unknown experiment {experiment:?} (one of {})", EXPERIMENTS.join(", ")),
+    }
+    Ok(out)
+}
+
+fn hop_models(r: &Run) -> Result<Vec<HopConfig>> {
+    // Long enough that the schedule does not loop within a run.
+    let secs = (r.duration_s.ceil() as u64 + 10).max(30);
+    let traces = isl::chain(&ChainSpec { hops: r.hops, duration_ms: secs * 1000, median_mbps: r.mbps, loss: 0.0, seed: r.seed }).map_err(|e| anyhow!(e))?;
+    Ok(traces.iter().map(|t| HopConfig { up: t.link(Dir::Up), down: t.link(Dir::Down) }).collect())
+}
+
+/// Runs one cell; returns its JSON record.
+pub fn run(r: &Run, exe: &Path, scratch: &Path) -> Result<Value> {
+    let hops = hop_models(r)?;
+    let ups: Vec<LinkModel> = hops.iter().map(|h| h.up.clone()).collect();
+    let bottleneck = bottleneck_mbps(&hops, r.duration_s);
+    let mut cfg = ChainConfig::new(hops);
+    cfg.loss = r.loss;
+    cfg.seed = r.seed;
+    cfg.queue = QueueLimit { packets: Some(leocc_emu::emulator::DEFAULT_QUEUE_PACKETS), bytes: None };
+    for ns in leocc_emu::netns::leftover_namespaces() {
+        let _ = leocc_emu::netns::remove(&ns);
+    }
+    let _kernel_lock = match &r.variant {
+        Variant::Tcp(cc) if cc == "leocc" => Some(ensure_leocc(exe)?),
+        _ => None,
+    };
+    let chain = Chain::start(&cfg).map_err(|e| anyhow!("{e}"))?;
+    let mut kids: Vec<Child> = Vec::new();
+    let result = (|| -> Result<Value> {
+        let h = chain.hops();
+        let exe_s = exe.to_string_lossy().to_string();
+        let spawn = |c: &mut Command| -> Result<Child> { own_group(die_with_parent(c)).stdout(Stdio::null()).stderr(Stdio::null()).spawn().context("starting a chain process") };
+        let dur = format!("{}", r.duration_s);
+        match &r.variant {
+            Variant::Leotp { innet, hop_cc } => {
+                let listen = format!("0.0.0.0:{PORT}");
+                let p = spawn(chain.command(h, &exe_s).args(["leotp", "serve", "--listen", &listen]))?;
+                leocc_emu::shell::wait_until_listening(p.id());
+                kids.push(p);
+                for i in (1..h).rev() {
+                    let mut c = chain.command(i, &exe_s);
+                    c.args(["leotp", "mid", "--listen", &listen, "--upstream", &format!("{}:{PORT}", node_addr(i + 1))]);
+                    if !innet {
+                        c.arg("--no-innet-retx");
+                    }
+                    if !hop_cc {
+                        c.arg("--no-hop-cc");
+                    }
+                    let m = spawn(&mut c)?;
+                    leocc_emu::shell::wait_until_listening(m.id());
+                    kids.push(m);
+                }
+                let json = scratch.join("leotp-get.json");
+                let _ = std::fs::remove_file(&json);
+                let mut c = chain.command(0, &exe_s);
+                c.args(["leotp", "get", &format!("{}:{PORT}", node_addr(1)), "bulk", "-t", &dur, "--json"]).arg(&json);
+                if !innet {
+                    c.arg("--no-innet-retx");
+                }
+                let st = die_with_parent(&mut c).stdout(Stdio::null()).status().context("running leotp get")?;
+                if !st.success() {
+                    bail!("leotp get failed ({st})");
+                }
+                let v: Value = serde_json::from_slice(&std::fs::read(&json).context("reading the leotp report")?)?;
+                let e = &v["end"];
+                Ok(json!({
+                    "thr_mbps": e["sum_received"]["bits_per_second"].as_f64().unwrap_or(0.0) / 1e6,
+                    "owd_mean_ms": e["one_way_delay_ms"]["mean"],
+                    "owd_p95_ms": e["one_way_delay_ms"]["p95"],
+                    "retransmits": e["retransmits"],
+                    "owd_method": "per segment, producer timestamp",
+                }))
+            }
+            Variant::Tcp(cc) => {
+                let s = spawn(chain.command(0, "iperf3").args(["-s", "-1", "-p", &PORT.to_string()]))?;
+                leocc_emu::shell::wait_until_listening(s.id());
+                kids.push(s);
+                std::thread::sleep(std::time::Duration::from_millis(SETTLE_MS));
+                let t0 = chain.clock().now_us();
+                let out = die_with_parent(&mut chain.command(h, "iperf3"))
+                    .args(["-c", &node_addr(0).to_string(), "-p", &PORT.to_string(), "-t", &dur, "-C", cc, "-i", IPERF_INTERVAL_S, "-J"])
+                    .stderr(Stdio::null())
+                    .output()
+                    .context("running iperf3 -c")?;
+                let v: Value = serde_json::from_slice(&out.stdout).map_err(|e| anyhow!("iperf3 output: {e}"))?;
+                if let Some(err) = v["error"].as_str() {
+                    bail!("iperf3: {err}");
+                }
+                let thr = v["end"]["sum_received"]["bits_per_second"].as_f64().unwrap_or(0.0) / 1e6;
+                // OWD = RTT sample − reverse base delay (ACKs rarely queue: they are small).
+                let mut owd = Vec::new();
+                for iv in v["intervals"].as_array().into_iter().flatten() {
+                    let Some(rtt_us) = iv["streams"][0]["rtt"].as_f64() else { continue };
+                    let at = t0 + (iv["sum"]["end"].as_f64().unwrap_or(0.0) * 1e6) as u64;
+                    let back: u64 = ups.iter().map(|l| l.delay_us(at)).sum();
+                    owd.push((rtt_us - back as f64).max(0.0) / 1000.0);
+                }
+                let mean = (!owd.is_empty()).then(|| owd.iter().sum::<f64>() / owd.len() as f64);
+                owd.sort_by(f64::total_cmp);
+                let p95 = owd.get(((owd.len() as f64 - 1.0) * 0.95).round().max(0.0) as usize).copied();
+                Ok(json!({
+                    "thr_mbps": thr,
+                    "owd_mean_ms": mean,
+                    "owd_p95_ms": p95,
+                    "retransmits": v["end"]["sum_sent"]["retransmits"],
+                    "owd_method": "sender srtt every 100 ms minus reverse base delay",
+                }))
+            }
+        }
+    })();
+    for k in kids.iter_mut() {
+        terminate_group(k);
+    }
+    let hops_summary: Vec<String> = chain.stop().iter().map(|s| s.to_string()).collect();
+    let mut v = result?;
+    v["experiment"] = json!(r.experiment);
+    v["variant"] = json!(r.variant.label());
+    v["hops"] = json!(r.hops);
+    v["loss"] = json!(r.loss);
+    v["mbps"] = json!(r.mbps);
+    v["seed"] = json!(r.seed);
+    v["duration_s"] = json!(r.duration_s);
+    v["bottleneck_mbps"] = json!(bottleneck);
+    v["chain"] = json!(hops_summary);
+    Ok(v)
+}
+
+/// Window over which the narrowest hop is taken, µs: about one RTT of a 6-hop chain.
+const BOTTLENECK_WINDOW_US: u64 = 100_000;
+
+/// Mean over the run of the narrowest hop's downlink capacity, Mbit/s: what an ideal
+/// transport could deliver end to end (before loss and header overhead).
+pub fn bottleneck_mbps(hops: &[HopConfig], duration_s: f64) -> f64 {
+    let end = (duration_s * 1e6) as u64;
+    let windows: Vec<f64> = (0..end / BOTTLENECK_WINDOW_US)
+        .map(|k| {
+            let t = k * BOTTLENECK_WINDOW_US;
+            hops.iter().map(|h| h.down.mean_capacity_bps(t, t + BOTTLENECK_WINDOW_US)).fold(f64::INFINITY, f64::min)
+        })
+        .collect();
+    if windows.is_empty() {
+        return 0.0;
+    }
+    windows.iter().sum::<f64>() / windows.len() as f64 / 1e6
+}
+
+/// LeoCC must be registered in the kernel: if it is not, load this build's (holding the
+/// kernel lab lock, as `emu_engine` does, so no test unloads it under the flow). It is left
+/// loaded: other users of this machine may be using it.
+fn ensure_leocc(exe: &Path) -> Result<leocc_kernel::lab::GlobalLock> {
+    let lock = leocc_kernel::lab::GlobalLock::acquire().context("taking the kernel lab lock")?;
+    let avail = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control").unwrap_or_default();
+    if !avail.split_whitespace().any(|c| c == "leocc") {
+        let st = Command::new(exe).args(["kernel", "load"]).stdout(Stdio::null()).status().context("running leocc kernel load")?;
+        if !st.success() {
+            bail!("`leocc kernel load` failed: LeoCC cannot run end to end here");
+        }
+    }
+    Ok(lock)
+}
+
+/// Mean of a field over the runs of `variant` (absent values skipped).
+fn field(rows: &[Value], pred: impl Fn(&Value) -> bool, key: &str) -> Option<f64> {
+    let v: Vec<f64> = rows.iter().filter(|r| pred(r)).filter_map(|r| r[key].as_f64()).collect();
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+/// Writes summary.md and the SVG plots for the rows in `out`.
+pub fn report(rows: &[Value], out: &Path) -> Result<PathBuf> {
+    use leocc_plot::{bars, color, Axis, Chart, Series, Style};
+    let mut md = String::from("# LEOTP on the emulated ISL chain\n\n");
+    let exp = |e: &'static str| move |r: &Value| r["experiment"] == e;
+    let labels = |e: &str| -> Vec<String> {
+        let mut l: Vec<String> = Vec::new();
+        for r in rows.iter().filter(|r| r["experiment"] == e) {
+            let s = r["variant"].as_str().unwrap_or("").to_string();
+            if !l.contains(&s) {
+                l.push(s);
+            }
+        }
+        l
+    };
+    for e in ["headline", "ablation"] {
+        let ls = labels(e);
+        if ls.is_empty() {
+            continue;
+        }
+        md.push_str(&format!("## {e}\n\n| variant | throughput Mbit/s | mean OWD ms | p95 OWD ms | retransmits | bottleneck Mbit/s | runs |\n|---|---|---|---|---|---|---|\n"));
+        let mut thr = Vec::new();
+        let mut owd = Vec::new();
+        for l in &ls {
+            let is = |r: &Value| exp(if e == "headline" { "headline" } else { "ablation" })(r) && r["variant"] == l.as_str();
+            let (t, o, p, x) = (field(rows, is, "thr_mbps"), field(rows, is, "owd_mean_ms"), field(rows, is, "owd_p95_ms"), field(rows, is, "retransmits"));
+            let f = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.1}"));
+            let n = rows.iter().filter(|r| is(r) && r.get("error").is_none()).count();
+            md.push_str(&format!("| {l} | {} | {} | {} | {} | {} | {n} |\n", f(t), f(o), f(p), f(x), f(field(rows, is, "bottleneck_mbps"))));
+            thr.push(t.map(|v| (v, v, v)));
+            owd.push(o.map(|v| (v, v, v)));
+        }
+        md.push('\n');
+        // Two charts: Mbit/s and ms on one axis would flatten one of them.
+        for (name, title, unit, vals) in [("throughput", "throughput", "Mbit/s", thr), ("owd", "mean one-way delay", "ms", owd)] {
+            let svg = bars(&format!("{e}: {title} ({unit})"), unit, &ls, &[(title.to_string(), vals)]);
+            leocc_trace::out::write_atomic(&out.join(format!("{e}-{name}.svg")), svg.as_bytes()).map_err(|e| anyhow!("{e}"))?;
+            md.push_str(&format!("![{e} {title}]({e}-{name}.svg)\n"));
+        }
+        md.push('\n');
+    }
+    for (e, xkey, xlabel) in [("loss", "loss", "random loss per hop"), ("hops", "hops", "hops")] {
+        let ls = labels(e);
+        if ls.is_empty() {
+            continue;
+        }
+        md.push_str(&format!("## {e}\n\n| variant | {xlabel} | throughput Mbit/s | mean OWD ms | runs |\n|---|---|---|---|---|\n"));
+        let mut thr_series = Vec::new();
+        let mut owd_series = Vec::new();
+        for (i, l) in ls.iter().enumerate() {
+            let mut pts = Vec::new();
+            let mut opts = Vec::new();
+            let mut xs: Vec<f64> = rows.iter().filter(|r| r["experiment"] == e && r["variant"] == l.as_str()).filter_map(|r| r[xkey].as_f64()).collect();
+            xs.sort_by(f64::total_cmp);
+            xs.dedup();
+            for x0 in xs {
+                // Mean over the seeds of this x.
+                let at = |r: &Value| r["experiment"] == e && r["variant"] == l.as_str() && r[xkey].as_f64() == Some(x0);
+                let x = if xkey == "loss" { x0 * 100.0 } else { x0 };
+                let (t, o) = (field(rows, at, "thr_mbps"), field(rows, at, "owd_mean_ms"));
+                if let Some(t) = t {
+                    pts.push((x, t));
+                }
+                if let Some(o) = o {
+                    opts.push((x, o));
+                }
+                let n = rows.iter().filter(|r| at(r)).count();
+                md.push_str(&format!("| {l} | {x} | {} | {} | {n} |\n", t.map_or("-".into(), |v| format!("{v:.1}")), o.map_or("-".into(), |v| format!("{v:.1}"))));
+            }
+            thr_series.push(Series::new(l.clone(), color(i), Style::Line, pts));
+            owd_series.push(Series::new(l.clone(), color(i), Style::Line, opts));
+        }
+        md.push('\n');
+        let x = if xkey == "loss" { "random loss per hop, %" } else { "hops" };
+        let mut c1 = Chart::new(format!("{e}: throughput"), Axis::new(x), Axis::new("Mbit/s"));
+        c1.series = thr_series;
+        let mut c2 = Chart::new(format!("{e}: mean one-way delay"), Axis::new(x), Axis::new("ms"));
+        c2.series = owd_series;
+        let svg = leocc_plot::stack(&format!("LEOTP vs kernel TCP: {e}"), &[c1, c2]);
+        leocc_trace::out::write_atomic(&out.join(format!("{e}.svg")), svg.as_bytes()).map_err(|e| anyhow!("{e}"))?;
+        md.push_str(&format!("![{e}]({e}.svg)\n\n"));
+    }
+    let p = out.join("summary.md");
+    leocc_trace::out::write_atomic(&p, md.as_bytes()).map_err(|e| anyhow!("{e}"))?;
+    Ok(p)
+}
+
+/// What `leocc leotp eval` runs.
+#[derive(Debug, Clone)]
+pub struct EvalConfig {
+    /// Experiments, from `EXPERIMENTS`.
+    pub experiments: Vec<String>,
+    /// Seconds per run.
+    pub duration_s: f64,
+    /// Median capacity per hop, Mbit/s.
+    pub mbps: f64,
+    /// Seed of traces and losses (the first of `seeds`).
+    pub seed: u64,
+    /// Runs per cell, seeds seed, seed + 1, ...: each a different chain and loss pattern.
+    pub seeds: u64,
+    /// Include LeoCC (kernel, end to end) in the headline.
+    pub with_leocc: bool,
+    /// The leocc binary run at every node.
+    pub exe: PathBuf,
+}
+
+/// Runs the experiments one run at a time, writing `results.jsonl` after every run (so a
+/// long evaluation can be watched and an interrupted one keeps its runs), then summary.md
+/// and the plots. A run that fails is reported on stderr and recorded with its error.
+pub fn evaluate(cfg: &EvalConfig, out: &Path) -> Result<PathBuf> {
+    std::fs::create_dir_all(out).with_context(|| format!("create {}", out.display()))?;
+    let mut runs = Vec::new();
+    for e in &cfg.experiments {
+        for k in 0..cfg.seeds.max(1) {
+            runs.extend(plan(e, cfg.duration_s, cfg.mbps, cfg.seed + k, cfg.with_leocc)?);
+        }
+    }
+    let mut rows: Vec<Value> = Vec::new();
+    for (i, r) in runs.iter().enumerate() {
+        eprintln!("leotp eval: [{}/{}] {} {} hops {} loss {:.1} % ...", i + 1, runs.len(), r.experiment, r.variant.label(), r.hops, r.loss * 100.0);
+        let row = match run(r, &cfg.exe, out) {
+            Ok(v) => {
+                eprintln!("leotp eval:   {:.2} Mbit/s, mean OWD {} ms", v["thr_mbps"].as_f64().unwrap_or(0.0), v["owd_mean_ms"].as_f64().map_or("-".into(), |x| format!("{x:.1}")));
+                v
+            }
+            Err(e) => {
+                eprintln!("leotp eval:   failed: {e:#}");
+                json!({"experiment": r.experiment, "variant": r.variant.label(), "hops": r.hops, "loss": r.loss, "error": format!("{e:#}")})
+            }
+        };
+        rows.push(row);
+        let text: String = rows.iter().map(|r| format!("{r}\n")).collect();
+        leocc_trace::out::write_atomic(&out.join("results.jsonl"), text.as_bytes()).map_err(|e| anyhow!("{e}"))?;
+    }
+    let _ = std::fs::remove_file(out.join("leotp-get.json"));
+    report(&rows, out)
+}
+
+/// Rebuilds summary.md and the plots in `out` from earlier results files, keeping the rows
+/// of `experiments` from each file in turn (so runs of different evaluations can be combined).
+/// A malformed line is an error naming file and line.
+pub fn report_from(files: &[PathBuf], experiments: &[String], out: &Path) -> Result<PathBuf> {
+    std::fs::create_dir_all(out).with_context(|| format!("create {}", out.display()))?;
+    let mut rows = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(f).with_context(|| format!("read {}", f.display()))?;
+        for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+            let v: Value = serde_json::from_str(line).map_err(|e| anyhow!("{}:{}: {e}", f.display(), i + 1))?;
+            if experiments.iter().any(|e| v["experiment"] == e.as_str()) {
+                rows.push(v);
+            }
+        }
+    }
+    let text: String = rows.iter().map(|r| format!("{r}\n")).collect();
+    leocc_trace::out::write_atomic(&out.join("results.jsonl"), text.as_bytes()).map_err(|e| anyhow!("{e}"))?;
+    report(&rows, out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plans_cover_the_seed_figures_and_labels_round_trip() {
+        assert_eq!(plan("headline", 20.0, 30.0, 1, true).unwrap().len(), 4);
+        assert_eq!(plan("headline", 20.0, 30.0, 1, false).unwrap().len(), 3);
+        let loss = plan("loss", 20.0, 30.0, 1, false).unwrap();
+        assert!(loss.iter().any(|r| r.loss == 0.05) && loss.iter().any(|r| r.loss == 0.0));
+        let ab = plan("ablation", 20.0, 30.0, 1, false).unwrap();
+        assert_eq!(ab.iter().map(|r| r.variant.label()).collect::<Vec<_>>(), ["leotp", "leotp-no-innet", "leotp-no-hopcc", "leotp-neither"]);
+        for r in ab {
+            assert_eq!(Variant::parse(&r.variant.label()).unwrap(), r.variant);
+        }
+        assert!(plan("fig99", 20.0, 30.0, 1, false).is_err());
+        assert!(Variant::parse("quic").is_err());
+    }
+
+    #[test]
+    fn the_report_tables_every_row() {
+        let dir = std::env::temp_dir().join(format!("leotp-report-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let rows = vec![
+            json!({"experiment": "headline", "variant": "leotp", "thr_mbps": 20.0, "owd_mean_ms": 40.0, "owd_p95_ms": 60.0, "retransmits": 3}),
+            json!({"experiment": "headline", "variant": "bbr", "thr_mbps": 18.0, "owd_mean_ms": 90.0, "owd_p95_ms": 120.0, "retransmits": 30}),
+            json!({"experiment": "loss", "variant": "leotp", "loss": 0.02, "thr_mbps": 19.0, "owd_mean_ms": 41.0}),
+        ];
+        let md = std::fs::read_to_string(report(&rows, &dir).unwrap()).unwrap();
+        assert!(md.contains("| leotp | 20.0 | 40.0 | 60.0 | 3.0 | - | 1 |"), "{md}");
+        assert!(md.contains("| bbr | 18.0 | 90.0"));
+        assert!(md.contains("| leotp | 2 | 19.0 | 41.0 | 1 |"), "{md}");
+        assert!(dir.join("headline-throughput.svg").exists() && dir.join("headline-owd.svg").exists() && dir.join("loss.svg").exists());
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

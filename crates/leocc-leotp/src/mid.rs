@@ -1,0 +1,315 @@
+//! A mid-node (`leocc leotp mid`): one per hop of the path (ground station, satellite). It
+//! answers interests from its cache, aggregates the rest in a pending-interest table and
+//! requests them upstream at the hop's congestion-controlled rate (eq. 6–9), caches the data
+//! that comes back and forwards it to whoever asked. Holes on its upstream hop are repaired
+//! from the upstream neighbour's cache and announced downstream with a Void Packet Header.
+//!
+//! Addressing is explicit next-hop configuration: the node listens on one address and knows
+//! its upstream neighbour's; downstream neighbours are whoever sends interests. See
+//! docs/leotp.md for why (and for TPROXY, which this kernel has built in).
+
+use crate::cache::{Cache, Segment, DEFAULT_CACHE_BYTES};
+use crate::counters::Counters;
+use crate::hopcc::HopCcConfig;
+use crate::net::{self, Mono, SplitMix};
+use crate::packet::{self, Kind, Packet, FLAG_RETX};
+use crate::requester::{Requester, Want};
+use std::collections::HashMap;
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Most pending-interest entries (segments asked for and not yet answered).
+pub const MAX_PIT: usize = 1 << 18;
+/// Most downstream neighbours waiting for one segment.
+const MAX_FACES: usize = 4;
+/// A pending interest older than this is forgotten, µs: its requester has retransmitted or
+/// given up long before.
+const PIT_LIFETIME_US: u64 = 5_000_000;
+/// Environment variable that turns on the periodic state print of mid-nodes and consumers.
+pub const DEBUG_ENV: &str = "LEOTP_DEBUG";
+/// Period of that print, µs.
+const DEBUG_PERIOD_US: u64 = 1_000_000;
+/// Longest sleep of the event loop, when nothing is scheduled.
+const IDLE_POLL: Duration = Duration::from_millis(20);
+
+/// How a mid-node runs.
+#[derive(Debug, Clone)]
+pub struct MidConfig {
+    /// Address to listen on (downstream neighbours send here).
+    pub listen: SocketAddr,
+    /// The upstream neighbour (the next mid-node or the producer).
+    pub upstream: SocketAddr,
+    /// Cache bound, bytes.
+    pub cache_bytes: usize,
+    /// Hop-by-hop congestion control (off: interests are forwarded as they come).
+    pub hop_cc: bool,
+    /// In-network retransmission: hole detection, repair from upstream, VPH.
+    pub innet_retx: bool,
+    /// Parameters of eq. 8–9.
+    pub cc: HopCcConfig,
+    /// Drop this fraction of the data arriving from upstream (tests and demonstrations of
+    /// repair without an emulator; the emulated path is the real lossy link).
+    pub inject_loss: f64,
+    /// Seed of the loss injector.
+    pub seed: u64,
+}
+
+impl MidConfig {
+    /// Defaults: both halves of the protocol on, a 64 MiB cache.
+    pub fn new(listen: SocketAddr, upstream: SocketAddr) -> MidConfig {
+        MidConfig { listen, upstream, cache_bytes: DEFAULT_CACHE_BYTES, hop_cc: true, innet_retx: true, cc: HopCcConfig::default(), inject_loss: 0.0, seed: 1 }
+    }
+}
+
+struct PitEntry {
+    /// Downstream neighbours waiting, with when each asked (for `hold_us`).
+    faces: Vec<(SocketAddr, u64)>,
+    created_us: u64,
+}
+
+/// A running mid-node's state.
+pub struct Mid {
+    cfg: MidConfig,
+    sock: UdpSocket,
+    req: Requester,
+    cache: Cache,
+    pit: HashMap<(Arc<str>, u32), PitEntry>,
+    names: HashMap<String, Arc<str>>,
+    /// What happened so far.
+    pub counters: Counters,
+    /// Data bytes forwarded downstream (payload), from cache or upstream.
+    pub forwarded_bytes: u64,
+    /// CPU time the node's thread spent in `run`, µs.
+    pub cpu_us: u64,
+    rng: SplitMix,
+    last_pit_sweep: u64,
+    out: Vec<u8>,
+    sent: Vec<Want>,
+    /// Print the hop's state every `DEBUG_PERIOD_US` on stderr (env LEOTP_DEBUG set).
+    debug: bool,
+    last_debug_us: u64,
+}
+
+impl Mid {
+    /// Binds the listening socket.
+    pub fn bind(cfg: MidConfig) -> Result<Mid, String> {
+        let sock = net::bind(cfg.listen).map_err(|e| format!("bind {}: {e}", cfg.listen))?;
+        Ok(Mid {
+            req: Requester::new(cfg.upstream, cfg.cc, cfg.hop_cc, cfg.innet_retx),
+            cache: Cache::new(cfg.cache_bytes),
+            rng: SplitMix::new(cfg.seed),
+            cfg,
+            sock,
+            pit: HashMap::new(),
+            names: HashMap::new(),
+            counters: Counters::default(),
+            forwarded_bytes: 0,
+            cpu_us: 0,
+            last_pit_sweep: 0,
+            out: Vec::with_capacity(packet::MAX_PACKET),
+            sent: Vec::new(),
+            debug: std::env::var_os(DEBUG_ENV).is_some(),
+            last_debug_us: 0,
+        })
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.sock.local_addr().expect("bound socket has an address")
+    }
+
+    /// Cache statistics: (bytes held, evictions).
+    pub fn cache_stats(&self) -> (usize, u64) {
+        (self.cache.bytes(), self.cache.evictions)
+    }
+
+    /// Forwards until `stop` is set.
+    pub fn run(&mut self, stop: &AtomicBool) {
+        let mono = Mono::start();
+        let cpu0 = net::thread_cpu_us();
+        let mut buf = vec![0u8; packet::MAX_PACKET + 1];
+        while !stop.load(Ordering::Relaxed) {
+            let now = mono.now_us();
+            let wait = self.req.next_send_us(now).map_or(IDLE_POLL, |t| Duration::from_micros(t.saturating_sub(now)).min(IDLE_POLL));
+            if !wait.is_zero() {
+                net::wait_readable(&self.sock, wait);
+            }
+            for _ in 0..net::RX_BATCH {
+                let Ok((n, from)) = self.sock.recv_from(&mut buf) else { break };
+                self.counters.rx_packets += 1;
+                let now = mono.now_us();
+                self.handle(now, &buf[..n], from);
+            }
+            let now = mono.now_us();
+            self.tick(now);
+        }
+        self.cpu_us += net::thread_cpu_us().saturating_sub(cpu0);
+    }
+
+    /// The node's state as JSON, for the program's exit report.
+    pub fn summary_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "listen": self.local_addr().to_string(),
+            "upstream": self.cfg.upstream.to_string(),
+            "forwarded_bytes": self.forwarded_bytes,
+            "cpu_s": self.cpu_us as f64 / 1e6,
+            "cache": { "bytes": self.cache.bytes(), "limit": self.cfg.cache_bytes, "evictions": self.cache.evictions },
+            "upstream_hop": { "cwnd_segments": self.req.cc.cwnd(), "rtt_min_ms": self.req.cc.hop_rtt_min_us().map(|r| r as f64 / 1000.0), "backlog": self.req.backlog() },
+            "counters": self.counters,
+        })
+    }
+
+    fn tick(&mut self, now: u64) {
+        self.sent.clear();
+        self.req.pump(now, &self.sock, &mut self.counters, &mut self.sent);
+        if self.debug && now.saturating_sub(self.last_debug_us) >= DEBUG_PERIOD_US {
+            self.last_debug_us = now;
+            let cc = &self.req.cc;
+            eprintln!(
+                "leotp mid debug: t {:.1} s cwnd {:.1} srtt {:.1} ms min {:?} thr {:.0}/s rate {:.0}/s backlog {} upstream-backlog {} in-flight {} pit {} fwd {} B",
+                now as f64 / 1e6, cc.cwnd(), cc.hop_rtt_us() / 1000.0, cc.hop_rtt_min_us(), cc.throughput_sps(), self.req.rate_sps(), self.req.backlog(), self.req.upstream_backlog(), self.req.in_flight(), self.pit.len(), self.forwarded_bytes
+            );
+        }
+        if now.saturating_sub(self.last_pit_sweep) > PIT_LIFETIME_US / 4 {
+            self.last_pit_sweep = now;
+            self.pit.retain(|_, e| now.saturating_sub(e.created_us) < PIT_LIFETIME_US);
+        }
+    }
+
+    fn intern(&mut self, name: &str) -> Option<Arc<str>> {
+        if let Some(a) = self.names.get(name) {
+            return Some(a.clone());
+        }
+        if self.names.len() >= crate::MAX_FLOWS {
+            return None;
+        }
+        let a: Arc<str> = Arc::from(name);
+        self.names.insert(name.to_string(), a.clone());
+        Some(a)
+    }
+
+    /// Handles one datagram (public for the benchmark, which drives a node without sockets'
+    /// timing noise).
+    pub fn handle(&mut self, now: u64, dgram: &[u8], from: SocketAddr) {
+        let p = match packet::parse(dgram) {
+            Ok(p) => p,
+            Err(_) => {
+                self.counters.malformed += 1;
+                return;
+            }
+        };
+        let Some(name) = self.intern(p.name) else {
+            self.counters.state_full += 1;
+            return;
+        };
+        match p.kind {
+            Kind::Interest => self.on_interest(now, &name, &p, from),
+            Kind::Data | Kind::Void if from != self.cfg.upstream => self.counters.spoofed += 1,
+            Kind::Data => self.on_data(now, &name, &p, dgram),
+            Kind::Void => {
+                self.counters.void_received += 1;
+                self.req.on_void(&name, p.start, p.end);
+                self.send_voids(&name, &[(p.start, p.end)]);
+            }
+        }
+    }
+
+    fn on_interest(&mut self, now: u64, name: &Arc<str>, p: &Packet, from: SocketAddr) {
+        let retx = p.flags & FLAG_RETX != 0;
+        for seg in p.start..p.end {
+            if let Some(s) = self.cache.get(name, seg) {
+                let d = Packet { kind: Kind::Data, flags: 0, name, start: seg, end: s.total, timestamp_us: s.timestamp_us, hold_us: 0, backlog: self.req.backlog() as u32, payload: &s.payload };
+                d.encode(&mut self.out);
+                self.counters.cache_hits += 1;
+                self.forwarded_bytes += s.payload.len() as u64;
+                send(&self.sock, &self.out, from, &mut self.counters);
+                continue;
+            }
+            let key = (name.clone(), seg);
+            let pit_full = self.pit.len() >= MAX_PIT;
+            let forward = match self.pit.get_mut(&key) {
+                Some(e) => {
+                    if !e.faces.iter().any(|f| f.0 == from) && e.faces.len() < MAX_FACES {
+                        e.faces.push((from, now));
+                    }
+                    // A repeated request means the earlier one (or its answer) was lost,
+                    // unless ours upstream is recent enough to still be answered.
+                    retx && !self.req.awaiting(name, seg, now)
+                }
+                None if pit_full => {
+                    self.counters.state_full += 1;
+                    false
+                }
+                None => {
+                    self.pit.insert(key, PitEntry { faces: vec![(from, now)], created_us: now });
+                    true
+                }
+            };
+            if forward && !self.req.want(Want { name: name.clone(), seg, retx }) {
+                self.counters.state_full += 1;
+            }
+        }
+        if !self.cfg.hop_cc {
+            self.tick(now);
+        }
+    }
+
+    fn on_data(&mut self, now: u64, name: &Arc<str>, p: &Packet, dgram: &[u8]) {
+        if self.cfg.inject_loss > 0.0 && self.rng.next_f64() < self.cfg.inject_loss {
+            self.counters.injected_losses += 1;
+            return;
+        }
+        let arrival = self.req.on_data(now, name, p, &mut self.counters);
+        let Some(entry) = self.pit.remove(&(name.clone(), p.start)) else {
+            if arrival.expected {
+                // Asked for, but every requester has been answered from the cache meanwhile.
+                self.counters.duplicates += 1;
+            } else {
+                self.counters.unsolicited += 1;
+            }
+            self.send_voids(name, &arrival.holes);
+            return;
+        };
+        self.cache.insert(name, p.start, Segment { total: p.end, timestamp_us: p.timestamp_us, payload: p.payload.into() });
+        // The VPH goes first: the segment that revealed the hole must not reach the next node
+        // before it, or that node would see the same hole and re-request it too.
+        self.send_voids(name, &arrival.holes);
+        self.out.clear();
+        self.out.extend_from_slice(dgram);
+        for &(f, asked) in &entry.faces {
+            self.forwarded_bytes += p.payload.len() as u64;
+            packet::set_hold(&mut self.out, now.saturating_sub(asked).min(u64::from(u32::MAX)) as u32, self.req.backlog() as u32);
+            send(&self.sock, &self.out, f, &mut self.counters);
+        }
+    }
+
+    /// Tells each downstream neighbour waiting for part of `ranges` that it is being repaired.
+    fn send_voids(&mut self, name: &Arc<str>, ranges: &[(u32, u32)]) {
+        for &(a, b) in ranges {
+            let mut faces: Vec<SocketAddr> = Vec::new();
+            for s in a..b {
+                if let Some(e) = self.pit.get(&(name.clone(), s)) {
+                    for &(f, _) in &e.faces {
+                        if !faces.contains(&f) {
+                            faces.push(f);
+                        }
+                    }
+                }
+            }
+            Packet::void(name, a, b).encode(&mut self.out);
+            for f in faces {
+                self.counters.void_sent += 1;
+                send(&self.sock, &self.out, f, &mut self.counters);
+            }
+        }
+    }
+}
+
+fn send(sock: &UdpSocket, buf: &[u8], to: SocketAddr, c: &mut Counters) {
+    match sock.send_to(buf, to) {
+        Ok(_) => c.tx_packets += 1,
+        Err(_) => c.send_errors += 1,
+    }
+}

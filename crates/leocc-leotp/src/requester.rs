@@ -1,0 +1,292 @@
+//! The requesting side of one hop, shared by the consumer and every mid-node: a backlog of
+//! segments to request (BL of eq. 9), paced by the hop's congestion control; the requests in
+//! flight on the hop, for hop RTT samples; and hole detection (in-network retransmission).
+//!
+//! Holes: a hop delivers a flow's segments in the order they were requested (the path is
+//! FIFO), so when segment s arrives while an earlier-requested segment r < s of the same flow
+//! is still in flight, r was lost on this hop or above it. The requester re-requests r once
+//! from its upstream neighbour, whose cache holds it if the loss was on this hop, and reports
+//! the range so the caller (a mid-node) can send a Void Packet Header downstream. A range
+//! covered by a VPH from upstream is being repaired further up: it is not reported again.
+
+use crate::counters::Counters;
+use crate::hopcc::{HopCc, HopCcConfig};
+use crate::packet::{Packet, FLAG_RETX, MAX_RANGE};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::Arc;
+
+/// Most requests waiting for the hop: a bound on memory whatever downstream asks.
+pub const MAX_BACKLOG: usize = 1 << 18;
+/// Most requests in flight on the hop.
+pub const MAX_IN_FLIGHT: usize = 1 << 18;
+/// A request unanswered this many hop RTTs is forgotten by the hop (the consumer's timer
+/// owns end-to-end reliability); it no longer counts as a hole candidate.
+const STALE_RTTS: f64 = 8.0;
+/// ... and never sooner than this, µs, so a short hop RTT does not forget requests that wait
+/// behind an outage upstream.
+const STALE_MIN_US: u64 = 2_000_000;
+/// A request older than this many hop RTTs is overdue: a repeated request from downstream
+/// is then forwarded again instead of waiting for it.
+const OVERDUE_RTTS: f64 = 2.0;
+/// Most segments inspected for holes per arriving segment: bounds the work of a far jump.
+const MAX_HOLE_SCAN: u32 = 4096;
+/// Most segments merged into one interest packet (pacing credit that accumulated while the
+/// thread slept is spent in ranges, not in a burst of tiny packets).
+const MAX_BATCH: u32 = 64;
+
+#[derive(Debug, Clone, Copy)]
+struct InFlight {
+    sent_us: u64,
+    /// Requested more than once (no RTT sample: Karn).
+    retx: bool,
+    /// Covered by a VPH from upstream, or already re-requested: not a hole candidate.
+    repairing: bool,
+}
+
+/// One segment to request.
+#[derive(Debug, Clone)]
+pub struct Want {
+    /// Content.
+    pub name: Arc<str>,
+    /// Segment.
+    pub seg: u32,
+    /// A repeated request (sent with `FLAG_RETX`).
+    pub retx: bool,
+}
+
+/// What an arriving segment meant on this hop.
+#[derive(Debug, Default)]
+pub struct Arrival {
+    /// It was in flight on this hop (else: late, duplicate, or unsolicited).
+    pub expected: bool,
+    /// Ranges `[start, end)` newly found missing and re-requested.
+    pub holes: Vec<(u32, u32)>,
+}
+
+/// The requesting side of a hop.
+#[derive(Debug)]
+pub struct Requester {
+    /// The upstream neighbour.
+    pub upstream: SocketAddr,
+    /// The hop's controller.
+    pub cc: HopCc,
+    /// Hop-by-hop congestion control on; off, requests go out as soon as they are queued
+    /// (the ablation's "no hop CC"; a consumer then still paces by its own controller).
+    pub paced: bool,
+    /// Hole detection and re-requests on (the ablation's "in-network retransmission").
+    pub detect_holes: bool,
+    backlog: VecDeque<Want>,
+    /// What `backlog` holds, so a segment is queued once however often it is asked for.
+    queued: HashSet<(Arc<str>, u32)>,
+    in_flight: HashMap<(Arc<str>, u32), InFlight>,
+    highest: HashMap<Arc<str>, u32>,
+    credit: f64,
+    upstream_backlog: u32,
+    last_pump_us: Option<u64>,
+    last_sweep_us: u64,
+    buf: Vec<u8>,
+}
+
+impl Requester {
+    /// A requester towards `upstream`.
+    pub fn new(upstream: SocketAddr, cfg: HopCcConfig, paced: bool, detect_holes: bool) -> Requester {
+        Requester {
+            upstream,
+            cc: HopCc::new(cfg),
+            paced,
+            detect_holes,
+            backlog: VecDeque::new(),
+            queued: HashSet::new(),
+            in_flight: HashMap::new(),
+            highest: HashMap::new(),
+            // The first round may send the initial window at once, as TCP does.
+            credit: crate::hopcc::INITIAL_CWND,
+            upstream_backlog: 0,
+            last_pump_us: None,
+            last_sweep_us: 0,
+            buf: Vec::with_capacity(128),
+        }
+    }
+
+    /// Queues a request (once: a segment already queued stays where it is); false when the
+    /// backlog is full.
+    pub fn want(&mut self, w: Want) -> bool {
+        if self.backlog.len() >= MAX_BACKLOG {
+            return false;
+        }
+        if !self.queued.insert((w.name.clone(), w.seg)) {
+            return true;
+        }
+        if w.retx {
+            // Repairs go first: they unblock the consumer's in-order delivery.
+            self.backlog.push_front(w);
+        } else {
+            self.backlog.push_back(w);
+        }
+        true
+    }
+
+    /// Requests waiting (BL).
+    pub fn backlog(&self) -> usize {
+        self.backlog.len()
+    }
+
+    /// Requests in flight on the hop.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    /// Whether a request for `seg` of `name` is in flight on this hop and still young enough
+    /// (less than `OVERDUE_RTTS` hop RTTs old) that its answer may yet come.
+    pub fn awaiting(&self, name: &Arc<str>, seg: u32, now_us: u64) -> bool {
+        self.in_flight.get(&(name.clone(), seg)).is_some_and(|f| (now_us.saturating_sub(f.sent_us) as f64) < OVERDUE_RTTS * self.cc.hop_rtt_us())
+    }
+
+    /// Sends as many queued requests as the pacing rate (eq. 9, with the upstream node's last
+    /// reported backlog) allows; each sent segment is appended to `sent`.
+    pub fn pump(&mut self, now_us: u64, sock: &UdpSocket, c: &mut Counters, sent: &mut Vec<Want>) {
+        let last = self.last_pump_us.replace(now_us).unwrap_or(now_us);
+        if self.paced {
+            let rate = self.rate_sps();
+            self.credit += rate * now_us.saturating_sub(last) as f64 / 1e6;
+            // Idle time banks at most one batch (or 2 ms at the current rate, when that is
+            // more): no burst after a pause.
+            self.credit = self.credit.min(f64::from(MAX_BATCH).max(rate * 0.002));
+        }
+        while let Some(first) = self.backlog.front() {
+            if self.paced && self.credit < 1.0 {
+                break;
+            }
+            if self.in_flight.len() >= MAX_IN_FLIGHT {
+                break;
+            }
+            let (name, start, retx) = (first.name.clone(), first.seg, first.retx);
+            let room = if self.paced { (self.credit.floor() as u32).clamp(1, MAX_BATCH) } else { MAX_BATCH };
+            let mut end = start;
+            while end - start < room.min(MAX_RANGE) {
+                match self.backlog.front() {
+                    Some(w) if w.name == name && w.seg == end && w.retx == retx && end < u32::MAX => {
+                        let w = self.backlog.pop_front().expect("front exists");
+                        self.queued.remove(&(w.name.clone(), w.seg));
+                        sent.push(w);
+                        end += 1;
+                    }
+                    _ => break,
+                }
+            }
+            for seg in start..end {
+                let e = self.in_flight.entry((name.clone(), seg)).or_insert(InFlight { sent_us: now_us, retx: false, repairing: false });
+                e.retx |= retx || e.sent_us != now_us;
+                e.sent_us = now_us;
+            }
+            Packet::interest(&name, start, end, if retx { FLAG_RETX } else { 0 }, now_us).encode(&mut self.buf);
+            match sock.send_to(&self.buf, self.upstream) {
+                Ok(_) => c.tx_packets += 1,
+                Err(_) => c.send_errors += 1,
+            }
+            if self.paced {
+                self.credit -= f64::from(end - start);
+            }
+        }
+        self.sweep(now_us);
+    }
+
+    /// The hop's request rate, segments/s: eq. 9 with Rate_nextHop the rate the upstream node
+    /// delivers at and BL its reported request backlog.
+    pub fn rate_sps(&self) -> f64 {
+        let bp = self.cc.backpressure_sps(self.cc.throughput_sps(), self.upstream_backlog as usize);
+        self.cc.rate_sps((self.cc.throughput_sps() > 0.0).then_some(bp))
+    }
+
+    /// The upstream node's last reported backlog, segments.
+    pub fn upstream_backlog(&self) -> u32 {
+        self.upstream_backlog
+    }
+
+    /// When the next request may go out, µs (None: nothing queued).
+    pub fn next_send_us(&self, now_us: u64) -> Option<u64> {
+        if self.backlog.is_empty() {
+            return None;
+        }
+        if !self.paced || self.credit >= 1.0 {
+            return Some(now_us);
+        }
+        let rate = self.rate_sps().max(1.0);
+        Some(now_us + ((1.0 - self.credit) / rate * 1e6) as u64)
+    }
+
+    /// Data packet `p` (a segment of `name`) arrived from upstream. Its `hold_us` (how long
+    /// the upstream node held the request) is not part of this hop's RTT; its `backlog` is
+    /// the upstream node's BL for backpressure.
+    pub fn on_data(&mut self, now_us: u64, name: &Arc<str>, p: &Packet, c: &mut Counters) -> Arrival {
+        let (seg, hold_us) = (p.start, p.hold_us);
+        self.upstream_backlog = p.backlog;
+        let mut out = Arrival::default();
+        let key = (name.clone(), seg);
+        self.queued.remove(&key);
+        let Some(f) = self.in_flight.remove(&key) else { return out };
+        out.expected = true;
+        self.cc.on_delivery(now_us, (!f.retx).then(|| now_us.saturating_sub(f.sent_us).saturating_sub(u64::from(hold_us))));
+        let highest = self.highest.get(name).copied();
+        if let Some(h) = highest {
+            if seg > h.saturating_add(1) && self.detect_holes {
+                let from = (h + 1).max(seg.saturating_sub(MAX_HOLE_SCAN));
+                let mut run: Option<(u32, u32)> = None;
+                for s in from..seg {
+                    let hole = match self.in_flight.get_mut(&(name.clone(), s)) {
+                        Some(e) if !e.repairing && e.sent_us <= f.sent_us => {
+                            e.repairing = true;
+                            true
+                        }
+                        _ => false,
+                    };
+                    if hole {
+                        c.holes_detected += 1;
+                        run = match run {
+                            Some((a, b)) if b == s => Some((a, s + 1)),
+                            Some(r) => {
+                                out.holes.push(r);
+                                Some((s, s + 1))
+                            }
+                            None => Some((s, s + 1)),
+                        };
+                    }
+                }
+                out.holes.extend(run);
+                for &(a, b) in &out.holes {
+                    for s in a..b {
+                        c.innet_retx_requests += 1;
+                        self.want(Want { name: name.clone(), seg: s, retx: true });
+                    }
+                }
+            }
+        }
+        if highest.is_none_or(|h| seg > h) {
+            if highest.is_none() && self.highest.len() >= crate::MAX_FLOWS {
+                return out;
+            }
+            self.highest.insert(name.clone(), seg);
+        }
+        out
+    }
+
+    /// A VPH from upstream: `[start, end)` of `name` is being repaired there.
+    pub fn on_void(&mut self, name: &Arc<str>, start: u32, end: u32) {
+        for s in start..end {
+            if let Some(e) = self.in_flight.get_mut(&(name.clone(), s)) {
+                e.repairing = true;
+            }
+        }
+    }
+
+    /// Forgets requests that will not be answered any more.
+    fn sweep(&mut self, now_us: u64) {
+        let horizon = ((self.cc.hop_rtt_us() * STALE_RTTS) as u64).max(STALE_MIN_US);
+        if now_us.saturating_sub(self.last_sweep_us) < horizon / 4 {
+            return;
+        }
+        self.last_sweep_us = now_us;
+        self.in_flight.retain(|_, f| now_us.saturating_sub(f.sent_us) < horizon);
+    }
+}
