@@ -33,4 +33,5 @@ pub mod net;
 pub mod replay;
 pub mod schedule;
 pub mod sim;
+pub mod subscribe;
 pub mod tail;

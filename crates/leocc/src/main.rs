@@ -38,6 +38,9 @@ enum Command {
     /// Benchmarks that print numbers: `leocc bench sim|emu|kernel`.
     #[command(subcommand)]
     Bench(cmd::bench::BenchCmd),
+    /// QUIC bulk transfer with LeoCC or quinn's controls: `leocc quic serve|get`.
+    #[command(subcommand)]
+    Quic(cmd::quic::QuicCmd),
     /// One emulator run of kernel TCP flows, printed as JSON (what `eval --engine emu` runs).
     EmuRun(cmd::eval::EmuRunArgs),
     /// Same as `leocc bench emu` (kept for scripts).
@@ -61,6 +64,7 @@ fn main() {
         Command::RecordServer(a) => cmd::record::serve(a),
         Command::Sim(a) => cmd::sim::run(a),
         Command::Bench(c) => cmd::bench::run(c),
+        Command::Quic(c) => cmd::quic::run(c),
     };
     if let Err(e) = result {
         eprintln!("leocc: error: {e:#}");

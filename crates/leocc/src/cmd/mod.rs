@@ -7,3 +7,4 @@ pub mod emu;
 pub mod record;
 pub mod sim;
 pub mod bench;
+pub mod quic;
