@@ -9,7 +9,7 @@
 //! what it received into iperf3-like JSON ([`get`]'s output): `intervals[].streams[0]` with
 //! `start`, `end`, `bytes`, `bits_per_second`, `rtt` (smoothed RTT, us), `snd_cwnd` (bytes),
 //! `lost_packets`, `target_bps` (LeoCC's pacing rate, when it runs); `end.sum_sent` (bytes,
-//! `retransmits` = lost packets, `wire_bytes` = UDP datagrams with IP/UDP headers),
+//! `retransmits` = lost packets, `wire_bytes` = delivered UDP datagrams with IP/UDP headers),
 //! `end.sum_received` and `end.cpu` (process CPU seconds of both ends).
 
 use std::net::SocketAddr;
@@ -43,9 +43,15 @@ const MAX_REPORT: usize = 64 << 20;
 /// separates that from a peer that is gone.
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Flow-control windows: QUIC's defaults (a few MB) cap throughput at window/RTT; a deep
-/// 500-packet buffer at 600 ms worth of RTT and several hundred Mbit/s needs tens of MB.
-const STREAM_WINDOW: u32 = 64 << 20;
+/// Flow-control windows: QUIC's defaults (a few MB) cap throughput at window/RTT; 32 MB
+/// covers several hundred Mbit/s at the RTT of a deep buffer (hundreds of ms).
+const STREAM_WINDOW: u32 = 32 << 20;
+
+/// The sender's buffer of written but unacknowledged data, as Linux's largest default TCP
+/// send buffer (tcp_wmem max, 4 MiB) that iperf3 gets: above the BDP here (300 Mbit/s x
+/// 60 ms = 2.25 MB), and what a timed transfer leaves buffered at its deadline drains in a
+/// fraction of a second, as a TCP socket buffer does.
+const SEND_WINDOW: u64 = 4 << 20;
 
 /// What the client asks for.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -142,7 +148,7 @@ fn transport(cc: Option<(&Cc, Arc<dyn EventSource>)>) -> quinn::TransportConfig 
     t.max_idle_timeout(Some(IDLE_TIMEOUT.try_into().expect("10 s is a valid idle timeout")));
     t.stream_receive_window(STREAM_WINDOW.into());
     t.receive_window(STREAM_WINDOW.into());
-    t.send_window(u64::from(STREAM_WINDOW));
+    t.send_window(SEND_WINDOW);
     if let Some((cc, events)) = cc {
         t.congestion_controller_factory(cc.factory(events));
     }
@@ -256,7 +262,7 @@ async fn serve_one(conn: &quinn::Connection, cc: &Cc) -> Result<SenderReport> {
         bytes: sent,
         lost_packets: s.path.lost_packets - s0.path.lost_packets,
         sent_packets: s.path.sent_packets - s0.path.sent_packets,
-        wire_bytes: (s.udp_tx.bytes - s0.udp_tx.bytes) + IP_UDP_HEADER * (s.udp_tx.datagrams - s0.udp_tx.datagrams),
+        wire_bytes: delivered_wire_bytes(&s0, &s),
         seconds,
         cpu_s: process_cpu_s() - cpu0,
         min_rtt: s.path.min_rtt.as_micros() as u64,
@@ -268,6 +274,20 @@ async fn serve_one(conn: &quinn::Connection, cc: &Cc) -> Result<SenderReport> {
     // Wait for the client to close (it does after reading the report), bounded by the idle timeout.
     conn.closed().await;
     Ok(report)
+}
+
+/// Bytes that crossed the path: the datagrams sent minus those declared lost, at the mean
+/// datagram size with IP/UDP headers (what the emulator's link carried for the flow).
+fn delivered_wire_bytes(s0: &quinn::ConnectionStats, s: &quinn::ConnectionStats) -> u64 {
+    let datagrams = s.udp_tx.datagrams - s0.udp_tx.datagrams;
+    if datagrams == 0 {
+        return 0;
+    }
+    let wire = (s.udp_tx.bytes - s0.udp_tx.bytes) + IP_UDP_HEADER * datagrams;
+    let lost = (s.path.lost_packets - s0.path.lost_packets).min(datagrams);
+    // Packets, not datagrams, are declared lost; with one packet per datagram in bulk sending
+    // (coalescing happens only in the handshake) the two counts agree.
+    wire / datagrams * (datagrams - lost)
 }
 
 /// LeoCC's current pacing rate in bit/s, when the connection runs LeoCC.
