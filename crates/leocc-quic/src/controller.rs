@@ -238,6 +238,21 @@ impl LeoccController {
         }
     }
 
+    /// One packet acknowledged, with quinn's smoothed and minimum RTT (`Controller::on_ack`
+    /// without the `RttEstimator`, which only quinn can make).
+    pub fn acked(&mut self, now: Instant, sent: Instant, bytes: u64, srtt: Duration, min_rtt: Duration) {
+        self.rate.on_ack(now, sent, bytes);
+        self.acked_in_batch += bytes;
+        self.srtt = srtt;
+        self.min_rtt = min_rtt;
+        // The RTT of this very packet: quinn's latest sample can lag one batch behind.
+        self.rtt_sample = now.saturating_duration_since(sent);
+        if self.recovery_until.is_some_and(|t| sent > t) {
+            self.recovery_until = None;
+            self.persistent = false;
+        }
+    }
+
     fn packets(&self, bytes: u64) -> u64 {
         bytes / self.mtu
     }
@@ -255,16 +270,7 @@ impl Controller for LeoccController {
     }
 
     fn on_ack(&mut self, now: Instant, sent: Instant, bytes: u64, _app_limited: bool, rtt: &RttEstimator) {
-        self.rate.on_ack(now, sent, bytes);
-        self.acked_in_batch += bytes;
-        self.srtt = rtt.get();
-        self.min_rtt = rtt.min();
-        // The RTT of this very packet: quinn's latest sample can lag one batch behind.
-        self.rtt_sample = now.saturating_duration_since(sent);
-        if self.recovery_until.is_some_and(|t| sent > t) {
-            self.recovery_until = None;
-            self.persistent = false;
-        }
+        self.acked(now, sent, bytes, rtt.get(), rtt.min());
     }
 
     fn on_end_acks(&mut self, now: Instant, in_flight: u64, app_limited: bool, _largest: Option<u64>) {
