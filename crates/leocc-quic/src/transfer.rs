@@ -205,7 +205,7 @@ async fn serve_one(conn: &quinn::Connection, cc: &Cc) -> Result<SenderReport> {
     let s0 = conn.stats();
     let mut next = t0 + interval;
     let (mut sent, mut iv_bytes) = (0u64, 0u64);
-    let mut prev = s0.clone();
+    let mut prev = s0;
     let mut intervals = Vec::new();
     let sample = |now: Instant, iv_bytes: &mut u64, prev: &mut quinn::ConnectionStats, intervals: &mut Vec<SenderInterval>| {
         let s = conn.stats();

@@ -15,12 +15,12 @@ fn run(packets: usize, window: usize, ack_fate: impl Fn(usize) -> Option<u32>) -
     let mut send = vec![t0; packets];
     let mut acks: Vec<(Instant, usize)> = Vec::new();
     let mut rates = Vec::new();
-    for i in 0..packets {
+    for (i, s) in send.iter_mut().enumerate() {
         if i >= window {
             // Window-limited: the packet leaves when the ACK of packet i-window arrives.
-            send[i] = t0 + SERVICE * (i - window + 1) as u32 + RTT;
+            *s = t0 + SERVICE * (i - window + 1) as u32 + RTT;
         }
-        let served = (t0 + SERVICE * (i + 1) as u32).max(send[i] + SERVICE);
+        let served = (t0 + SERVICE * (i + 1) as u32).max(*s + SERVICE);
         if let Some(delay) = ack_fate(i) {
             acks.push((served + RTT + SERVICE * delay, i));
         }

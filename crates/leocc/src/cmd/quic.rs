@@ -95,7 +95,7 @@ pub fn run(c: QuicCmd) -> anyhow::Result<()> {
             transfer::serve(&ServeOptions { listen: a.listen, cc: a.cc, cert, once: a.once, events })
         }
         QuicCmd::Get(a) => {
-            if !(a.time > 0.0 && a.time.is_finite()) || !(a.interval > 0.0 && a.interval.is_finite()) {
+            if !(a.time > 0.0 && a.time.is_finite() && a.interval > 0.0 && a.interval.is_finite()) {
                 bail!("--time and --interval must be positive seconds");
             }
             let request = Request { duration_ms: (a.time * 1e3) as u64, bytes: a.bytes, interval_ms: ((a.interval * 1e3) as u64).max(1) };
