@@ -319,7 +319,6 @@ async fn get_async(o: &GetOptions) -> Result<Value> {
     let (mut send, mut recv) = conn.open_bi().await.context("opening the request stream")?;
     send.write_all(&serde_json::to_vec(&o.request)?).await.context("sending the request")?;
     send.finish().context("finishing the request")?;
-    let t0 = Instant::now();
     let mut first: Option<Instant> = None;
     let mut received = 0u64;
     while let Some(chunk) = recv.read_chunk(CHUNK, true).await.context("receiving")? {
@@ -333,7 +332,6 @@ async fn get_async(o: &GetOptions) -> Result<Value> {
     let rep: SenderReport = serde_json::from_slice(&raw).map_err(|e| anyhow!("bad report from the server: {e}"))?;
     conn.close(0u32.into(), b"done");
     ep.wait_idle().await;
-    let _ = t0;
     Ok(to_json(o, &rep, received, seconds, cpu))
 }
 
