@@ -225,7 +225,7 @@ mod tests {
         let s = sample(7);
         assert_eq!(parse_line(&format_line(&s)).unwrap(), s);
         assert!(parse_line("garbage").unwrap_err().contains("not JSON"));
-        assert!(parse_line(r#"{"seq":1}"#).unwrap_err().contains("reconfig_time_ns"));
+        assert!(parse_line(r#"{"seq":1}"#).unwrap_err().contains("field `confidence` missing"));
         let hi = format_line(&s).replace("\"confidence\":80", "\"confidence\":300");
         assert!(parse_line(&hi).unwrap_err().contains("confidence 300"));
         assert!(parse_line(&"x".repeat(MAX_LINE + 1)).unwrap_err().contains("longer"));
