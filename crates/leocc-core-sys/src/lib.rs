@@ -140,7 +140,9 @@ impl Default for Params {
     }
 }
 
-/// One flow's LeoCC controller.
+/// One flow's LeoCC controller. Cloning copies the whole state (plain integers), e.g. for a
+/// QUIC stack that clones its controller to inspect it.
+#[derive(Clone)]
 pub struct LeoccCore {
     /// `struct leocc_state` as opaque, 8-byte aligned storage of `leocc_state_size()` bytes.
     state: Box<[u64]>,

@@ -71,6 +71,10 @@ fn preflight(ccs: &[String], exe: &Path) -> Result<()> {
     let available = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control").unwrap_or_default();
     let mut reloaded = false;
     for cc in ccs {
+        if crate::emu_quic::quic_name(cc).is_some() {
+            crate::emu_quic::check(cc).map_err(|e| anyhow!(e))?;
+            continue;
+        }
         if !KERNEL_CCS.contains(&cc.as_str()) {
             bail!("control '{cc}' has no kernel implementation here (the emulator engine runs {})", KERNEL_CCS.join(", "));
         }
@@ -129,7 +133,7 @@ struct Flow {
 /// Runs the flows and returns the run's JSON record (the simulator's fields).
 pub fn run(r: &EmuRun) -> Result<Value> {
     let trace = Trace::load(&r.trace).map_err(|e| anyhow!("{e}"))?;
-    let specs = leocc_sim::parse_flows(&r.flows, "cubic", (r.duration_s * 1e6) as u64).map_err(|e| anyhow!(e))?;
+    let specs = crate::emu_quic::parse_flows(&r.flows, "cubic", (r.duration_s * 1e6) as u64).map_err(|e| anyhow!(e))?;
     let flows: Vec<Flow> = specs
         .iter()
         .enumerate()
@@ -162,6 +166,15 @@ pub fn run(r: &EmuRun) -> Result<Value> {
         Dir::Down => (Side::Server, Side::Client, leocc_emu::CLIENT_ADDR),
         Dir::Up => (Side::Client, Side::Server, leocc_emu::SERVER_ADDR),
     };
+    // QUIC flows: the sender is the server; its certificate and the detector's subscription
+    // socket live in a directory of this run.
+    let send_addr = if recv_addr == leocc_emu::CLIENT_ADDR { leocc_emu::SERVER_ADDR } else { leocc_emu::CLIENT_ADDR };
+    let quic_dir = std::env::temp_dir().join(format!("leocc-emu-quic-{}", std::process::id()));
+    let any_quic = ccs.iter().any(|c| crate::emu_quic::quic_name(c).is_some());
+    if any_quic {
+        std::fs::create_dir_all(&quic_dir).with_context(|| format!("creating {}", quic_dir.display()))?;
+    }
+    let events_socket = quic_dir.join(leocc_probe::subscribe::SOCKET_NAME);
 
     // A run killed outright (SIGKILL, or Ctrl-C on the whole eval) cannot remove its
     // namespaces; the next run does.
@@ -175,6 +188,14 @@ pub fn run(r: &EmuRun) -> Result<Value> {
     let mut children: Vec<Child> = Vec::new();
     let result = (|| -> Result<Vec<Value>> {
         for f in &flows {
+            if crate::emu_quic::quic_name(&f.cc).is_some() {
+                let mut cmd = emu.command(send_side, &r.leocc_exe.to_string_lossy());
+                let cert = quic_dir.join(format!("{}.der", f.port));
+                crate::emu_quic::serve_args(&mut cmd, &f.cc, &format!("{send_addr}:{}", f.port), &cert, &events_socket);
+                let c = die_with_parent(&mut cmd).stdout(Stdio::null()).stderr(Stdio::null()).spawn().context("starting leocc quic serve")?;
+                children.push(c);
+                continue;
+            }
             let c = die_with_parent(&mut emu.command(recv_side, "iperf3"))
                 .args(["-s", "-1", "-p", &f.port.to_string()])
                 .stdout(Stdio::null())
@@ -183,9 +204,21 @@ pub fn run(r: &EmuRun) -> Result<Value> {
                 .context("starting iperf3 -s")?;
             children.push(c);
         }
-        if ccs.iter().any(|c| c == "leocc") {
-            let c = die_with_parent(&mut emu.command(Side::Client, &r.leocc_exe.to_string_lossy()))
-                .args(["probe", "--pop", &leocc_emu::POP_ADDR.to_string(), "--duration", &format!("{}", r.duration_s + 2.0)])
+        let kernel_leocc = ccs.iter().any(|c| c == "leocc");
+        let quic_leocc = ccs.iter().any(|c| c == "quic:leocc");
+        if kernel_leocc || quic_leocc {
+            let mut cmd = emu.command(Side::Client, &r.leocc_exe.to_string_lossy());
+            if quic_leocc {
+                // A private run directory: its events.sock is what the QUIC server subscribes to.
+                cmd.arg("probe").arg("--run-dir").arg(&quic_dir);
+                if !kernel_leocc {
+                    cmd.arg("--no-kernel");
+                }
+            } else {
+                cmd.arg("probe");
+            }
+            let c = die_with_parent(&mut cmd)
+                .args(["--pop", &leocc_emu::POP_ADDR.to_string(), "--duration", &format!("{}", r.duration_s + 2.0)])
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .spawn()
@@ -197,9 +230,14 @@ pub fn run(r: &EmuRun) -> Result<Value> {
         let handles: Vec<_> = flows
             .iter()
             .map(|f| {
-                let mut cmd = emu.command(send_side, "iperf3");
+                let quic = crate::emu_quic::quic_name(&f.cc).is_some();
+                let mut cmd = if quic { emu.command(recv_side, &r.leocc_exe.to_string_lossy()) } else { emu.command(send_side, "iperf3") };
                 // Spawned on the thread below, which waits for it: the death signal holds.
                 die_with_parent(&mut cmd);
+                if quic {
+                    let cert = quic_dir.join(format!("{}.der", f.port));
+                    crate::emu_quic::get_args(&mut cmd, &format!("{send_addr}:{}", f.port), &cert, f.stop_s - f.start_s, INTERVAL_S);
+                } else {
                 cmd.args([
                     "-c",
                     &recv_addr.to_string(),
@@ -213,12 +251,13 @@ pub fn run(r: &EmuRun) -> Result<Value> {
                     &INTERVAL_S.to_string(),
                     "-J",
                 ]);
+                }
                 let start = f.start_s;
                 std::thread::spawn(move || -> Result<Value> {
                     let wait = Duration::from_secs_f64(start).saturating_sub(t0.elapsed());
                     std::thread::sleep(wait);
                     let out = cmd.stderr(Stdio::piped()).output().context("running iperf3 -c")?;
-                    let v: Value = serde_json::from_slice(&out.stdout).context("parsing iperf3 -J output")?;
+                    let v: Value = serde_json::from_slice(&out.stdout).with_context(|| format!("parsing the flow's JSON output ({})", String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or("")))?;
                     if let Some(e) = v.get("error").and_then(Value::as_str) {
                         bail!("iperf3: {e}");
                     }
@@ -249,6 +288,9 @@ pub fn run(r: &EmuRun) -> Result<Value> {
     // iperf3 clients still running (an interrupted run) lose their path with the emulator and
     // exit on their own; the namespaces go with `stop`.
     let summary = emu.stop();
+    if any_quic {
+        let _ = std::fs::remove_dir_all(&quic_dir);
+    }
     let outs = result?;
 
     let data = match data_dir {
@@ -301,7 +343,8 @@ fn measure(flows: &[Flow], outs: &[Value], fwd: &LinkModel, back: &LinkModel, r:
             }
         }
         let active_s = f.stop_s - f.start_s;
-        let wire_bytes = (recv_bytes / MSS_BYTES + rtx) * WIRE_BYTES;
+        let wire_bytes = crate::emu_quic::wire_bytes(out).unwrap_or((recv_bytes / MSS_BYTES + rtx) * WIRE_BYTES);
+        let sent_pkts = crate::emu_quic::sent_packets(out).unwrap_or(sent_bytes / MSS_BYTES);
         let thr = wire_bytes * 8.0 / active_s / 1e6;
         let cap = fwd.mean_capacity_bps((f.start_s * 1e6) as u64, (f.stop_s * 1e6) as u64) / 1e6;
         flow_recs.push(json!({
@@ -310,9 +353,10 @@ fn measure(flows: &[Flow], outs: &[Value], fwd: &LinkModel, back: &LinkModel, r:
             "utilization": if cap > 0.0 { thr / cap } else { 0.0 },
             "rtt_avg_ms": mean(&rtts), "rtt_p50_ms": pct(&rtts, 0.5), "rtt_p95_ms": pct(&rtts, 0.95), "rtt_p99_ms": pct(&rtts, 0.99),
             "owd_p95_ms": pct(&owds, 0.95), "qdelay_avg_ms": mean(&qs), "qdelay_p95_ms": pct(&qs, 0.95),
-            "retrans_rate": if sent_bytes > 0.0 { rtx / (sent_bytes / MSS_BYTES) } else { 0.0 },
+            "retrans_rate": if sent_pkts > 0.0 { rtx / sent_pkts } else { 0.0 },
+            "cpu_s_per_mb": crate::emu_quic::cpu_s_per_mb(out),
         }));
-        sent_segs += sent_bytes / MSS_BYTES;
+        sent_segs += sent_pkts;
         retrans += rtx;
         total_bytes += wire_bytes;
         all_rtt.extend(rtts);

@@ -11,6 +11,7 @@
 
 pub mod ablation;
 pub mod emu_engine;
+pub mod emu_quic;
 pub mod leotp;
 pub mod matrix;
 pub mod ray;

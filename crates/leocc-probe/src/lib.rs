@@ -34,6 +34,7 @@ pub mod net;
 pub mod replay;
 pub mod schedule;
 pub mod sim;
+pub mod subscribe;
 pub mod tail;
 pub mod trigger;
 pub mod when;

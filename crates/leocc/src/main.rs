@@ -38,6 +38,9 @@ enum Command {
     /// Benchmarks that print numbers: `leocc bench sim|emu|kernel`.
     #[command(subcommand)]
     Bench(cmd::bench::BenchCmd),
+    /// QUIC bulk transfer with LeoCC or quinn's controls: `leocc quic serve|get`.
+    #[command(subcommand)]
+    Quic(cmd::quic::QuicCmd),
     /// One emulator run of kernel TCP flows, printed as JSON (what `eval --engine emu` runs).
     EmuRun(cmd::eval::EmuRunArgs),
     /// Run commands on a multi-hop emulated path (a namespace per node, a trace per hop).
@@ -68,6 +71,7 @@ fn main() {
         Command::Bench(c) => cmd::bench::run(c),
         Command::Leotp(c) => cmd::leotp::run(c),
         Command::Chain(a) => cmd::chain::run(a),
+        Command::Quic(c) => cmd::quic::run(c),
     };
     if let Err(e) = result {
         eprintln!("leocc: error: {e:#}");

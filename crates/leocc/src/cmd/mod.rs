@@ -9,3 +9,4 @@ pub mod sim;
 pub mod bench;
 pub mod leotp;
 pub mod chain;
+pub mod quic;

@@ -402,6 +402,9 @@ fn run_daemon(a: RunArgs) -> anyhow::Result<()> {
         verbose: !a.quiet,
     };
     let publisher: Option<Box<dyn daemon::Publisher>> = if a.no_kernel { None } else { kernel_publisher(a.signal_map) };
+    // User-space transports (QUIC) subscribe to the same signal: leocc_probe::subscribe.
+    let sock = opts.run_dir.join(leocc_probe::subscribe::SOCKET_NAME);
+    let publisher: Option<Box<dyn daemon::Publisher>> = Some(Box::new(leocc_probe::subscribe::Tee::new(sock, publisher)));
     daemon::run_with_triggers(opts, publisher, actions).map_err(anyhow::Error::msg)?;
     Ok(())
 }

@@ -1,0 +1,375 @@
+//! `leocc quic serve` / `leocc quic get`: a bulk transfer over QUIC measured like iperf3.
+//!
+//! The server sends, with the congestion control it was started with (`--cc`), to each client
+//! that connects; the client downloads. Protocol (ALPN `leocc-quic-bulk/1`): the client opens
+//! a bidirectional stream and writes one JSON request line (`duration_ms` or `bytes`,
+//! `interval_ms`), then finishes its side; the server sends payload on that stream until the
+//! duration or byte count is reached, finishes it, and then sends its sender-side report (one
+//! JSON object, see [`SenderReport`]) on a unidirectional stream. The client merges it with
+//! what it received into iperf3-like JSON ([`get`]'s output): `intervals[].streams[0]` with
+//! `start`, `end`, `bytes`, `bits_per_second`, `rtt` (smoothed RTT, us), `snd_cwnd` (bytes),
+//! `lost_packets`, `target_bps` (LeoCC's pacing rate, when it runs); `end.sum_sent` (bytes,
+//! `retransmits` = lost packets, `wire_bytes` = delivered UDP datagrams with IP/UDP headers),
+//! `end.sum_received` and `end.cpu` (process CPU seconds of both ends).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::cc::Cc;
+use crate::controller::LeoccController;
+use crate::events::EventSource;
+
+/// Payload chunk written per stream write: large enough that the write path is not the
+/// bottleneck at hundreds of Mbit/s, small enough to stop close to the requested byte count.
+pub const CHUNK: usize = 64 * 1024;
+
+/// IPv4 + UDP header bytes per datagram, to count what crosses the emulated link.
+pub const IP_UDP_HEADER: u64 = 28;
+
+/// Longest request line the server reads.
+const MAX_REQUEST: usize = 4096;
+
+/// Longest sender report the client reads: a 10 ms interval over an hour is 360 000 rows of
+/// ~150 bytes; this bounds memory against a misbehaving peer.
+const MAX_REPORT: usize = 64 << 20;
+
+/// Idle timeout: an emulated outage (a LEO handover gap) is well under a second; 10 s
+/// separates that from a peer that is gone.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Flow-control windows: QUIC's defaults (a few MB) cap throughput at window/RTT; 32 MB
+/// covers several hundred Mbit/s at the RTT of a deep buffer (hundreds of ms).
+const STREAM_WINDOW: u32 = 32 << 20;
+
+/// The sender's buffer of written but unacknowledged data, as Linux's largest default TCP
+/// send buffer (tcp_wmem max, 4 MiB) that iperf3 gets: above the BDP here (300 Mbit/s x
+/// 60 ms = 2.25 MB), and what a timed transfer leaves buffered at its deadline drains in a
+/// fraction of a second, as a TCP socket buffer does.
+const SEND_WINDOW: u64 = 4 << 20;
+
+/// What the client asks for.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Request {
+    /// Send for this long (ms); ignored when `bytes` is set.
+    pub duration_ms: u64,
+    /// Send exactly this many bytes instead.
+    pub bytes: Option<u64>,
+    /// Reporting interval, ms.
+    pub interval_ms: u64,
+}
+
+/// One sender-side sample per interval.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SenderInterval {
+    /// Seconds since the transfer began (interval start).
+    pub start: f64,
+    /// Interval end.
+    pub end: f64,
+    /// Payload bytes the application wrote in the interval.
+    pub bytes: u64,
+    /// UDP payload bytes sent in the interval.
+    pub udp_bytes: u64,
+    /// Smoothed RTT at the end, us.
+    pub rtt: u64,
+    /// Congestion window at the end, bytes.
+    pub snd_cwnd: u64,
+    /// Packets declared lost in the interval.
+    pub lost_packets: u64,
+    /// LeoCC's pacing rate at the end, bit/s (absent for other controls).
+    pub target_bps: Option<u64>,
+}
+
+/// The server's account of one transfer.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SenderReport {
+    /// Congestion control.
+    pub cc: String,
+    /// Payload bytes sent.
+    pub bytes: u64,
+    /// Packets declared lost.
+    pub lost_packets: u64,
+    /// Packets sent.
+    pub sent_packets: u64,
+    /// UDP datagrams and their IP/UDP bytes.
+    pub wire_bytes: u64,
+    /// Seconds from the first to the last payload byte written.
+    pub seconds: f64,
+    /// Process CPU seconds (user + system) the server used during the transfer.
+    pub cpu_s: f64,
+    /// Minimum RTT, us.
+    pub min_rtt: u64,
+    /// Per-interval samples.
+    pub intervals: Vec<SenderInterval>,
+}
+
+/// Options of `leocc quic serve`.
+#[derive(Clone)]
+pub struct ServeOptions {
+    /// UDP address to listen on.
+    pub listen: SocketAddr,
+    /// Congestion control for every connection.
+    pub cc: Cc,
+    /// Where the self-signed certificate goes.
+    pub cert: PathBuf,
+    /// Serve one transfer, then exit (as `iperf3 -s -1`).
+    pub once: bool,
+    /// Detector events for LeoCC.
+    pub events: Arc<dyn EventSource>,
+}
+
+/// Options of `leocc quic get`.
+#[derive(Debug, Clone)]
+pub struct GetOptions {
+    /// Server address.
+    pub server: SocketAddr,
+    /// The server's certificate (DER).
+    pub cert: PathBuf,
+    /// The request.
+    pub request: Request,
+}
+
+/// Process CPU time (user + system), seconds.
+pub fn process_cpu_s() -> f64 {
+    // SAFETY: getrusage fills a valid rusage.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+fn transport(cc: Option<(&Cc, Arc<dyn EventSource>)>) -> quinn::TransportConfig {
+    let mut t = quinn::TransportConfig::default();
+    t.max_idle_timeout(Some(IDLE_TIMEOUT.try_into().expect("10 s is a valid idle timeout")));
+    t.stream_receive_window(STREAM_WINDOW.into());
+    t.receive_window(STREAM_WINDOW.into());
+    t.send_window(SEND_WINDOW);
+    if let Some((cc, events)) = cc {
+        t.congestion_controller_factory(cc.factory(events));
+    }
+    t
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    // One thread: the tool measures one transfer, and CPU per MB is part of what it reports.
+    tokio::runtime::Builder::new_current_thread().enable_all().build().context("starting the async runtime")
+}
+
+/// Runs the server until interrupted (or after one transfer with `once`). Progress on stderr.
+pub fn serve(o: &ServeOptions) -> Result<()> {
+    runtime()?.block_on(serve_async(o))
+}
+
+async fn serve_async(o: &ServeOptions) -> Result<()> {
+    let cfg = crate::tls::make_server_config(&o.cert, transport(Some((&o.cc, o.events.clone()))))?;
+    let ep = quinn::Endpoint::server(cfg, o.listen).with_context(|| format!("listening on UDP {}", o.listen))?;
+    eprintln!("leocc quic serve: {} on {}, certificate {}", o.cc.name(), ep.local_addr()?, o.cert.display());
+    while let Some(inc) = ep.accept().await {
+        let conn = match inc.await {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("leocc quic serve: handshake failed: {e}");
+                continue;
+            }
+        };
+        let peer = conn.remote_address();
+        match serve_one(&conn, &o.cc).await {
+            Ok(r) => eprintln!("leocc quic serve: {peer}: sent {} bytes in {:.2} s ({:.1} Mbit/s), {} lost packets", r.bytes, r.seconds, r.bytes as f64 * 8.0 / r.seconds.max(1e-9) / 1e6, r.lost_packets),
+            Err(e) => eprintln!("leocc quic serve: {peer}: {e:#}"),
+        }
+        if o.once {
+            break;
+        }
+    }
+    ep.wait_idle().await;
+    Ok(())
+}
+
+async fn serve_one(conn: &quinn::Connection, cc: &Cc) -> Result<SenderReport> {
+    let (mut send, mut recv) = conn.accept_bi().await.context("waiting for the request stream")?;
+    let raw = recv.read_to_end(MAX_REQUEST).await.context("reading the request")?;
+    let req: Request = serde_json::from_slice(&raw).map_err(|e| anyhow!("bad request: {e}"))?;
+    if req.interval_ms == 0 {
+        bail!("bad request: interval_ms is 0");
+    }
+    let interval = Duration::from_millis(req.interval_ms);
+    let limit_time = Duration::from_millis(req.duration_ms);
+    let buf = vec![0x5au8; CHUNK];
+    let cpu0 = process_cpu_s();
+    let t0 = Instant::now();
+    let s0 = conn.stats();
+    let mut next = t0 + interval;
+    let (mut sent, mut iv_bytes) = (0u64, 0u64);
+    let mut prev = s0;
+    let mut intervals = Vec::new();
+    let sample = |now: Instant, iv_bytes: &mut u64, prev: &mut quinn::ConnectionStats, intervals: &mut Vec<SenderInterval>| {
+        let s = conn.stats();
+        let start = intervals.last().map_or(0.0, |l: &SenderInterval| l.end);
+        intervals.push(SenderInterval {
+            start,
+            end: now.duration_since(t0).as_secs_f64(),
+            bytes: *iv_bytes,
+            udp_bytes: s.udp_tx.bytes - prev.udp_tx.bytes,
+            rtt: s.path.rtt.as_micros() as u64,
+            snd_cwnd: s.path.cwnd,
+            lost_packets: s.path.lost_packets - prev.path.lost_packets,
+            target_bps: leocc_rate(conn, cc),
+        });
+        *iv_bytes = 0;
+        *prev = s;
+    };
+    loop {
+        let want = match req.bytes {
+            Some(total) => (total - sent).min(CHUNK as u64) as usize,
+            None if t0.elapsed() >= limit_time => 0,
+            None => CHUNK,
+        };
+        if want == 0 {
+            break;
+        }
+        // Sample on time even while the write waits for flow or congestion control.
+        let wait = next.saturating_duration_since(Instant::now());
+        tokio::select! {
+            r = send.write(&buf[..want]) => {
+                let n = r.context("sending")?;
+                sent += n as u64;
+                iv_bytes += n as u64;
+            }
+            _ = tokio::time::sleep(wait) => {}
+        }
+        let now = Instant::now();
+        if now >= next {
+            sample(now, &mut iv_bytes, &mut prev, &mut intervals);
+            next += interval;
+            if next < now {
+                next = now + interval;
+            }
+        }
+    }
+    let seconds = t0.elapsed().as_secs_f64();
+    send.finish().context("finishing the data stream")?;
+    // The report follows once the client has everything: the stream's end is acknowledged.
+    let _ = send.stopped().await;
+    sample(Instant::now(), &mut iv_bytes, &mut prev, &mut intervals);
+    let s = conn.stats();
+    let report = SenderReport {
+        cc: cc.name().to_string(),
+        bytes: sent,
+        lost_packets: s.path.lost_packets - s0.path.lost_packets,
+        sent_packets: s.path.sent_packets - s0.path.sent_packets,
+        wire_bytes: delivered_wire_bytes(&s0, &s),
+        seconds,
+        cpu_s: process_cpu_s() - cpu0,
+        min_rtt: s.path.min_rtt.as_micros() as u64,
+        intervals,
+    };
+    let mut uni = conn.open_uni().await.context("opening the report stream")?;
+    uni.write_all(&serde_json::to_vec(&report)?).await.context("sending the report")?;
+    uni.finish().context("finishing the report")?;
+    // Wait for the client to close (it does after reading the report), bounded by the idle timeout.
+    conn.closed().await;
+    Ok(report)
+}
+
+/// Bytes that crossed the path: the datagrams sent minus those declared lost, at the mean
+/// datagram size with IP/UDP headers (what the emulator's link carried for the flow).
+fn delivered_wire_bytes(s0: &quinn::ConnectionStats, s: &quinn::ConnectionStats) -> u64 {
+    let datagrams = s.udp_tx.datagrams - s0.udp_tx.datagrams;
+    if datagrams == 0 {
+        return 0;
+    }
+    let wire = (s.udp_tx.bytes - s0.udp_tx.bytes) + IP_UDP_HEADER * datagrams;
+    let lost = (s.path.lost_packets - s0.path.lost_packets).min(datagrams);
+    // Packets, not datagrams, are declared lost; with one packet per datagram in bulk sending
+    // (coalescing happens only in the handshake) the two counts agree.
+    wire / datagrams * (datagrams - lost)
+}
+
+/// LeoCC's current pacing rate in bit/s, when the connection runs LeoCC.
+fn leocc_rate(conn: &quinn::Connection, cc: &Cc) -> Option<u64> {
+    if *cc != Cc::Leocc {
+        return None;
+    }
+    let c = conn.congestion_state().into_any().downcast::<LeoccController>().ok()?;
+    Some(c.pacing_rate().saturating_mul(8))
+}
+
+/// Downloads from a server and returns iperf3-like JSON.
+pub fn get(o: &GetOptions) -> Result<Value> {
+    runtime()?.block_on(get_async(o))
+}
+
+async fn get_async(o: &GetOptions) -> Result<Value> {
+    if o.request.interval_ms == 0 {
+        bail!("--interval must be positive");
+    }
+    let bind: SocketAddr = if o.server.is_ipv6() { "[::]:0".parse()? } else { "0.0.0.0:0".parse()? };
+    let mut ep = quinn::Endpoint::client(bind).context("opening a UDP socket")?;
+    ep.set_default_client_config(crate::tls::make_client_config(&o.cert, transport(None))?);
+    let conn = ep
+        .connect(o.server, crate::tls::SERVER_NAME)?
+        .await
+        .with_context(|| format!("connecting to {} (is `leocc quic serve` running there?)", o.server))?;
+    let cpu0 = process_cpu_s();
+    let (mut send, mut recv) = conn.open_bi().await.context("opening the request stream")?;
+    send.write_all(&serde_json::to_vec(&o.request)?).await.context("sending the request")?;
+    send.finish().context("finishing the request")?;
+    let mut first: Option<Instant> = None;
+    let mut received = 0u64;
+    while let Some(chunk) = recv.read_chunk(CHUNK, true).await.context("receiving")? {
+        first.get_or_insert_with(Instant::now);
+        received += chunk.bytes.len() as u64;
+    }
+    let seconds = first.map_or(0.0, |f| f.elapsed().as_secs_f64());
+    let cpu = process_cpu_s() - cpu0;
+    let mut uni = conn.accept_uni().await.context("waiting for the server's report")?;
+    let raw = uni.read_to_end(MAX_REPORT).await.context("reading the server's report")?;
+    let rep: SenderReport = serde_json::from_slice(&raw).map_err(|e| anyhow!("bad report from the server: {e}"))?;
+    conn.close(0u32.into(), b"done");
+    ep.wait_idle().await;
+    Ok(to_json(o, &rep, received, seconds, cpu))
+}
+
+fn to_json(o: &GetOptions, rep: &SenderReport, received: u64, seconds: f64, cpu: f64) -> Value {
+    let intervals: Vec<Value> = rep
+        .intervals
+        .iter()
+        .map(|iv| {
+            let dt = (iv.end - iv.start).max(1e-9);
+            let mut s = json!({
+                "start": iv.start, "end": iv.end, "seconds": dt, "bytes": iv.bytes,
+                "bits_per_second": iv.bytes as f64 * 8.0 / dt,
+                "udp_bits_per_second": iv.udp_bytes as f64 * 8.0 / dt,
+                "rtt": iv.rtt, "snd_cwnd": iv.snd_cwnd, "lost_packets": iv.lost_packets,
+            });
+            if let Some(t) = iv.target_bps {
+                s["target_bps"] = t.into();
+            }
+            json!({ "streams": [s] })
+        })
+        .collect();
+    let rtts: Vec<u64> = rep.intervals.iter().map(|i| i.rtt).filter(|&r| r > 0).collect();
+    let mb = received as f64 / 1e6;
+    json!({
+        "start": {
+            "connected": [{ "remote_host": o.server.ip().to_string(), "remote_port": o.server.port() }],
+            "test_start": { "protocol": "QUIC", "cc": rep.cc, "duration_ms": o.request.duration_ms, "bytes": o.request.bytes, "interval_ms": o.request.interval_ms },
+        },
+        "intervals": intervals,
+        "end": {
+            "sum_sent": { "bytes": rep.bytes, "seconds": rep.seconds, "bits_per_second": rep.bytes as f64 * 8.0 / rep.seconds.max(1e-9),
+                           "retransmits": rep.lost_packets, "sent_packets": rep.sent_packets, "wire_bytes": rep.wire_bytes },
+            "sum_received": { "bytes": received, "seconds": seconds, "bits_per_second": received as f64 * 8.0 / seconds.max(1e-9) },
+            "rtt_samples_us": rtts,
+            "min_rtt": rep.min_rtt,
+            "cpu": { "sender_s": rep.cpu_s, "receiver_s": cpu,
+                     "sender_s_per_mb": if mb > 0.0 { rep.cpu_s / mb } else { 0.0 } },
+            "sender_tcp_congestion": rep.cc,
+        }
+    })
+}

@@ -1,0 +1,136 @@
+//! `leocc quic serve|get` and the detector's subscription socket through the command line;
+//! QUIC flows through the emulator (`leocc emu-run --flows quic:...`). Root-only parts skip
+//! otherwise.
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+const BIN: &str = env!("CARGO_BIN_EXE_leocc");
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn scratch(what: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("leocc-quic-cli-{what}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn serve_and_get_over_loopback_print_iperf3_like_json() {
+    let dir = scratch("loop");
+    let port = std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let cert = dir.join("cert.der");
+    let server = Command::new(BIN)
+        .args(["quic", "serve", "--once", "--cc", "leocc", "--events", "none", "--listen", &format!("127.0.0.1:{port}"), "--cert"])
+        .arg(&cert)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    for _ in 0..500 {
+        if cert.exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let o = Command::new(BIN)
+        .args(["quic", "get", &format!("127.0.0.1:{port}"), "-n", "5000000", "-i", "0.05", "--cert"])
+        .arg(&cert)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["end"]["sum_received"]["bytes"], 5_000_000);
+    assert_eq!(v["end"]["sender_tcp_congestion"], "leocc");
+    let out = server.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("sent 5000000 bytes"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn bad_options_are_named() {
+    let o = Command::new(BIN).args(["quic", "serve", "--cc", "vegas"]).output().unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("unknown congestion control `vegas`"));
+    let o = Command::new(BIN).args(["quic", "get", "127.0.0.1:1", "-t", "0"]).output().unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--time and --interval must be positive"));
+}
+
+/// The daemon, probing loopback, serves its signal on `RUN_DIR/events.sock` (mode 0666) in
+/// the subscription's line format.
+#[test]
+fn probe_daemon_serves_the_subscription_socket() {
+    if !is_root() {
+        println!("SKIP probe_daemon_serves_the_subscription_socket: raw ICMP needs root");
+        return;
+    }
+    let dir = scratch("probe");
+    let run_dir = dir.join("run");
+    let mut daemon = Command::new(BIN)
+        .args(["probe", "--pop", "127.0.0.1", "--no-kernel", "--quiet", "--duration", "3", "--run-dir"])
+        .arg(&run_dir)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let sock = run_dir.join(leocc_probe::subscribe::SOCKET_NAME);
+    let mut stream = None;
+    for _ in 0..200 {
+        if let Ok(s) = UnixStream::connect(&sock) {
+            stream = Some(s);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let stream = stream.expect("the daemon never served events.sock");
+    assert_eq!(std::fs::metadata(&sock).unwrap().permissions().mode() & 0o777, 0o666);
+    stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut line = String::new();
+    BufReader::new(stream).read_line(&mut line).unwrap();
+    let s = leocc_probe::subscribe::parse_line(&line).unwrap();
+    assert!(s.probe_time_ns > 0 && s.term_pop_rtt_us > 0, "{line}");
+    assert!(daemon.wait().unwrap().success());
+    assert!(!sock.exists(), "the socket is removed when the daemon exits");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// QUIC (LeoCC and quinn's CUBIC) beside kernel CUBIC through the emulated uplink for 5 s:
+/// the emulator engine's QUIC path end to end, with the detector subscription for quic:leocc.
+#[test]
+fn quic_flows_run_through_the_emulator() {
+    if !is_root() || !Path::new("/dev/net/tun").exists() {
+        println!("SKIP quic_flows_run_through_the_emulator: needs root and /dev/net/tun");
+        return;
+    }
+    let o = Command::new(BIN)
+        .args(["emu-run", "--trace", "traces/starlink-up-60s.trace", "--flows", "quic:leocc@0-5,quic:cubic@0-5", "--duration", "5", "--queue", "500"])
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let line = String::from_utf8_lossy(&o.stdout);
+    let v: serde_json::Value = serde_json::from_str(line.lines().last().unwrap()).unwrap();
+    let flows = v["flows"].as_array().unwrap();
+    assert_eq!(flows.len(), 2);
+    for f in flows {
+        let thr = f["throughput_mbps"].as_f64().unwrap();
+        let rtt = f["rtt_p50_ms"].as_f64().unwrap();
+        // The uplink trace offers about 45 Mbit/s at about 20 ms base RTT.
+        assert!(thr > 1.0 && f["utilization"].as_f64().unwrap() <= 1.05, "{f}");
+        assert!((15.0..1000.0).contains(&rtt), "{f}");
+        assert!(f["cpu_s_per_mb"].as_f64().unwrap() > 0.0, "{f}");
+    }
+    assert!(v["utilization"].as_f64().unwrap() > 0.3, "two flows should use the link: {v}");
+}
