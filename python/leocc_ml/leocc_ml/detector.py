@@ -26,11 +26,15 @@ def detect(thr_mbps: np.ndarray) -> np.ndarray:
     """Indices of bins where an event is detected."""
     events: list[int] = []
     merge = int(MERGE_S * 1000 / BIN_MS)
-    for i in range(BASELINE_BINS, len(thr_mbps)):
-        base = float(np.median(thr_mbps[i - BASELINE_BINS:i]))
-        if base > 0 and thr_mbps[i] < OUTAGE_SHARE * base:
-            if not events or i - events[-1] > merge:
-                events.append(i)
+    x = np.asarray(thr_mbps, float)
+    if len(x) <= BASELINE_BINS:
+        return np.zeros(0, dtype=np.int64)
+    # base[j] is the median of the BASELINE_BINS bins before bin j + BASELINE_BINS.
+    base = np.median(np.lib.stride_tricks.sliding_window_view(x[:-1], BASELINE_BINS), axis=1)
+    cand = np.flatnonzero((base > 0) & (x[BASELINE_BINS:] < OUTAGE_SHARE * base)) + BASELINE_BINS
+    for i in cand:
+        if not events or i - events[-1] > merge:
+            events.append(int(i))
     return np.asarray(events, dtype=np.int64)
 
 

@@ -15,7 +15,6 @@ import sys
 import tempfile
 import time
 
-import numpy as np
 
 from . import features, metrics, models, traces
 
@@ -80,7 +79,9 @@ def markdown(results: dict) -> str:
     lines = []
     for profile, rows in results.items():
         lines.append(f"\n**{profile}** (test rows: {rows[0]['n'] if rows else 0})\n")
-        lines.append("| model | ahead | thr MAPE | thr RMSE (Mbit/s) | thr ±5 % | thr ±10 % | RTT MAPE | RTT RMSE (ms) | RTT ±5 % | RTT ±10 % |")
+        lines.append(
+            "| model | ahead | thr MAPE | thr RMSE (Mbit/s) | thr ±5 % | thr ±10 % | RTT MAPE | RTT RMSE (ms) | RTT ±5 % | RTT ±10 % |"
+        )
         lines.append("|---|---|---|---|---|---|---|---|---|---|")
         by = {(r["model"], r["quantity"], r["horizon_s"]): r for r in rows}
         for name in dict.fromkeys(r["model"] for r in rows):
@@ -88,8 +89,10 @@ def markdown(results: dict) -> str:
                 t, r = by.get((name, "thr", h)), by.get((name, "rtt", h))
                 if not t or not r:
                     continue
-                lines.append(f"| {name} | {h} s | {t['mape']:.1f} % | {t['rmse']:.1f} | {t['within5']:.1f} % | {t['within10']:.1f} % "
-                             f"| {r['mape']:.2f} % | {r['rmse']:.2f} | {r['within5']:.1f} % | {r['within10']:.1f} % |")
+                lines.append(
+                    f"| {name} | {h} s | {t['mape']:.1f} % | {t['rmse']:.1f} | {t['within5']:.1f} % | {t['within10']:.1f} % "
+                    f"| {r['mape']:.2f} % | {r['rmse']:.2f} | {r['within5']:.1f} % | {r['within10']:.1f} % |"
+                )
     return "\n".join(lines)
 
 
@@ -100,8 +103,13 @@ def main(argv=None) -> int:
     ap.add_argument("--test-seeds", type=parse_seeds, default=parse_seeds("101-120"), help="trace seeds to test on [default: 101-120]")
     ap.add_argument("--duration", type=int, default=300, help="seconds per generated trace [default: 300]")
     ap.add_argument("--models", default=",".join(models.ALL), help=f"models [default: {','.join(models.ALL)}]")
-    ap.add_argument("--validate", action="append", default=[], metavar="PROFILE=DIR",
-                    help="also test the PROFILE models on a mahimahi directory (e.g. a real trace; keep its results out of the repo)")
+    ap.add_argument(
+        "--validate",
+        action="append",
+        default=[],
+        metavar="PROFILE=DIR",
+        help="also test the PROFILE models on a mahimahi directory (e.g. a real trace; keep its results out of the repo)",
+    )
     ap.add_argument("--cache", default=os.path.join(tempfile.gettempdir(), "leocc-ml-traces"), help="where generated traces are kept")
     ap.add_argument("--json", help="write all rows as JSON here")
     a = ap.parse_args(argv)

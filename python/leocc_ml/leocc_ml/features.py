@@ -31,8 +31,7 @@ EXTRA_FEATURES: dict[str, Callable[[Series, int], float]] = {}
 FEATURE_NAMES = (
     [f"thr_s-{k}" for k in range(HISTORY_S, 0, -1)]
     + [f"rtt_s-{k}" for k in range(HISTORY_S, 0, -1)]
-    + ["thr_last_bin", "rtt_last_bin", "thr_std_5s", "time_in_minute_s",
-       "since_event_s", "slot_phase", "events_5s"]
+    + ["thr_last_bin", "rtt_last_bin", "thr_std_5s", "time_in_minute_s", "since_event_s", "slot_phase", "events_5s"]
 )
 
 #: Per-step inputs of the LSTM (one step = 1 s of history).
@@ -86,20 +85,32 @@ def build(series: Series, start_offset_s: float = 0.0) -> Dataset:
         yt.append([thr_s[t + h - 1] for h in HORIZONS_S])
         yr.append([rtt_s[t + h - 1] for h in HORIZONS_S])
     n = len(rows)
-    return Dataset(np.asarray(rows, float).reshape(n, -1), np.asarray(seqs, float).reshape(n, HISTORY_S, len(SEQ_FEATURES)),
-                   np.asarray(yt, float).reshape(n, -1), np.asarray(yr, float).reshape(n, -1),
-                   np.asarray([series.name] * n, dtype=object))
+    return Dataset(
+        np.asarray(rows, float).reshape(n, -1),
+        np.asarray(seqs, float).reshape(n, HISTORY_S, len(SEQ_FEATURES)),
+        np.asarray(yt, float).reshape(n, -1),
+        np.asarray(yr, float).reshape(n, -1),
+        np.asarray([series.name] * n, dtype=object),
+    )
 
 
 def _row(series, thr_s, rtt_s, since, period, ev_s, t, start_offset_s):
     i = t * BINS_PER_S - 1  # last bin the host has seen at time t
     s = min(since[i], SINCE_CAP_S)
     phase = (s % period[i]) / period[i] if np.isfinite(since[i]) else 0.5
-    row = list(thr_s[t - HISTORY_S:t]) + list(rtt_s[t - HISTORY_S:t]) + [
-        series.thr_mbps[i], series.rtt_ms[i],
-        float(np.std(series.thr_mbps[i + 1 - HISTORY_S * BINS_PER_S:i + 1])),
-        (start_offset_s + t) % 60.0, s, phase, float(ev_s[t - HISTORY_S:t].sum()),
-    ]
+    row = (
+        list(thr_s[t - HISTORY_S : t])
+        + list(rtt_s[t - HISTORY_S : t])
+        + [
+            series.thr_mbps[i],
+            series.rtt_ms[i],
+            float(np.std(series.thr_mbps[i + 1 - HISTORY_S * BINS_PER_S : i + 1])),
+            (start_offset_s + t) % 60.0,
+            s,
+            phase,
+            float(ev_s[t - HISTORY_S : t].sum()),
+        ]
+    )
     row += [f(series, i) for f in EXTRA_FEATURES.values()]
     seq = []
     for k in range(t - HISTORY_S, t):

@@ -132,7 +132,9 @@ def export_trace(trace: str, out_dir: str) -> str:
     """Export a leocc trace file to mahimahi form in ``out_dir``; returns ``out_dir``."""
     subprocess.run(
         [leocc_binary(), "trace", "export", trace, "--format", "mahimahi", "-o", out_dir, "--force"],
-        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     return out_dir
 
@@ -144,7 +146,9 @@ def load_trace(trace: str) -> Series:
     with tempfile.TemporaryDirectory(prefix="leocc-ml-") as tmp:
         out = os.path.join(tmp, "mm")
         export_trace(trace, out)
-        direction = "up" if os.path.exists(os.path.join(out, "bw_up.txt")) and not os.path.exists(os.path.join(out, "bw_down.txt")) else "down"
+        direction = (
+            "up" if os.path.exists(os.path.join(out, "bw_up.txt")) and not os.path.exists(os.path.join(out, "bw_down.txt")) else "down"
+        )
         return load_mahimahi_dir(out, direction, name=os.path.splitext(os.path.basename(trace))[0])
 
 
@@ -155,9 +159,10 @@ def generate(profile: str, seed: int, duration_s: int, cache_dir: str) -> str:
     if not os.path.exists(path):
         tmp = path + ".tmp"
         subprocess.run(
-            [leocc_binary(), "trace", "gen", "--profile", profile, "--duration", str(duration_s),
-             "--seed", str(seed), "-o", tmp],
-            check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            [leocc_binary(), "trace", "gen", "--profile", profile, "--duration", str(duration_s), "--seed", str(seed), "-o", tmp],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
         )
         os.replace(tmp, path)
     return path

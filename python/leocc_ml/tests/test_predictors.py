@@ -12,8 +12,8 @@ def synthetic(seed, seconds=240):
     thr = np.empty(n)
     rtt = np.empty(n)
     for start in range(0, n, 150):
-        thr[start:start + 150] = rng.uniform(60, 200)
-        rtt[start:start + 150] = rng.uniform(40, 70)
+        thr[start : start + 150] = rng.uniform(60, 200)
+        rtt[start : start + 150] = rng.uniform(40, 70)
         thr[start] = 1.0
     thr *= rng.uniform(0.95, 1.05, n)
     return traces.Series(f"syn{seed}", thr, rtt)
@@ -67,6 +67,7 @@ def test_learned_models_beat_last_value_when_the_slot_structure_is_learnable():
 def test_seed_lists():
     assert evaluate.parse_seeds("1-3,7") == [1, 2, 3, 7]
     import argparse
+
     with pytest.raises(argparse.ArgumentTypeError, match="bad seed"):
         evaluate.parse_seeds("3-1")
 
@@ -87,6 +88,7 @@ def test_generated_trace_roundtrip_through_leocc():
     except FileNotFoundError:
         pytest.skip("leocc binary not built")
     import os
+
     here = os.path.dirname(os.path.abspath(__file__))
     s = traces.load_trace(os.path.join(here, "..", "..", "..", "traces", "starlink-down-60s.trace"))
     assert len(s.thr_mbps) == 600

@@ -108,3 +108,20 @@ def test_server_and_client_over_loopback_with_chosen_cc():
 def test_unknown_cc_is_a_clear_error():
     with pytest.raises(ValueError, match="not available.*kernel offers"):
         server.start("127.0.0.1", 0, small_ladder(), "no-such-cc")
+
+
+def test_cdf_svg_and_table():
+    import xml.etree.ElementTree as ET
+
+    from leocc_ml.video import plot
+
+    rows = [
+        {"predictor": p, "qoe": q, "mean_bitrate_mbps": 1.0, "rebuffer_ratio": 0.0, "switches": 1}
+        for p, q in [("harmonic", 10.0), ("harmonic", 12.0), ("leo", 11.0), ("leo", 15.0)]
+    ]
+    root = ET.fromstring(plot.cdf_svg(rows, "qoe", "predictor", "t"))
+    assert len(root.findall("{http://www.w3.org/2000/svg}polyline")) == 2
+    md = plot.summary_markdown(rows, "predictor")
+    assert "| leo | 2 | 13.0 |" in md and "+18.2 %" in md
+    with pytest.raises(ValueError, match="no numeric"):
+        plot.cdf_svg(rows, "nope", "predictor", "t")

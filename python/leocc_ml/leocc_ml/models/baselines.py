@@ -9,7 +9,7 @@ from ..features import FEATURE_NAMES, HISTORY_S, HORIZONS_S
 
 def _hist(ds, quantity: str) -> np.ndarray:
     start = FEATURE_NAMES.index(f"{quantity}_s-{HISTORY_S}")
-    return ds.X[:, start:start + HISTORY_S]
+    return ds.X[:, start : start + HISTORY_S]
 
 
 class LastValue:

@@ -34,8 +34,9 @@ class Gbdt:
         base = self._base(ds)
         self.models = []
         for k in range(len(HORIZONS_S)):
-            m = HistGradientBoostingRegressor(max_iter=MAX_ITER, max_leaf_nodes=MAX_LEAF_NODES,
-                                              learning_rate=LEARNING_RATE, random_state=self.seed)
+            m = HistGradientBoostingRegressor(
+                max_iter=MAX_ITER, max_leaf_nodes=MAX_LEAF_NODES, learning_rate=LEARNING_RATE, random_state=self.seed
+            )
             m.fit(ds.X, y[:, k] / base)
             self.models.append(m)
         return self
@@ -49,5 +50,3 @@ class Gbdt:
         base = max(float(row[FEATURE_NAMES.index(f"{self.quantity}_s-1")]), FLOOR)
         x = np.asarray(row, float)[None, :]
         return np.asarray([max(float(m.predict(x)[0]), 0.0) * base for m in self.models])
-
-

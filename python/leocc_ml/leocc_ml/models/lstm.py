@@ -39,7 +39,7 @@ class Lstm:
             "V": rng.uniform(-s, s, (hidden, n_out)),
             "c": np.zeros(n_out),
         }
-        self.p["b"][hidden:2 * hidden] = 1.0  # forget-gate bias 1: remember by default
+        self.p["b"][hidden : 2 * hidden] = 1.0  # forget-gate bias 1: remember by default
         self.H = hidden
 
     def forward(self, X):
@@ -52,8 +52,8 @@ class Lstm:
         for t in range(T):
             xh = np.concatenate([X[:, t, :], h], axis=1)
             z = xh @ self.p["W"] + self.p["b"]
-            i, f, o = _sigmoid(z[:, :H]), _sigmoid(z[:, H:2 * H]), _sigmoid(z[:, 2 * H:3 * H])
-            g = np.tanh(z[:, 3 * H:])
+            i, f, o = _sigmoid(z[:, :H]), _sigmoid(z[:, H : 2 * H]), _sigmoid(z[:, 2 * H : 3 * H])
+            g = np.tanh(z[:, 3 * H :])
             c_prev = c
             c = f * c_prev + i * g
             tc = np.tanh(c)
@@ -73,9 +73,9 @@ class Lstm:
         dc = np.zeros_like(dh)
         for xh, i, f, o, gg, c_prev, tc in reversed(cache):
             do = dh * tc
-            dc = dc + dh * o * (1 - tc ** 2)
+            dc = dc + dh * o * (1 - tc**2)
             di, df, dg = dc * gg, dc * c_prev, dc * i
-            dz = np.concatenate([di * i * (1 - i), df * f * (1 - f), do * o * (1 - o), dg * (1 - gg ** 2)], axis=1)
+            dz = np.concatenate([di * i * (1 - i), df * f * (1 - f), do * o * (1 - o), dg * (1 - gg**2)], axis=1)
             g["W"] += xh.T @ dz
             g["b"] += dz.sum(axis=0)
             dxh = dz @ self.p["W"].T
@@ -87,7 +87,7 @@ class Lstm:
         """Mean squared error and its gradients."""
         out, st = self.forward(X)
         err = out - Y
-        loss = float(np.mean(err ** 2))
+        loss = float(np.mean(err**2))
         return loss, self.backward(2 * err / err.size, st)
 
     def train(self, X, Y, epochs: int = EPOCHS, seed: int = 0, log=None):
@@ -101,18 +101,18 @@ class Lstm:
             order = rng.permutation(len(X))
             total = 0.0
             for s in range(0, len(X), BATCH):
-                idx = order[s:s + BATCH]
+                idx = order[s : s + BATCH]
                 loss, g = self.loss_grad(X[idx], Y[idx])
                 total += loss * len(idx)
-                norm = np.sqrt(sum(float(np.sum(x ** 2)) for x in g.values()))
+                norm = np.sqrt(sum(float(np.sum(x**2)) for x in g.values()))
                 scale = min(1.0, CLIP / (norm + 1e-12))
                 step += 1
                 for k in self.p:
                     gk = g[k] * scale
                     m[k] = BETA1 * m[k] + (1 - BETA1) * gk
-                    v[k] = BETA2 * v[k] + (1 - BETA2) * gk ** 2
-                    mh = m[k] / (1 - BETA1 ** step)
-                    vh = v[k] / (1 - BETA2 ** step)
+                    v[k] = BETA2 * v[k] + (1 - BETA2) * gk**2
+                    mh = m[k] / (1 - BETA1**step)
+                    vh = v[k] / (1 - BETA2**step)
                     self.p[k] -= LR * mh / (np.sqrt(vh) + EPS)
             history.append(total / len(X))
             if log:

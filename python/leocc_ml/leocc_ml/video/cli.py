@@ -5,6 +5,7 @@
     leocc-video emu --trace traces/starlink-down-60s.trace --cc bbr --predictor harmonic --json out.json
     leocc-video sim --profiles starlink-down --seeds 101-120 --json sim.json
     leocc-video plot sim.json emu*.json -o qoe-cdf.svg
+    leocc-video table sim.json --group-by profile+predictor
 
 Progress goes to stderr; results (JSON) to --json or stdout.
 """
@@ -70,6 +71,7 @@ def cmd_serve(a) -> int:
 
 def cmd_play(a) -> int:
     from . import client
+
     pred = predictors.make(a.predictor, a.profile or _profile_of(a.trace or ""), a.trace, a.oracle_offset)
     res = client.play(a.url, pred, a.cc, progress=_log if a.verbose else None)
     res.update({"trace": a.trace, "cc": a.cc, "mode": "tcp"})
@@ -92,11 +94,27 @@ def cmd_emu(a) -> int:
     if a.predictor == "leo":
         predictors.leo_model(profile, log=_log)
     serve = f"{shlex.quote(py)} -m leocc_ml.video.cli serve --port {DEFAULT_PORT} --cc {shlex.quote(a.cc)} --top-mbps {top}"
-    play = [py, "-m", "leocc_ml.video.cli", "play", "--url", f"http://100.100.0.2:{DEFAULT_PORT}", "--cc", a.cc,
-            "--predictor", a.predictor, "--profile", profile, "--trace", os.path.abspath(a.trace), "--json", out]
-    cmd = [traces.leocc_binary(), "emu", "--trace", a.trace, "--server-cmd", serve, "--"] + play
+    play = [
+        py,
+        "-m",
+        "leocc_ml.video.cli",
+        "play",
+        "--url",
+        f"http://100.100.0.2:{DEFAULT_PORT}",
+        "--cc",
+        a.cc,
+        "--predictor",
+        a.predictor,
+        "--profile",
+        profile,
+        "--trace",
+        os.path.abspath(a.trace),
+        "--json",
+        out,
+    ]
     if a.verbose:
         play.append("--verbose")
+    cmd = [traces.leocc_binary(), "emu", "--trace", a.trace, "--server-cmd", serve, "--"] + play
     _log(f"emu {os.path.basename(a.trace)} cc={a.cc} predictor={a.predictor} top={top} Mbit/s")
     env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     t0 = time.time()
@@ -128,8 +146,11 @@ def cmd_sim(a) -> int:
                 r = player.play(s, lad, pred)
                 r.pop("chunks_log")
                 rows.append({**r, "profile": profile, "seed": seed, "top_mbps": top, "mode": "trace"})
-            _log(f"{profile} seed {seed}: " + " ".join(f"{r['predictor']}={r['qoe']:.1f}" for r in rows[-len(preds):]))
-    _write_json(a.json, rows)
+            _log(f"{profile} seed {seed}: " + " ".join(f"{r['predictor']}={r['qoe']:.1f}" for r in rows[-len(preds) :]))
+            if a.json:  # rewritten after every seed: an interrupted batch keeps what it finished
+                _write_json(a.json, rows)
+    if not a.json:
+        _write_json(None, rows)
     return 0
 
 
@@ -144,6 +165,16 @@ def cmd_plot(a) -> int:
     with open(tmp, "w") as f:
         f.write(svg)
     os.replace(tmp, a.output)
+    return 0
+
+
+def cmd_table(a) -> int:
+    rows = []
+    for path in a.inputs:
+        with open(path) as f:
+            d = json.load(f)
+        rows.extend(d if isinstance(d, list) else [d])
+    print(plot.summary_markdown(rows, a.group_by))
     return 0
 
 
@@ -189,9 +220,12 @@ def main(argv=None) -> int:
     g.add_argument("--metric", default="qoe")
     g.add_argument("--group-by", default="predictor", help="field naming the curves, or a+b [default: predictor]")
     g.add_argument("--title")
+    t = sub.add_parser("table", help="markdown table of medians per group (QoE, bitrate, rebuffering, switches)")
+    t.add_argument("inputs", nargs="+")
+    t.add_argument("--group-by", default="profile+predictor", help="fields naming the rows [default: profile+predictor]")
     a = ap.parse_args(argv)
     try:
-        return {"serve": cmd_serve, "play": cmd_play, "emu": cmd_emu, "sim": cmd_sim, "plot": cmd_plot}[a.cmd](a)
+        return {"serve": cmd_serve, "play": cmd_play, "emu": cmd_emu, "sim": cmd_sim, "plot": cmd_plot, "table": cmd_table}[a.cmd](a)
     except (ValueError, OSError, RuntimeError) as err:
         print(f"leocc-video {a.cmd}: {err}", file=sys.stderr)
         return 1

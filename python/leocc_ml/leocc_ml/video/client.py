@@ -96,6 +96,17 @@ class Connection:
         self.sock.close()
 
 
+class _Recorder:
+    """Feeds each read to the observer as bytes that arrived since the previous read."""
+
+    def __init__(self, obs: Observer, t0: float, start: float):
+        self.obs, self.t0, self.last = obs, t0, start
+
+    def __call__(self, t: float, n: int) -> None:
+        self.obs.add(self.last - self.t0, t - self.t0, n)
+        self.last = t
+
+
 def play(url: str, predictor, cc: str | None = None, progress=None) -> dict:
     """Stream the whole video from ``url``; returns the QoE summary and the chunk log."""
     conn = Connection(url, cc)
@@ -117,13 +128,7 @@ def play(url: str, predictor, cc: str | None = None, progress=None) -> dict:
             f = predictor.forecast(now, obs, chunk_mbps, min(5, ladder.n_chunks - k), ladder.chunk_s)
             q = mpc.choose(k, buf, last_q, f) if k > 0 else 0
             start = time.monotonic()
-            last = [start]
-
-            def on_data(t, n):
-                obs.add(last[0] - t0, t - t0, n)
-                last[0] = t
-
-            size = conn.get(f"/video/{q}/{k}", on_data)
+            size = conn.get(f"/video/{q}/{k}", _Recorder(obs, t0, start))
             end = time.monotonic()
             obs.add_rtt(end - t0, tcp.rtt_ms(conn.sock))
             dl = end - start
@@ -148,7 +153,9 @@ def play(url: str, predictor, cc: str | None = None, progress=None) -> dict:
         cc_used = tcp.get_cc(conn.sock)
     finally:
         conn.close()
-    return {**summarise(bitrates, rebufs, ladder.chunk_s, startup, float(ladder.bitrates_mbps[-1])),
-            "predictor": predictor.name, "client_cc": cc_used, "chunks_log": log}
-
-
+    return {
+        **summarise(bitrates, rebufs, ladder.chunk_s, startup, float(ladder.bitrates_mbps[-1])),
+        "predictor": predictor.name,
+        "client_cc": cc_used,
+        "chunks_log": log,
+    }

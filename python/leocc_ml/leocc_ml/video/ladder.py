@@ -50,8 +50,7 @@ class Ladder:
 
     def to_json(self) -> dict:
         """The manifest the server publishes."""
-        return {"bitrates_mbps": [float(b) for b in self.bitrates_mbps], "chunk_s": self.chunk_s,
-                "sizes": self.sizes.tolist()}
+        return {"bitrates_mbps": [float(b) for b in self.bitrates_mbps], "chunk_s": self.chunk_s, "sizes": self.sizes.tolist()}
 
     @staticmethod
     def from_json(d: dict) -> "Ladder":

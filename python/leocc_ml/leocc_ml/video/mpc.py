@@ -24,8 +24,7 @@ class RobustMpc:
         self.robust = robust
         self.errors: list[float] = []
         self.last_forecast: float | None = None
-        self._combos = {h: np.asarray(list(itertools.product(range(ladder.n_qualities), repeat=h)))
-                        for h in range(1, HORIZON + 1)}
+        self._combos = {h: np.asarray(list(itertools.product(range(ladder.n_qualities), repeat=h))) for h in range(1, HORIZON + 1)}
 
     def observe(self, measured_mbps: float) -> None:
         """Record the throughput a download achieved (for the robust discount)."""
@@ -48,7 +47,7 @@ class RobustMpc:
             return 0
         combos = self._combos[h]
         br = pensieve_units(self.ladder.bitrates_mbps, self.ladder.bitrates_mbps[-1])
-        sizes = self.ladder.sizes[:, chunk:chunk + h]  # (q, h)
+        sizes = self.ladder.sizes[:, chunk : chunk + h]  # (q, h)
         buf = np.full(len(combos), float(buffer_s))
         rebuf = np.zeros(len(combos))
         smooth = np.zeros(len(combos))

@@ -49,17 +49,24 @@ class Observer:
         """The observed series up to ``now``: Mbit/s and RTT per bin, gaps holding the last value."""
         n = int(now / BIN_S)
         self._grow(n)
-        thr = np.zeros(n)
-        rtt = np.zeros(n)
-        last_t, last_r = 0.0, 0.0
-        for b in range(n):
-            # A bin busy for under a fifth of its length gives a rate dominated by timing noise.
-            if self.busy[b] >= 0.2 * BIN_S:
-                last_t = self.bytes[b] * 8 / self.busy[b] / 1e6
-            if b in self.rtt:
-                last_r = float(np.mean(self.rtt[b]))
-            thr[b], rtt[b] = last_t, last_r
+        busy = self.busy[:n]
+        ok = busy >= 0.2 * BIN_S  # a bin busy under a fifth of its length is timing noise
+        rate = np.where(ok, self.bytes[:n] * 8 / np.maximum(busy, 1e-12) / 1e6, 0.0)
+        thr = _hold(rate, ok)
+        has = np.zeros(n, bool)
+        val = np.zeros(n)
+        for b, v in self.rtt.items():
+            if b < n:
+                has[b], val[b] = True, float(np.mean(v))
+        rtt = _hold(val, has)
         first = np.flatnonzero(rtt > 0)
         if first.size:
             rtt[: first[0]] = rtt[first[0]]
         return Series("observed", thr, rtt)
+
+
+def _hold(values: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """``values`` where ``valid``, else the last valid value before (0 before the first)."""
+    idx = np.where(valid, np.arange(len(values)), -1)
+    np.maximum.accumulate(idx, out=idx)
+    return np.where(idx >= 0, values[np.maximum(idx, 0)], 0.0)

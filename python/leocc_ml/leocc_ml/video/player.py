@@ -96,4 +96,8 @@ def play(series: traces.Series, ladder: Ladder, predictor, start_s: float = 0.0)
         rebufs.append(rebuf)
         log.append({"chunk": k, "quality": q, "download_s": dl, "mbps": mbps, "rebuffer_s": rebuf, "buffer_s": buf})
         last_q = q
-    return {**summarise(bitrates, rebufs, ladder.chunk_s, startup, float(ladder.bitrates_mbps[-1])), "predictor": predictor.name, "chunks_log": log}
+    return {
+        **summarise(bitrates, rebufs, ladder.chunk_s, startup, float(ladder.bitrates_mbps[-1])),
+        "predictor": predictor.name,
+        "chunks_log": log,
+    }

@@ -40,7 +40,8 @@ class Leo:
         self.model = model
 
     def forecast(self, now: float, obs: Observer, chunk_mbps: list[float], h: int, chunk_s: float):
-        got = features.last_row(obs.series(now))
+        recent, offset = _recent(obs.series(now))
+        got = features.last_row(recent, offset)
         if got is None or not chunk_mbps:
             return Harmonic().forecast(now, obs, chunk_mbps, h, chunk_s)
         p = self.model.predict_row(got[0])
@@ -49,6 +50,20 @@ class Leo:
         # the longest horizon, so they get its forecast.
         first = float(np.mean([p[hz.index(k)] for k in (1, 2, 3)]))
         return np.asarray([first] + [float(p[-1])] * (h - 1))
+
+
+#: History handed to the feature code: 8 slot gaps for the period estimate, plus margin.
+RECENT_S = 150
+
+
+def _recent(s: traces.Series) -> tuple[traces.Series, float]:
+    """The last ``RECENT_S`` of ``s`` and where it starts (s), whole seconds kept aligned."""
+    n = int(RECENT_S * 1000 / traces.BIN_MS)
+    k = len(s.thr_mbps) - n
+    if k <= 0:
+        return s, 0.0
+    k -= k % features.BINS_PER_S
+    return traces.Series(s.name, s.thr_mbps[k:], s.rtt_ms[k:]), k * traces.BIN_MS / 1000.0
 
 
 class Oracle:
@@ -79,8 +94,9 @@ def leo_model(profile: str, cache: str | None = None, log=None) -> Gbdt:
             return pickle.load(f)
     if log:
         log(f"training the LEO predictor for {profile} on seeds {TRAIN_SEEDS.start}-{TRAIN_SEEDS.stop - 1}")
-    ds = features.Dataset.concat([features.build(traces.load_trace(traces.generate(profile, s, TRAIN_DURATION_S, cache)))
-                                  for s in TRAIN_SEEDS])
+    ds = features.Dataset.concat(
+        [features.build(traces.load_trace(traces.generate(profile, s, TRAIN_DURATION_S, cache))) for s in TRAIN_SEEDS]
+    )
     m = Gbdt().fit(ds, "thr")
     tmp = path + f".{os.getpid()}.tmp"
     with open(tmp, "wb") as f:

@@ -93,5 +93,3 @@ def start(host: str, port: int, ladder: Ladder, cc: str | None = None, quiet: bo
     srv = VideoServer((host, port), ladder, cc, quiet)
     threading.Thread(target=srv.serve_forever, name="video-server", daemon=True).start()
     return srv
-
-

@@ -24,8 +24,10 @@ def set_cc(sock: socket.socket, cc: str) -> None:
     try:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
     except OSError as e:
-        raise ValueError(f"congestion control {cc!r} not available ({e.strerror}); the kernel offers: "
-                         f"{' '.join(available()) or 'unknown'} (leocc needs `leocc kernel load`)") from None
+        raise ValueError(
+            f"congestion control {cc!r} not available ({e.strerror}); the kernel offers: "
+            f"{' '.join(available()) or 'unknown'} (leocc needs `leocc kernel load`)"
+        ) from None
 
 
 def get_cc(sock: socket.socket) -> str:
