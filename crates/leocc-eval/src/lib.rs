@@ -15,3 +15,4 @@ pub mod matrix;
 pub mod report;
 pub mod results;
 pub mod runner;
+pub mod video;

@@ -25,7 +25,9 @@ pub struct EvalArgs {
     /// cubic, bbr, leocc].
     #[arg(long, value_delimiter = ',')]
     cc: Option<Vec<String>>,
-    /// Comma-separated scenarios: single, two-stream, fairness, vs-bbr, vs-cubic.
+    /// Comma-separated scenarios: single, two-stream, fairness, vs-bbr, vs-cubic, video
+    /// (adaptive video with RobustMPC per control and predictor, by python/leocc_ml: 3-minute
+    /// sessions behind the emulator, or trace-driven with --engine sim; DIR/video.jsonl).
     #[arg(long, default_value = "single", value_delimiter = ',')]
     scenario: Vec<Scenario>,
     /// Runs per cell (seeds seed, seed+1, ...).
@@ -147,11 +149,26 @@ pub fn eval(a: EvalArgs) -> Result<()> {
         Engine::Sim => ALL_CCS.split(',').map(String::from).collect(),
         Engine::Emu => leocc_eval::emu_engine::KERNEL_CCS.iter().map(|s| s.to_string()).collect(),
     });
+    let mut scenarios = a.scenario;
+    if scenarios.contains(&Scenario::Video) {
+        scenarios.retain(|s| *s != Scenario::Video);
+        let plan = leocc_eval::video::VideoPlan {
+            engine: a.engine,
+            traces: a.trace.clone(),
+            ccs: ccs.clone(),
+            out_dir: a.out.clone(),
+            leocc_exe: std::env::current_exe().context("finding the leocc binary")?,
+        };
+        print!("{}", leocc_eval::video::table(&leocc_eval::video::run(&plan)?));
+        if scenarios.is_empty() {
+            return Ok(());
+        }
+    }
     let m = Matrix {
         engine: a.engine,
         traces: a.trace,
         ccs,
-        scenarios: a.scenario,
+        scenarios,
         runs: a.runs.max(1),
         seed: a.seed,
         duration_s: a.duration,

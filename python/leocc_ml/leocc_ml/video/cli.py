@@ -129,26 +129,42 @@ def cmd_emu(a) -> int:
     return 0
 
 
+def _sim_sessions(s, profile: str, seed: int, preds: list[str], leo, top_mbps, extra: dict) -> list[dict]:
+    top = top_mbps or TOP_SHARE * float(s.thr_mbps.mean())
+    lad = Ladder.make(top, N_CHUNKS, seed)
+    rows = []
+    for p in preds:
+        pred = leo if p == "leo" else predictors.Oracle(s) if p == "oracle" else predictors.Harmonic()
+        r = player.play(s, lad, pred)
+        r.pop("chunks_log")
+        rows.append({**r, "profile": profile, "seed": seed, "top_mbps": top, "mode": "trace", **extra})
+    return rows
+
+
 def cmd_sim(a) -> int:
     rows = []
     preds = [p.strip() for p in a.predictors.split(",") if p.strip()]
     for p in preds:
         if p not in PREDICTORS:
-            raise SystemExit(f"leocc-video sim: unknown predictor {p!r} (known: {', '.join(PREDICTORS)})")
-    for profile in [p.strip() for p in a.profiles.split(",") if p.strip()]:
-        leo = predictors.Leo(predictors.leo_model(profile, log=_log)) if "leo" in preds else None
-        for seed in a.seeds:
-            s = traces.load_trace(traces.generate(profile, seed, a.duration, a.cache))
-            top = a.top_mbps or TOP_SHARE * float(s.thr_mbps.mean())
-            lad = Ladder.make(top, N_CHUNKS, seed)
-            for p in preds:
-                pred = leo if p == "leo" else predictors.make(p, profile, None) if p != "oracle" else predictors.Oracle(s)
-                r = player.play(s, lad, pred)
-                r.pop("chunks_log")
-                rows.append({**r, "profile": profile, "seed": seed, "top_mbps": top, "mode": "trace"})
-            _log(f"{profile} seed {seed}: " + " ".join(f"{r['predictor']}={r['qoe']:.1f}" for r in rows[-len(preds) :]))
-            if a.json:  # rewritten after every seed: an interrupted batch keeps what it finished
+            raise ValueError(f"unknown predictor {p!r} (known: {', '.join(PREDICTORS)})")
+    if a.traces:
+        # Given traces (e.g. the bundled ones, from `leocc eval --scenario video --engine sim`).
+        for path in a.traces:
+            profile = a.profile or _profile_of(path)
+            leo = predictors.Leo(predictors.leo_model(profile, log=_log)) if "leo" in preds else None
+            rows += _sim_sessions(traces.load_trace(path), profile, 0, preds, leo, a.top_mbps, {"trace": path})
+            _log(f"{path}: " + " ".join(f"{r['predictor']}={r['qoe']:.1f}" for r in rows[-len(preds) :]))
+            if a.json:
                 _write_json(a.json, rows)
+    else:
+        for profile in [p.strip() for p in a.profiles.split(",") if p.strip()]:
+            leo = predictors.Leo(predictors.leo_model(profile, log=_log)) if "leo" in preds else None
+            for seed in a.seeds:
+                s = traces.load_trace(traces.generate(profile, seed, a.duration, a.cache))
+                rows += _sim_sessions(s, profile, seed, preds, leo, a.top_mbps, {})
+                _log(f"{profile} seed {seed}: " + " ".join(f"{r['predictor']}={r['qoe']:.1f}" for r in rows[-len(preds) :]))
+                if a.json:  # rewritten after every seed: an interrupted batch keeps what it finished
+                    _write_json(a.json, rows)
     if not a.json:
         _write_json(None, rows)
     return 0
@@ -210,6 +226,8 @@ def main(argv=None) -> int:
     m.add_argument("--profiles", default="starlink-down,starlink-up,oneweb")
     m.add_argument("--seeds", type=parse_seeds, default=parse_seeds("101-120"), help="test trace seeds [default: 101-120]")
     m.add_argument("--predictors", default=",".join(PREDICTORS))
+    m.add_argument("--traces", nargs="+", help="play these trace files instead of generated seeds")
+    m.add_argument("--profile", help="LEO model profile for --traces [default: from each trace name]")
     m.add_argument("--duration", type=int, default=300, help="trace length, s [default: 300]")
     m.add_argument("--top-mbps", type=float, help=f"top rung [default: {TOP_SHARE} x each trace's mean capacity]")
     m.add_argument("--cache", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "leocc-ml-traces"))
