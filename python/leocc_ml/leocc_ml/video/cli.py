@@ -93,7 +93,9 @@ def cmd_emu(a) -> int:
     # Train (or load) the LEO model before the emulator starts, so training time is not playback time.
     if a.predictor == "leo":
         predictors.leo_model(profile, log=_log)
-    serve = f"{shlex.quote(py)} -m leocc_ml.video.cli serve --port {DEFAULT_PORT} --cc {shlex.quote(a.cc)} --top-mbps {top}"
+    serve = (
+        f"{shlex.quote(py)} -m leocc_ml.video.cli serve --port {DEFAULT_PORT} --cc {shlex.quote(a.cc)} --top-mbps {top} --chunks {a.chunks}"
+    )
     play = [
         py,
         "-m",
@@ -220,6 +222,7 @@ def main(argv=None) -> int:
     e.add_argument("--predictor", choices=PREDICTORS, default="harmonic")
     e.add_argument("--profile", help="LEO model profile [default: from the trace name]")
     e.add_argument("--top-mbps", type=float, help=f"top rung [default: {TOP_SHARE} x the trace's mean capacity]")
+    e.add_argument("--chunks", type=int, default=N_CHUNKS, help=f"4 s chunks [default: {N_CHUNKS} = 3 min]")
     e.add_argument("--json", required=True)
     e.add_argument("--verbose", action="store_true")
     m = sub.add_parser("sim", help="trace-driven sessions over generated traces (fast, no TCP)")
