@@ -30,25 +30,38 @@ command -v cargo >/dev/null 2>&1 || {
   exit 1
 }
 
-# Python: a virtual environment at .venv with python/requirements.txt (Ray for
-# `leocc eval --executor ray`). Reinstalled only when the requirements file changes.
+# Python: one virtual environment, .venv, for everything Python in the project, each part
+# (re)installed only when its sources change:
+# - python/requirements.txt: Ray, for `leocc eval --executor ray`;
+# - python/leocc_ml: predictors and the video harness (numpy, scikit-learn, pytest; the LSTM is
+#   numpy: no deep-learning framework);
+# - the package `leocc` (PyO3, built by maturin from the repository's crates).
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 VENV="$ROOT/.venv"
-REQS="$ROOT/python/requirements.txt"
-STAMP="$VENV/.leocc-requirements"
 command -v python3 >/dev/null 2>&1 || { echo "setup: python3 not found; install Python 3.9 or newer" >&2; exit 1; }
 if [ ! -x "$VENV/bin/python" ]; then
+  if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
+    SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends python3-venv >/dev/null
+  fi
   echo "setup: creating $VENV"
   python3 -m venv "$VENV"
 fi
+REQS="$ROOT/python/requirements.txt"
+STAMP="$VENV/.leocc-requirements"
 if ! cmp -s "$REQS" "$STAMP" 2>/dev/null; then
   echo "setup: installing Python packages from python/requirements.txt into .venv"
   "$VENV/bin/pip" install -q --disable-pip-version-check -r "$REQS"
   cp "$REQS" "$STAMP"
 fi
-
-# The Python package `leocc` (PyO3, built by maturin from the repository's crates) into .venv.
-# Rebuilt only when its sources change; cargo's build cache lives in target/py.
+ML_STAMP="$VENV/.leocc_ml-installed"
+if [ ! -f "$ML_STAMP" ] || [ "$ROOT/python/leocc_ml/pyproject.toml" -nt "$ML_STAMP" ] \
+   || ! "$VENV/bin/python" -c 'import numpy, sklearn, pytest, leocc_ml' >/dev/null 2>&1; then
+  echo "setup: installing python/leocc_ml into .venv"
+  "$VENV/bin/pip" install -q --disable-pip-version-check -e "$ROOT/python/leocc_ml[test]"
+  touch "$ML_STAMP"
+fi
 PY_STAMP="$VENV/.leocc-package"
 py_src_hash() {
   (cd "$ROOT" && find crates/leocc-py crates/leocc-sim crates/leocc-trace crates/leocc-core-sys core python/src python/pyproject.toml \

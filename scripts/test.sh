@@ -9,6 +9,10 @@ if [ -f core/Makefile ]; then
   echo "== core/ (C unit and scenario tests, BPF build test)"
   make -s -C core test
 fi
+if [ -f python/leocc_ml/pyproject.toml ]; then
+  echo "== python/leocc_ml (pytest: predictors, LSTM gradient check, video over loopback TCP)"
+  (cd python/leocc_ml && ../../.venv/bin/python -m pytest -q tests)
+fi
 echo "== cargo test"
 cargo test --workspace --release --locked -q 2>&1
 echo "== python (the leocc package, docs/python.md's example)"

@@ -20,3 +20,4 @@ pub mod results;
 pub mod runner;
 pub mod starts;
 pub mod sweep;
+pub mod video;

@@ -68,6 +68,9 @@ pub enum Scenario {
     VsBbr,
     /// One LeoCC flow against one Cubic flow, started together.
     VsCubic,
+    /// Adaptive video (RobustMPC with each throughput predictor) per control: run by
+    /// [`crate::video`], not as flows.
+    Video,
 }
 
 /// Seed 002's two-stream timings, in seconds.
@@ -79,12 +82,13 @@ pub const FAIRNESS_JOIN_GAP_S: f64 = 10.0;
 
 impl Scenario {
     /// Every scenario, in report order.
-    pub const ALL: [Scenario; 5] = [
+    pub const ALL: [Scenario; 6] = [
         Scenario::Single,
         Scenario::TwoStream,
         Scenario::Fairness,
         Scenario::VsBbr,
         Scenario::VsCubic,
+        Scenario::Video,
     ];
 
     /// The scenario's own duration when it has one (two-stream is fixed by its method).
@@ -101,6 +105,7 @@ impl Scenario {
         match self {
             Scenario::VsBbr => vec!["leocc+bbr".into()],
             Scenario::VsCubic => vec!["leocc+cubic".into()],
+            Scenario::Video => Vec::new(), // no flow runs: crate::video runs it
             _ => ccs.to_vec(),
         }
     }
@@ -123,6 +128,7 @@ impl Scenario {
                 .map(|cc| format!("{cc}@0-{d}"))
                 .collect::<Vec<_>>()
                 .join(","),
+            Scenario::Video => String::new(),
         }
     }
 }
@@ -134,7 +140,7 @@ impl FromStr for Scenario {
             .into_iter()
             .find(|sc| sc.to_string() == s)
             .ok_or_else(|| {
-                format!("unknown scenario '{s}' (expected single, two-stream, fairness, vs-bbr or vs-cubic)")
+                format!("unknown scenario '{s}' (expected single, two-stream, fairness, vs-bbr, vs-cubic or video)")
             })
     }
 }
@@ -147,6 +153,7 @@ impl fmt::Display for Scenario {
             Scenario::Fairness => "fairness",
             Scenario::VsBbr => "vs-bbr",
             Scenario::VsCubic => "vs-cubic",
+            Scenario::Video => "video",
         })
     }
 }

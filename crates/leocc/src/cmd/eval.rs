@@ -40,7 +40,9 @@ pub struct EvalArgs {
     /// cubic, bbr, leocc].
     #[arg(long, value_delimiter = ',')]
     cc: Option<Vec<String>>,
-    /// Comma-separated scenarios: single, two-stream, fairness, vs-bbr, vs-cubic.
+    /// Comma-separated scenarios: single, two-stream, fairness, vs-bbr, vs-cubic, video
+    /// (adaptive video with RobustMPC per control and predictor, by python/leocc_ml: 3-minute
+    /// sessions behind the emulator, or trace-driven with --engine sim; DIR/video.jsonl).
     #[arg(long, default_value = "single", value_delimiter = ',')]
     scenario: Vec<Scenario>,
     /// Runs per cell (seeds seed, seed+1, ...).
@@ -223,11 +225,26 @@ pub fn eval(a: EvalArgs) -> Result<()> {
         eprintln!("eval: {} of the {} traces in {}", chosen.len(), rows.len(), index.display());
         traces.extend(chosen.into_iter().map(|e| e.trace));
     }
+    let mut scenarios = a.scenario;
+    if scenarios.contains(&Scenario::Video) {
+        scenarios.retain(|s| *s != Scenario::Video);
+        let plan = leocc_eval::video::VideoPlan {
+            engine: a.engine,
+            traces: traces.clone(),
+            ccs: ccs.clone(),
+            out_dir: a.out.clone(),
+            leocc_exe: std::env::current_exe().context("finding the leocc binary")?,
+        };
+        print!("{}", leocc_eval::video::table(&leocc_eval::video::run(&plan)?));
+        if scenarios.is_empty() {
+            return Ok(());
+        }
+    }
     let m = Matrix {
         engine: a.engine,
         traces,
         ccs,
-        scenarios: a.scenario,
+        scenarios,
         runs: a.runs.max(1),
         seed: a.seed,
         duration_s: a.duration,

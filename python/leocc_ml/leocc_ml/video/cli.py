@@ -1,0 +1,256 @@
+"""``leocc-video``: serve, play (real TCP), emu (one session behind ``leocc emu``), sim (trace-driven batch), plot.
+
+    leocc-video serve --port 8080 --cc bbr --top-mbps 160
+    leocc-video play --url http://HOST:8080 --predictor leo --profile starlink-down --cc bbr --json out.json
+    leocc-video emu --trace traces/starlink-down-60s.trace --cc bbr --predictor harmonic --json out.json
+    leocc-video sim --profiles starlink-down --seeds 101-120 --json sim.json
+    leocc-video plot sim.json emu*.json -o qoe-cdf.svg
+    leocc-video table sim.json --group-by profile+predictor
+
+Progress goes to stderr; results (JSON) to --json or stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+
+from .. import traces
+from ..evaluate import parse_seeds
+from . import player, plot, predictors, server
+from .ladder import DEFAULT_TOP_MBPS, N_CHUNKS, Ladder
+
+PREDICTORS = ("harmonic", "leo", "oracle")
+#: The ladder's top as a share of the trace's mean capacity in `sim` and `emu`: close enough to
+#: the capacity that the rung choice matters, low enough that the mean link can carry it.
+TOP_SHARE = 0.85
+DEFAULT_PORT = 8080
+PR_SET_PDEATHSIG = 1
+
+
+def _write_json(path: str | None, obj) -> None:
+    text = json.dumps(obj, indent=1)
+    if not path:
+        print(text)
+        return
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
+        f.write(text + "\n")
+    os.replace(tmp, path)
+
+
+def _log(msg: str) -> None:
+    print(f"leocc-video: {msg}", file=sys.stderr, flush=True)
+
+
+def _profile_of(trace: str) -> str:
+    base = os.path.basename(trace)
+    for p in ("starlink-down", "starlink-up", "oneweb"):
+        if base.startswith(p):
+            return p
+    return "starlink-down"
+
+
+def cmd_serve(a) -> int:
+    srv = server.VideoServer((a.host, a.port), Ladder.make(a.top_mbps, a.chunks, a.seed), a.cc, quiet=not a.verbose)
+    _log(f"serving {a.chunks} chunks, top {a.top_mbps:g} Mbit/s, cc {a.cc or 'default'} on {a.host}:{srv.server_address[1]}")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    try:
+        srv.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def cmd_play(a) -> int:
+    from . import client
+
+    pred = predictors.make(a.predictor, a.profile or _profile_of(a.trace or ""), a.trace, a.oracle_offset)
+    res = client.play(a.url, pred, a.cc, progress=_log if a.verbose else None)
+    res.update({"trace": a.trace, "cc": a.cc, "mode": "tcp"})
+    _write_json(a.json, res)
+    return 0
+
+
+def _pdeathsig():
+    # The session dies with us: a killed harness never leaves an emulator running.
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def cmd_emu(a) -> int:
+    series = traces.load_trace(a.trace)
+    top = a.top_mbps or round(TOP_SHARE * float(series.thr_mbps.mean()), 1)
+    py = sys.executable
+    out = os.path.abspath(a.json)
+    profile = a.profile or _profile_of(a.trace)
+    # Train (or load) the LEO model before the emulator starts, so training time is not playback time.
+    if a.predictor == "leo":
+        predictors.leo_model(profile, log=_log)
+    serve = (
+        f"{shlex.quote(py)} -m leocc_ml.video.cli serve --port {DEFAULT_PORT} --cc {shlex.quote(a.cc)} --top-mbps {top} --chunks {a.chunks}"
+    )
+    play = [
+        py,
+        "-m",
+        "leocc_ml.video.cli",
+        "play",
+        "--url",
+        f"http://100.100.0.2:{DEFAULT_PORT}",
+        "--cc",
+        a.cc,
+        "--predictor",
+        a.predictor,
+        "--profile",
+        profile,
+        "--trace",
+        os.path.abspath(a.trace),
+        "--json",
+        out,
+    ]
+    if a.verbose:
+        play.append("--verbose")
+    cmd = [traces.leocc_binary(), "emu", "--trace", a.trace, "--server-cmd", serve, "--"] + play
+    _log(f"emu {os.path.basename(a.trace)} cc={a.cc} predictor={a.predictor} top={top} Mbit/s")
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    t0 = time.time()
+    rc = subprocess.run(cmd, env=env, preexec_fn=_pdeathsig).returncode
+    if rc != 0:
+        _log(f"leocc emu exited with {rc}")
+        return rc
+    with open(out) as f:
+        res = json.load(f)
+    res.update({"mode": "emu", "top_mbps": top, "wall_s": time.time() - t0})
+    _write_json(out, res)
+    return 0
+
+
+def _sim_sessions(s, profile: str, seed: int, preds: list[str], leo, top_mbps, extra: dict) -> list[dict]:
+    top = top_mbps or TOP_SHARE * float(s.thr_mbps.mean())
+    lad = Ladder.make(top, N_CHUNKS, seed)
+    rows = []
+    for p in preds:
+        pred = leo if p == "leo" else predictors.Oracle(s) if p == "oracle" else predictors.Harmonic()
+        r = player.play(s, lad, pred)
+        r.pop("chunks_log")
+        rows.append({**r, "profile": profile, "seed": seed, "top_mbps": top, "mode": "trace", **extra})
+    return rows
+
+
+def cmd_sim(a) -> int:
+    rows = []
+    preds = [p.strip() for p in a.predictors.split(",") if p.strip()]
+    for p in preds:
+        if p not in PREDICTORS:
+            raise ValueError(f"unknown predictor {p!r} (known: {', '.join(PREDICTORS)})")
+    if a.traces:
+        # Given traces (e.g. the bundled ones, from `leocc eval --scenario video --engine sim`).
+        for path in a.traces:
+            profile = a.profile or _profile_of(path)
+            leo = predictors.Leo(predictors.leo_model(profile, log=_log)) if "leo" in preds else None
+            rows += _sim_sessions(traces.load_trace(path), profile, 0, preds, leo, a.top_mbps, {"trace": path})
+            _log(f"{path}: " + " ".join(f"{r['predictor']}={r['qoe']:.1f}" for r in rows[-len(preds) :]))
+            if a.json:
+                _write_json(a.json, rows)
+    else:
+        for profile in [p.strip() for p in a.profiles.split(",") if p.strip()]:
+            leo = predictors.Leo(predictors.leo_model(profile, log=_log)) if "leo" in preds else None
+            for seed in a.seeds:
+                s = traces.load_trace(traces.generate(profile, seed, a.duration, a.cache))
+                rows += _sim_sessions(s, profile, seed, preds, leo, a.top_mbps, {})
+                _log(f"{profile} seed {seed}: " + " ".join(f"{r['predictor']}={r['qoe']:.1f}" for r in rows[-len(preds) :]))
+                if a.json:  # rewritten after every seed: an interrupted batch keeps what it finished
+                    _write_json(a.json, rows)
+    if not a.json:
+        _write_json(None, rows)
+    return 0
+
+
+def cmd_plot(a) -> int:
+    rows = []
+    for path in a.inputs:
+        with open(path) as f:
+            d = json.load(f)
+        rows.extend(d if isinstance(d, list) else [d])
+    svg = plot.cdf_svg(rows, a.metric, a.group_by, a.title or f"CDF of {a.metric}")
+    tmp = f"{a.output}.{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
+        f.write(svg)
+    os.replace(tmp, a.output)
+    return 0
+
+
+def cmd_table(a) -> int:
+    rows = []
+    for path in a.inputs:
+        with open(path) as f:
+            d = json.load(f)
+        rows.extend(d if isinstance(d, list) else [d])
+    print(plot.summary_markdown(rows, a.group_by))
+    return 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="leocc-video", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("serve", help="HTTP video server (DASH-style ladder) over kernel TCP")
+    s.add_argument("--host", default="0.0.0.0")
+    s.add_argument("--port", type=int, default=DEFAULT_PORT)
+    s.add_argument("--cc", help="TCP congestion control of the server's sockets (leocc, bbr, cubic, ...)")
+    s.add_argument("--top-mbps", type=float, default=DEFAULT_TOP_MBPS, help=f"top rung in Mbit/s [default: {DEFAULT_TOP_MBPS:g}]")
+    s.add_argument("--chunks", type=int, default=N_CHUNKS, help=f"4 s chunks [default: {N_CHUNKS} = 3 min]")
+    s.add_argument("--seed", type=int, default=0, help="chunk-size jitter seed")
+    s.add_argument("--verbose", action="store_true", help="log every request")
+    p = sub.add_parser("play", help="stream once with RobustMPC and print the QoE")
+    p.add_argument("--url", required=True, help="http://HOST:PORT of a `leocc-video serve`")
+    p.add_argument("--predictor", choices=PREDICTORS, default="harmonic")
+    p.add_argument("--profile", help="profile whose LEO model to use [default: from --trace name, else starlink-down]")
+    p.add_argument("--trace", help="trace the path replays (needed by the oracle)")
+    p.add_argument("--oracle-offset", type=float, default=0.0, help="trace time at client start, s")
+    p.add_argument("--cc", help="TCP congestion control of the client socket")
+    p.add_argument("--json", help="write the result here (atomically) instead of stdout")
+    p.add_argument("--verbose", action="store_true", help="progress per chunk on stderr")
+    e = sub.add_parser("emu", help="one session behind `leocc emu` (needs root); wrap in flock for reported runs")
+    e.add_argument("--trace", required=True)
+    e.add_argument("--cc", required=True, help="server congestion control: leocc, bbr, cubic")
+    e.add_argument("--predictor", choices=PREDICTORS, default="harmonic")
+    e.add_argument("--profile", help="LEO model profile [default: from the trace name]")
+    e.add_argument("--top-mbps", type=float, help=f"top rung [default: {TOP_SHARE} x the trace's mean capacity]")
+    e.add_argument("--chunks", type=int, default=N_CHUNKS, help=f"4 s chunks [default: {N_CHUNKS} = 3 min]")
+    e.add_argument("--json", required=True)
+    e.add_argument("--verbose", action="store_true")
+    m = sub.add_parser("sim", help="trace-driven sessions over generated traces (fast, no TCP)")
+    m.add_argument("--profiles", default="starlink-down,starlink-up,oneweb")
+    m.add_argument("--seeds", type=parse_seeds, default=parse_seeds("101-120"), help="test trace seeds [default: 101-120]")
+    m.add_argument("--predictors", default=",".join(PREDICTORS))
+    m.add_argument("--traces", nargs="+", help="play these trace files instead of generated seeds")
+    m.add_argument("--profile", help="LEO model profile for --traces [default: from each trace name]")
+    m.add_argument("--duration", type=int, default=300, help="trace length, s [default: 300]")
+    m.add_argument("--top-mbps", type=float, help=f"top rung [default: {TOP_SHARE} x each trace's mean capacity]")
+    m.add_argument("--cache", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "leocc-ml-traces"))
+    m.add_argument("--json", help="write all sessions here")
+    g = sub.add_parser("plot", help="CDF (SVG) of a metric over sessions from sim/play/emu JSON files")
+    g.add_argument("inputs", nargs="+")
+    g.add_argument("-o", "--output", required=True)
+    g.add_argument("--metric", default="qoe")
+    g.add_argument("--group-by", default="predictor", help="field naming the curves, or a+b [default: predictor]")
+    g.add_argument("--title")
+    t = sub.add_parser("table", help="markdown table of medians per group (QoE, bitrate, rebuffering, switches)")
+    t.add_argument("inputs", nargs="+")
+    t.add_argument("--group-by", default="profile+predictor", help="fields naming the rows [default: profile+predictor]")
+    a = ap.parse_args(argv)
+    try:
+        return {"serve": cmd_serve, "play": cmd_play, "emu": cmd_emu, "sim": cmd_sim, "plot": cmd_plot, "table": cmd_table}[a.cmd](a)
+    except (ValueError, OSError, RuntimeError) as err:
+        print(f"leocc-video {a.cmd}: {err}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

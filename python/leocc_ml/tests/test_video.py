@@ -1,0 +1,127 @@
+import json
+import socket
+
+import numpy as np
+import pytest
+
+from leocc_ml import traces
+from leocc_ml.video import client, ladder, mpc, player, predictors, qoe, server, tcp
+
+
+def small_ladder(chunks=4, top=20.0):
+    return ladder.Ladder.make(top, chunks, seed=1)
+
+
+def test_ladder_is_six_rungs_about_1_5_apart_and_3_minutes():
+    lad = ladder.Ladder.make()
+    assert lad.n_qualities == 6
+    r = lad.bitrates_mbps[1:] / lad.bitrates_mbps[:-1]
+    assert np.all((r > 1.45) & (r < 1.55))
+    assert lad.n_chunks * lad.chunk_s == 180
+    assert ladder.Ladder.from_json(json.loads(json.dumps(lad.to_json()))).sizes.tolist() == lad.sizes.tolist()
+
+
+def test_manifest_errors_are_reported():
+    with pytest.raises(ValueError, match="malformed manifest"):
+        ladder.Ladder.from_json({"bitrates_mbps": [1, 2], "sizes": [[1]], "chunk_s": 4})
+    with pytest.raises(ValueError, match="malformed manifest"):
+        ladder.Ladder.from_json({"sizes": []})
+
+
+def test_qoe_is_pensieve_linear_on_pensieve_ladder():
+    # On Pensieve's own ladder (top 4.3) the formula is used literally.
+    s = qoe.summarise([1.0, 4.3, 1.0], [0.0, 2.0, 0.0], 4.0, top_mbps=4.3)
+    assert s["qoe"] == pytest.approx(6.3 - 4.3 * 2 - 3.3 - 3.3)
+    assert s["switches"] == 2 and s["rebuffer_s"] == 2.0
+
+
+def test_mpc_follows_the_forecast():
+    lad = ladder.Ladder.make(100.0, 45)
+    m = mpc.RobustMpc(lad, robust=False)
+    low = m.choose(5, 10.0, 0, 5.0)
+    high = m.choose(5, 10.0, 0, 500.0)
+    assert low == 0 and high == 5
+    assert m.choose(5, 10.0, 0, 0.0) == 0
+
+
+def test_robust_discount_lowers_the_choice():
+    lad = ladder.Ladder.make(100.0, 45)
+    m = mpc.RobustMpc(lad)
+    q0 = m.choose(5, 8.0, 3, 80.0)
+    m.observe(20.0)  # forecast 80, got 20: error 300 %
+    assert m.choose(5, 8.0, 3, 80.0) < q0
+
+
+def flat(mbps, seconds=60, rtt=40.0):
+    n = seconds * 10
+    return traces.Series("flat", np.full(n, float(mbps)), np.full(n, rtt))
+
+
+def test_trace_player_on_a_flat_link():
+    lad = ladder.Ladder.make(10.0, 45)
+    r = player.play(flat(100.0), lad, predictors.Harmonic())
+    assert r["rebuffer_s"] == 0 and r["mean_bitrate_mbps"] > 9.0
+    slow = player.play(flat(1.0), lad, predictors.Harmonic())
+    assert slow["mean_bitrate_mbps"] < 2.0
+
+
+def test_link_download_times_follow_capacity():
+    link = player.Link(flat(8.0, 10))
+    assert link.finish(0.0, 1e6) == pytest.approx(1.0)
+    assert link.finish(9.5, 1e6) == pytest.approx(10.5)  # wraps around the loop
+
+
+def test_oracle_beats_or_matches_harmonic_on_a_step_link():
+    thr = np.concatenate([np.full(150, 50.0), np.full(150, 5.0)])
+    s = traces.Series("step", np.tile(thr, 4), np.full(1200, 30.0))
+    lad = ladder.Ladder.make(40.0, 45)
+    o = player.play(s, lad, predictors.Oracle(s))
+    h = player.play(s, lad, predictors.Harmonic())
+    assert o["qoe"] >= h["qoe"]
+
+
+def test_server_and_client_over_loopback_with_chosen_cc():
+    cc = "cubic" if "cubic" in tcp.available() else tcp.available()[0]
+    lad = small_ladder()
+    srv = server.start("127.0.0.1", 0, lad, cc)
+    try:
+        url = f"http://127.0.0.1:{srv.server_address[1]}"
+        res = client.play(url, predictors.Harmonic(), cc)
+        assert res["chunks"] == 4 and res["client_cc"] == cc
+        got = sum(lad.sizes[c["quality"], c["chunk"]] for c in res["chunks_log"])
+        assert got > 0 and all(c["mbps"] > 0 for c in res["chunks_log"])
+        # The server's sockets really use the control.
+        s = socket.create_connection(("127.0.0.1", srv.server_address[1]))
+        s.close()
+        assert tcp.get_cc(srv.socket) == cc
+        conn = client.Connection(url, None)
+        with pytest.raises(client.HttpError, match="404"):
+            conn.get("/video/9/0")
+        with pytest.raises(client.HttpError, match="400"):
+            conn.get("/video/x/0")
+        conn.close()
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+def test_unknown_cc_is_a_clear_error():
+    with pytest.raises(ValueError, match="not available.*kernel offers"):
+        server.start("127.0.0.1", 0, small_ladder(), "no-such-cc")
+
+
+def test_cdf_svg_and_table():
+    import xml.etree.ElementTree as ET
+
+    from leocc_ml.video import plot
+
+    rows = [
+        {"predictor": p, "qoe": q, "mean_bitrate_mbps": 1.0, "rebuffer_ratio": 0.0, "switches": 1}
+        for p, q in [("harmonic", 10.0), ("harmonic", 12.0), ("leo", 11.0), ("leo", 15.0)]
+    ]
+    root = ET.fromstring(plot.cdf_svg(rows, "qoe", "predictor", "t"))
+    assert len(root.findall("{http://www.w3.org/2000/svg}polyline")) == 2
+    md = plot.summary_markdown(rows, "predictor")
+    assert "| leo | 2 | 13.0 |" in md and "+18.2 %" in md
+    with pytest.raises(ValueError, match="no numeric"):
+        plot.cdf_svg(rows, "nope", "predictor", "t")
