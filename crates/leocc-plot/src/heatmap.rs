@@ -3,7 +3,7 @@
 //! diverging colour scale centred on zero (better = blue, worse = red, so the reading does not
 //! depend on the sign convention of the metric), and an optional marked cell.
 
-use super::{esc, FONT};
+use super::{esc, svg_open};
 use std::fmt::Write;
 
 /// Cell size in pixels: room for a value like "+115.3 %" at 12 px.
@@ -64,15 +64,7 @@ impl Heatmap {
         let (gw, gh) = (cols as f64 * CELL_W, rows as f64 * CELL_H);
         let (w, h) = (LEFT + gw + RIGHT, TOP + gh + BOTTOM);
         let span = self.cells.iter().flatten().flatten().fold(self.min_span, |m, v| m.max(v.abs())).max(1e-9);
-        let mut s = String::new();
-        let _ = write!(
-            s,
-            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" {FONT} font-size=\"12\">\
-             <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\
-             <text x=\"{}\" y=\"22\" text-anchor=\"middle\" font-size=\"14\" font-weight=\"bold\">{}</text>",
-            w / 2.0,
-            esc(&self.title)
-        );
+        let mut s = svg_open(w, h, &self.title, 22.0);
         for r in 0..rows {
             // Row 0 at the bottom, like a y axis.
             let y = TOP + gh - (r + 1) as f64 * CELL_H;

@@ -246,6 +246,18 @@ fn trim_num(v: f64, decimals: usize) -> String {
     format!("{v:.decimals$}")
 }
 
+/// The opening of a chart: the `<svg>` element (12 px text), a white background and the bold
+/// title centred at height `title_y`. The caller writes the body and the closing `</svg>`.
+pub(crate) fn svg_open(w: f64, h: f64, title: &str, title_y: f64) -> String {
+    format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" {FONT} font-size=\"12\">\
+         <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\
+         <text x=\"{}\" y=\"{title_y}\" text-anchor=\"middle\" font-size=\"14\" font-weight=\"bold\">{}</text>",
+        w / 2.0,
+        esc(title)
+    )
+}
+
 /// Escapes text for SVG.
 pub fn esc(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
@@ -294,15 +306,7 @@ impl Chart {
             orient(Scale { lo, hi, p0: y0, p1: y1, log: a.log }, a.inverted)
         });
 
-        let mut s = String::new();
-        let _ = write!(
-            s,
-            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" {FONT} font-size=\"12\">\
-             <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\
-             <text x=\"{}\" y=\"20\" text-anchor=\"middle\" font-size=\"14\" font-weight=\"bold\">{}</text>",
-            w / 2.0,
-            esc(&self.title)
-        );
+        let mut s = svg_open(w, h, &self.title, 20.0);
         // grid and ticks
         for (v, label) in ticks(xl, xh, self.x.log) {
             let px = sx.px(v);
@@ -466,10 +470,7 @@ pub fn bars(title: &str, y_label: &str, categories: &[String], series: &[BarSeri
     let vals = series.iter().flat_map(|(_, v)| v.iter().flatten().flat_map(|&(m, _, hi)| [m, hi]));
     let (lo, hi) = fit(&Axis::new("").range(0.0, 0.0).clone_with_none(), vals.chain(std::iter::once(0.0)));
     let sy = Scale { lo, hi, p0: y0, p1: y1, log: false };
-    let mut s = String::new();
-    let _ = write!(s, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" {FONT} font-size=\"12\">\
-        <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\
-        <text x=\"{}\" y=\"20\" text-anchor=\"middle\" font-size=\"14\" font-weight=\"bold\">{}</text>", w / 2.0, esc(title));
+    let mut s = svg_open(w, h, title, 20.0);
     for (v, label) in ticks(lo, hi, false) {
         let py = sy.px(v);
         let _ = write!(s, "<line x1=\"{x0}\" y1=\"{py:.1}\" x2=\"{x1}\" y2=\"{py:.1}\" stroke=\"#e5e5e5\"/>\
