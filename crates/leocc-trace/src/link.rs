@@ -88,17 +88,16 @@ impl LinkModel {
             return self.locate(t);
         }
         let times = &self.times[..];
-        let mut i = hint.min(times.len());
+        let start = hint.min(times.len());
         // Forward in time is the common case: step over what has passed.
-        for _ in 0..CURSOR_STEPS {
+        for i in (start..=times.len()).take(CURSOR_STEPS) {
             let after_prev = i == 0 || times[i - 1] < r;
-            if after_prev && (i == times.len() || times[i] >= r) {
-                return (k * self.period, i);
-            }
             if !after_prev {
                 break;
             }
-            i += 1;
+            if i == times.len() || times[i] >= r {
+                return (k * self.period, i);
+            }
         }
         (k * self.period, times.partition_point(|&x| x < r))
     }
