@@ -61,8 +61,9 @@ pub struct EmuRun {
     pub leocc_exe: PathBuf,
 }
 
-/// Checks what the run needs before any namespace exists: root, iperf3, the controls.
-fn preflight(ccs: &[String], exe: &Path) -> Result<()> {
+/// Checks what the run needs before any namespace exists: root, iperf3, the controls; loads
+/// this binary's LeoCC into the kernel when a control needs it.
+pub(crate) fn preflight(ccs: &[String], exe: &Path) -> Result<()> {
     // SAFETY: geteuid has no preconditions and cannot fail.
     if unsafe { libc::geteuid() } != 0 {
         bail!("the emulator engine needs root (network namespaces and TUN)");
