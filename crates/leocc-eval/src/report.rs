@@ -25,9 +25,12 @@ pub const DELAY_RIVALS: [&str; 3] = ["bbr", "vivace", "leocc-ref"];
 /// Every control in a fixed order, so that a control has the same colour in every chart.
 const CC_ORDER: [&str; 10] = ["leocc", "cubic", "bbr", "bbr3", "copa", "vivace", "reno", "vegas", "satcp", "leocc-ref"];
 
-/// The colour of a control (or a mixed label) wherever it appears.
+/// The colour of a control (or a mixed label) wherever it appears. Labels outside
+/// [`CC_ORDER`] (quic:*, swept settings, mixes) take a colour from a hash of the whole label:
+/// by length alone, quic:cubic and quic:leocc were the same green.
 fn cc_color(label: &str) -> &'static str {
-    color(CC_ORDER.iter().position(|c| *c == label).unwrap_or(CC_ORDER.len() + label.len()))
+    let other = || CC_ORDER.len() + label.bytes().fold(0usize, |h, b| h.wrapping_mul(31).wrapping_add(b as usize));
+    color(CC_ORDER.iter().position(|c| *c == label).unwrap_or_else(other))
 }
 
 /// How ground-truth reconfigurations are drawn over time series.
@@ -551,6 +554,12 @@ pub fn markdown(records: &[Record]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quic_controls_get_different_colours() {
+        assert_ne!(cc_color("quic:cubic"), cc_color("quic:leocc"));
+        assert_eq!(cc_color("leocc"), color(0));
+    }
 
     #[test]
     fn jain_over_time_counts_only_active_flows() {
