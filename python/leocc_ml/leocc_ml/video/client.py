@@ -1,7 +1,7 @@
 """The video client over real kernel TCP: RobustMPC, one keep-alive connection, wall-clock buffer.
 
 Playback is simulated on the wall clock (nothing is decoded): the buffer drains in real time,
-a stall is the time the buffer was empty, and above ``player.BUFFER_MAX_S`` the client sleeps.
+a stall is the time the buffer was empty, and above ``session.BUFFER_MAX_S`` the client sleeps.
 """
 
 from __future__ import annotations
@@ -13,10 +13,8 @@ import urllib.parse
 
 from . import tcp
 from .ladder import Ladder
-from .mpc import RobustMpc
 from .observer import Observer
-from .player import BUFFER_MAX_S
-from .qoe import summarise
+from .session import Session
 
 #: Read size; small enough that the observer sees the delivery rate at 100 ms resolution.
 READ_BYTES = 64 * 1024
@@ -115,47 +113,20 @@ def play(url: str, predictor, cc: str | None = None, progress=None) -> dict:
             ladder = Ladder.from_json(json.loads(conn.get("/manifest.json")))
         except json.JSONDecodeError as e:
             raise HttpError(f"/manifest.json: not JSON ({e})") from None
-        mpc = RobustMpc(ladder)
-        obs = Observer()
+        session = Session(ladder, predictor)
         t0 = time.monotonic()
-        buf = 0.0
-        last_q = 0
-        chunk_mbps: list[float] = []
-        bitrates, rebufs, log = [], [], []
-        startup = 0.0
         for k in range(ladder.n_chunks):
-            now = time.monotonic() - t0
-            f = predictor.forecast(now, obs, chunk_mbps, min(5, ladder.n_chunks - k), ladder.chunk_s)
-            q = mpc.choose(k, buf, last_q, f) if k > 0 else 0
+            q = session.choose(k, time.monotonic() - t0)
             start = time.monotonic()
-            size = conn.get(f"/video/{q}/{k}", _Recorder(obs, t0, start))
+            size = conn.get(f"/video/{q}/{k}", _Recorder(session.obs, t0, start))
             end = time.monotonic()
-            obs.add_rtt(end - t0, tcp.rtt_ms(conn.sock))
-            dl = end - start
-            mbps = size * 8 / max(dl, 1e-6) / 1e6
-            mpc.observe(mbps)
-            chunk_mbps.append(mbps)
-            if k == 0:
-                startup, rebuf = dl, 0.0
-                buf = ladder.chunk_s
-            else:
-                rebuf = max(dl - buf, 0.0)
-                buf = max(buf - dl, 0.0) + ladder.chunk_s
-            if buf > BUFFER_MAX_S:
-                time.sleep(buf - BUFFER_MAX_S)
-                buf = BUFFER_MAX_S
-            bitrates.append(float(ladder.bitrates_mbps[q]))
-            rebufs.append(rebuf)
-            log.append({"chunk": k, "quality": q, "download_s": dl, "mbps": mbps, "rebuffer_s": rebuf, "buffer_s": buf})
-            last_q = q
+            session.obs.add_rtt(end - t0, tcp.rtt_ms(conn.sock))
+            mbps, wait = session.downloaded(k, q, end - start, size)
+            if wait > 0:
+                time.sleep(wait)
             if progress:
-                progress(f"chunk {k + 1}/{ladder.n_chunks} q{q} {mbps:.1f} Mbit/s buffer {buf:.1f} s")
+                progress(f"chunk {k + 1}/{ladder.n_chunks} q{q} {mbps:.1f} Mbit/s buffer {session.buf:.1f} s")
         cc_used = tcp.get_cc(conn.sock)
     finally:
         conn.close()
-    return {
-        **summarise(bitrates, rebufs, ladder.chunk_s, startup, float(ladder.bitrates_mbps[-1])),
-        "predictor": predictor.name,
-        "client_cc": cc_used,
-        "chunks_log": log,
-    }
+    return {**session.summary(), "client_cc": cc_used}

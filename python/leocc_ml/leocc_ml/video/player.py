@@ -3,7 +3,8 @@
 A chunk request takes one RTT, then the chunk's bytes use the trace's capacity from that
 moment on (the whole capacity: no congestion control, no slow start). The buffer logic is
 Pensieve's simulator's: play while downloading, stall when the buffer runs dry, and wait while
-it holds more than ``BUFFER_MAX_S``.
+it holds more than ``session.BUFFER_MAX_S`` (the bookkeeping is session.py's, shared with the
+kernel-TCP client).
 """
 
 from __future__ import annotations
@@ -12,12 +13,8 @@ import numpy as np
 
 from .. import traces
 from .ladder import Ladder
-from .mpc import RobustMpc
-from .observer import Observer
-from .qoe import summarise
+from .session import Session
 
-#: Pensieve's buffer threshold: above it the client sleeps before the next request.
-BUFFER_MAX_S = 60.0
 #: Longest a single chunk may take before the session is declared dead (a trace with no
 #: capacity would otherwise loop forever).
 MAX_DOWNLOAD_S = 600.0
@@ -59,45 +56,18 @@ class Link:
 def play(series: traces.Series, ladder: Ladder, predictor, start_s: float = 0.0) -> dict:
     """One session over ``series`` from trace time ``start_s``; returns the QoE summary and chunk log."""
     link = Link(series)
-    mpc = RobustMpc(ladder)
-    obs = Observer()
+    session = Session(ladder, predictor)
     t = 0.0  # client time; trace time is start_s + t
-    buf = 0.0
-    last_q = 0
-    chunk_mbps: list[float] = []
-    bitrates, rebufs, log = [], [], []
-    startup = 0.0
     for k in range(ladder.n_chunks):
-        f = predictor.forecast(t, obs, chunk_mbps, min(5, ladder.n_chunks - k), ladder.chunk_s)
-        q = mpc.choose(k, buf, last_q, f) if k > 0 else 0
+        q = session.choose(k, t)
         size = float(ladder.sizes[q, k])
         rtt = link.rtt_s(start_s + t)
         t_req = t + rtt
         t_end = link.finish(start_s + t_req, size) - start_s
         if t_end - t > MAX_DOWNLOAD_S:
             raise RuntimeError(f"chunk {k} took over {MAX_DOWNLOAD_S:.0f} s on {series.name}")
-        obs.add(t_req, t_end, size)
-        obs.add_rtt(t_req, rtt * 1000)
-        dl = t_end - t
-        mbps = size * 8 / dl / 1e6
-        mpc.observe(mbps)
-        chunk_mbps.append(mbps)
-        if k == 0:
-            startup, rebuf = dl, 0.0
-        else:
-            rebuf = max(dl - buf, 0.0)
-        buf = max(buf - dl, 0.0) + ladder.chunk_s if k > 0 else ladder.chunk_s
-        t = t_end
-        if buf > BUFFER_MAX_S:
-            wait = buf - BUFFER_MAX_S
-            t += wait
-            buf -= wait
-        bitrates.append(float(ladder.bitrates_mbps[q]))
-        rebufs.append(rebuf)
-        log.append({"chunk": k, "quality": q, "download_s": dl, "mbps": mbps, "rebuffer_s": rebuf, "buffer_s": buf})
-        last_q = q
-    return {
-        **summarise(bitrates, rebufs, ladder.chunk_s, startup, float(ladder.bitrates_mbps[-1])),
-        "predictor": predictor.name,
-        "chunks_log": log,
-    }
+        session.obs.add(t_req, t_end, size)
+        session.obs.add_rtt(t_req, rtt * 1000)
+        _, wait = session.downloaded(k, q, t_end - t, size)
+        t = t_end + wait
+    return session.summary()
