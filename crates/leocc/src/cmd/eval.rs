@@ -131,8 +131,17 @@ fn cores() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
 }
 
-fn trace_seconds(path: &Path) -> f64 {
-    leocc_trace::Trace::load(path).map(|t| t.duration_us() as f64 / 1e6).unwrap_or(60.0)
+/// Parses every trace of the matrix once, before any run: a bad one fails the eval with its file
+/// and line, and the length of each (which bounds a run without --duration) is kept, so that
+/// expanding a matrix of thousands of traces does not parse each again per buffer and scenario.
+fn trace_seconds(traces: &[PathBuf]) -> Result<std::collections::HashMap<PathBuf, f64>> {
+    traces
+        .iter()
+        .map(|t| {
+            let trace = leocc_trace::Trace::load(t).map_err(|e| anyhow::anyhow!("{e}"))?;
+            Ok((t.clone(), trace.duration_us() as f64 / 1e6))
+        })
+        .collect()
 }
 
 /// Runs a matrix and writes the report; returns the records of the matrix's runs.
@@ -142,10 +151,8 @@ fn run_matrix(m: &Matrix, out: &Path, jobs: usize, command_line: &str) -> Result
 
 /// [`run_matrix`] on a Ray cluster when `ray` is given.
 fn run_matrix_on(m: &Matrix, out: &Path, jobs: usize, ray: Option<&RayOptions>, command_line: &str) -> Result<Vec<results::Record>> {
-    for t in &m.traces {
-        leocc_trace::Trace::load(t).map_err(|e| anyhow::anyhow!("{e}"))?;
-    }
-    let specs = m.expand(trace_seconds);
+    let seconds = trace_seconds(&m.traces)?;
+    let specs = m.expand(|t| seconds[t]);
     let runner = Runner { exe: std::env::current_exe()?, out_dir: out.to_path_buf(), jobs, progress: true };
     let outcome = match ray {
         Some(r) => runner.run_ray(&specs, r)?,
@@ -279,12 +286,10 @@ pub fn eval(a: EvalArgs) -> Result<()> {
 
 /// `leocc eval --sweep`: the sweep, its page, and the average's table on stdout.
 fn run_sweep(m: &Matrix, sweep: &leocc_eval::sweep::Sweep, out: &Path, jobs: usize, fairness: bool) -> Result<()> {
-    for t in &m.traces {
-        leocc_trace::Trace::load(t).map_err(|e| anyhow::anyhow!("{e}"))?;
-    }
+    let seconds = trace_seconds(&m.traces)?;
     let runner = Runner { exe: std::env::current_exe()?, out_dir: out.to_path_buf(), jobs, progress: true };
     let run = leocc_eval::sweep::SweepRun { matrix: m, sweep, runner: &runner, fairness, command_line: &command_line() };
-    let (groups, page) = leocc_eval::sweep::run(&run, trace_seconds)?;
+    let (groups, page) = leocc_eval::sweep::run(&run, |t| seconds[t])?;
     if let Some(g) = groups.last() {
         print!("{}", leocc_eval::sweep::table(sweep, g));
     }
