@@ -161,12 +161,10 @@ fn simulate(
             return Err(value_error(format!("unknown congestion control {:?} (known: {})", f.cc, leocc_sim::cc::NAMES.join(", "))));
         }
     }
-    let mut cc_params = Vec::new();
-    for p in &params {
-        let (c, setting) = p.split_once('.').filter(|(c, s)| !c.is_empty() && s.contains('=')).ok_or_else(|| value_error(format!("param {p:?}: expected CC.NAME=VALUE")))?;
-        leocc_sim::cc::check_params(c, &[setting.to_string()]).map_err(|e| value_error(format!("param {p:?}: {e}")))?;
-        cc_params.push((c.to_string(), setting.to_string()));
-    }
+    let cc_params = params
+        .iter()
+        .map(|p| leocc_sim::cc::parse_setting(p).map_err(|e| value_error(format!("param {p:?}: {e}"))))
+        .collect::<PyResult<Vec<_>>>()?;
     let name = trace.path.as_ref().map_or_else(|| trace.inner.meta.name.clone(), |p| p.display().to_string());
     let mut sc = Scenario::new(trace.inner.clone(), &name, &specs[0].cc, duration_us);
     sc.flows = specs;

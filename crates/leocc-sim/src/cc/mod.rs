@@ -179,6 +179,16 @@ pub fn new_controller(name: &str, cfg: &CcConfig) -> Result<Box<dyn Controller>,
     })
 }
 
+/// Splits and checks one `CC.NAME=VALUE` setting (`leocc.delta_rtt_us=0`) into (control,
+/// `NAME=VALUE`); the one parser of `leocc sim --param` and the Python binding's `params`.
+pub fn parse_setting(p: &str) -> Result<(String, String), String> {
+    let Some((cc, setting)) = p.split_once('.').filter(|(cc, s)| !cc.is_empty() && s.contains('=')) else {
+        return Err("expected CC.NAME=VALUE, e.g. leocc.delta_rtt_us=0".into());
+    };
+    check_params(cc, &[setting.to_string()])?;
+    Ok((cc.to_string(), setting.to_string()))
+}
+
 /// Check `NAME=VALUE` settings for the controller called `name`: an unknown name or a value
 /// outside the parameter's range is an error naming it (see [`param`]).
 pub fn check_params(name: &str, params: &[String]) -> Result<(), String> {

@@ -156,15 +156,7 @@ pub fn scenarios(a: &SimArgs) -> anyhow::Result<Vec<Scenario>> {
 
 /// `CC.NAME=VALUE` settings as (control, `NAME=VALUE`), each checked against its control.
 pub fn parse_cc_params(params: &[String]) -> anyhow::Result<Vec<(String, String)>> {
-    let mut out = Vec::new();
-    for p in params {
-        let Some((cc, setting)) = p.split_once('.').filter(|(cc, s)| !cc.is_empty() && s.contains('=')) else {
-            bail!("--param '{p}': expected CC.NAME=VALUE, e.g. leocc.delta_rtt_us=0");
-        };
-        leocc_sim::cc::check_params(cc, &[setting.to_string()]).map_err(|e| anyhow::anyhow!("--param '{p}': {e}"))?;
-        out.push((cc.to_string(), setting.to_string()));
-    }
-    Ok(out)
+    params.iter().map(|p| leocc_sim::cc::parse_setting(p).map_err(|e| anyhow::anyhow!("--param '{p}': {e}"))).collect()
 }
 
 /// Run `leocc sim`.
