@@ -1,12 +1,13 @@
-//! The event queue: a binary min-heap ordered by (time, insertion sequence).
+//! The event queue: pending events kept sorted by (time, insertion sequence), latest first.
 //!
 //! The sequence number breaks ties between events at the same microsecond in the order they
-//! were scheduled, which makes the whole run deterministic regardless of heap internals.
-//! Events are small plain values (a kind and an index); the packets themselves live in the
-//! links' queues and delay lines, so the heap stays small and cache friendly.
-
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+//! were scheduled, which makes the whole run deterministic. Events are small plain values (a
+//! kind and an index); the packets themselves live in the links' queues and delay lines, so
+//! few events are ever pending: one flow keeps 8–9 on average and 25 at most (each hop's next
+//! service and arrival, the sender's wake-up and timers, the next sample). At that size a
+//! sorted vector beats a binary heap: popping the earliest event is a `Vec::pop`, and an
+//! insertion is a binary search plus a move of a few entries, where a heap pays a sift down
+//! through every level on each pop (a quarter of the simulator's time at 100 Mbit/s).
 
 /// What happens when an event fires. Indices refer to the world's hops and flows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,63 +38,53 @@ pub enum Ev {
     Sample,
 }
 
+/// A pending event. `key` packs (time, sequence) so that one integer comparison orders both.
 #[derive(Debug)]
 struct Entry {
-    time: u64,
-    seq: u64,
+    key: u128,
     ev: Ev,
 }
 
-impl PartialEq for Entry {
-    fn eq(&self, o: &Self) -> bool {
-        self.time == o.time && self.seq == o.seq
-    }
-}
-impl Eq for Entry {}
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Entry {
-    // Reversed: BinaryHeap is a max-heap and we want the earliest event first.
-    fn cmp(&self, o: &Self) -> Ordering {
-        (o.time, o.seq).cmp(&(self.time, self.seq))
-    }
+fn key(time_us: u64, seq: u64) -> u128 {
+    (u128::from(time_us) << 64) | u128::from(seq)
 }
 
 /// A deterministic discrete-event queue.
 #[derive(Debug, Default)]
 pub struct EventQueue {
-    heap: BinaryHeap<Entry>,
+    /// Sorted by key, descending: the earliest event is last.
+    pending: Vec<Entry>,
     next_seq: u64,
 }
 
 impl EventQueue {
     /// Schedule `ev` at absolute time `time_us`.
     pub fn push(&mut self, time_us: u64, ev: Ev) {
-        self.heap.push(Entry { time: time_us, seq: self.next_seq, ev });
+        let key = key(time_us, self.next_seq);
         self.next_seq += 1;
+        // Keys are unique, so the search never finds an equal one.
+        let at = self.pending.partition_point(|e| e.key > key);
+        self.pending.insert(at, Entry { key, ev });
     }
 
     /// The earliest event, if any.
     pub fn pop(&mut self) -> Option<(u64, Ev)> {
-        self.heap.pop().map(|e| (e.time, e.ev))
+        self.pending.pop().map(|e| ((e.key >> 64) as u64, e.ev))
     }
 
     /// The time of the earliest event.
     pub fn peek_time(&self) -> Option<u64> {
-        self.heap.peek().map(|e| e.time)
+        self.pending.last().map(|e| (e.key >> 64) as u64)
     }
 
     /// Number of pending events.
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.pending.len()
     }
 
     /// True when nothing is pending.
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.pending.is_empty()
     }
 }
 
