@@ -12,7 +12,7 @@
 
 use std::collections::VecDeque;
 
-use leocc_trace::link::Cursor;
+use leocc_trace::link::{Cursor, Held};
 use leocc_trace::{Dir, LinkModel, OPPORTUNITY_BYTES};
 
 use crate::cc::{new_controller, CcConfig, ReconfigEvent};
@@ -53,6 +53,11 @@ struct Hop {
     extra_loss: f64,
     trace_loss: bool,
     outage_drop: bool,
+    /// The link's delay, loss and outage state around the last packet (asked again only
+    /// when time leaves their span).
+    delay: Held<u64>,
+    loss: Held<f64>,
+    outage: Held<bool>,
 }
 
 impl Hop {
@@ -72,7 +77,31 @@ impl Hop {
             extra_loss,
             trace_loss: lossy,
             outage_drop: lossy,
+            delay: Held::default(),
+            loss: Held::default(),
+            outage: Held::default(),
         }
+    }
+
+    fn delay_us(&mut self, t: u64) -> u64 {
+        self.delay.at(t).unwrap_or_else(|| {
+            self.delay = self.link.delay_held(t);
+            self.delay.value
+        })
+    }
+
+    fn loss_prob(&mut self, t: u64) -> f64 {
+        self.loss.at(t).unwrap_or_else(|| {
+            self.loss = self.link.loss_held(t);
+            self.loss.value
+        })
+    }
+
+    fn in_outage(&mut self, t: u64) -> bool {
+        self.outage.at(t).unwrap_or_else(|| {
+            self.outage = self.link.outage_held(t);
+            self.outage.value
+        })
     }
 
     fn full_for(&self, size: u32) -> bool {
@@ -406,13 +435,13 @@ impl World {
     }
 
     fn depart(&mut self, now: u64, h: usize, p: Packet) {
-        let hop = &self.hops[h];
-        if hop.outage_drop && hop.link.in_outage(now) {
+        let hop = &mut self.hops[h];
+        if hop.outage_drop && hop.in_outage(now) {
             // A ground-truth outage with opportunities left in the schedule still loses packets.
             self.count_drop(&p, DropKind::Outage);
             return;
         }
-        let trace_p = if hop.trace_loss { hop.link.loss_prob(now) } else { 0.0 };
+        let trace_p = if hop.trace_loss { hop.loss_prob(now) } else { 0.0 };
         let extra = if matches!(p.body, Body::Data { .. }) { hop.extra_loss } else { 0.0 };
         let prob = 1.0 - (1.0 - trace_p) * (1.0 - extra);
         if prob > 0.0 && self.rng.chance(prob) {
@@ -424,7 +453,7 @@ impl World {
 
     fn propagate(&mut self, now: u64, h: usize, p: Packet) {
         let hop = &mut self.hops[h];
-        let at = (now + hop.link.delay_us(now)).max(hop.last_arrival);
+        let at = (now + hop.delay_us(now)).max(hop.last_arrival);
         hop.last_arrival = at;
         let was_empty = hop.line.is_empty();
         hop.line.push_back((at, p));
@@ -484,7 +513,7 @@ impl World {
             info.term_pop_rtt_us = self.detector.term_pop_rtt_us;
             info.term_pop_seq = self.detector.replies;
         }
-        let p = Packet { flow: f as u16, size: ack_size(info.nsacks), sent_us: now, route: 1, hop: 0, served_us: 0, body: Body::Ack(info) };
+        let p = Packet { flow: f as u16, size: ack_size(info.nsacks), sent_us: now, route: 1, hop: 0, served_us: 0, body: Body::Ack(Box::new(info)) };
         let h = self.routes[1][0];
         self.enter(now, h, p);
     }

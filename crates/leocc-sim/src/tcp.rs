@@ -79,7 +79,7 @@ pub enum Body {
         tx_index: u64,
     },
     /// An acknowledgement.
-    Ack(AckInfo),
+    Ack(Box<AckInfo>),
 }
 
 /// The content of an ACK.

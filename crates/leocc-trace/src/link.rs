@@ -137,6 +137,52 @@ impl LinkModel {
         i > 0 && r < self.outages[i - 1].1
     }
 
+    /// [`Self::delay_us`] with the span of time over which it holds.
+    pub fn delay_held(&self, t_us: u64) -> Held<u64> {
+        let d = &self.delay;
+        let (base, r) = self.fold(t_us);
+        let last = d.values_us.len().saturating_sub(1) as u64;
+        let step = d.interval_us.max(1);
+        let i = (r / step).min(last);
+        let until = if i == last { self.period } else { (i + 1) * step };
+        Held { from: base + i * step, until: base + until.min(self.period), value: d.at(r) }
+    }
+
+    /// [`Self::loss_prob`] with the span of time over which it holds.
+    pub fn loss_held(&self, t_us: u64) -> Held<f64> {
+        let (base, r) = self.fold(t_us);
+        let (from, until) = match &self.loss {
+            Loss::Constant(_) => (0, self.period),
+            Loss::Series { interval_us, values } => {
+                let last = values.len().saturating_sub(1) as u64;
+                let step = (*interval_us).max(1);
+                let i = (r / step).min(last);
+                (i * step, if i == last { self.period } else { ((i + 1) * step).min(self.period) })
+            }
+        };
+        Held { from: base + from, until: base + until, value: self.loss.at(r) }
+    }
+
+    /// [`Self::in_outage`] with the span of time over which it holds.
+    pub fn outage_held(&self, t_us: u64) -> Held<bool> {
+        let (base, r) = self.fold(t_us);
+        let i = self.outages.partition_point(|&(s, _)| s <= r);
+        let (from, until, value) = match i.checked_sub(1).map(|j| self.outages[j]) {
+            Some((s, e)) if r < e => (s, e, true),
+            prev => {
+                let next = self.outages.get(i).map_or(self.period, |&(s, _)| s);
+                (prev.map_or(0, |(_, e)| e), next, false)
+            }
+        };
+        Held { from: base + from, until: base + until, value }
+    }
+
+    /// The start of `t_us`'s loop and `t_us` folded into it.
+    fn fold(&self, t_us: u64) -> (u64, u64) {
+        let r = t_us % self.period;
+        (t_us - r, r)
+    }
+
     /// Outage spans within one period, folded into [0, P), sorted, as (start, end) µs.
     pub fn outages_folded(&self) -> &[(u64, u64)] {
         &self.outages
@@ -178,6 +224,26 @@ impl LinkModel {
 /// Entries [`LinkModel::locate_near`] steps forward before it falls back to a binary search:
 /// a hop's next query is almost always within a few opportunities of its last.
 const CURSOR_STEPS: usize = 8;
+
+/// A value of a link (delay, loss, outage) and the span [from, until) of absolute time over
+/// which it holds. The simulator asks per packet; keeping the span and asking again only when
+/// time leaves it saves the two divisions of a lookup, 7 % of a run at 100 Mbit/s.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Held<T> {
+    /// First µs of the span.
+    pub from: u64,
+    /// First µs after the span.
+    pub until: u64,
+    /// The value over the span.
+    pub value: T,
+}
+
+impl<T: Copy> Held<T> {
+    /// The value at `t_us`, if `t_us` is inside the span (never for a default one).
+    pub fn at(&self, t_us: u64) -> Option<T> {
+        (self.from <= t_us && t_us < self.until).then_some(self.value)
+    }
+}
 
 /// A caller's position in a [`LinkModel`]'s schedule; see [`LinkModel::slot`].
 #[derive(Debug, Clone, Copy, Default)]
@@ -305,6 +371,33 @@ mod tests {
                 assert_eq!(m.next_opportunity_near(t, &mut c), m.next_opportunity(t), "times {times:?} t {t}");
             }
         }
+    }
+
+    #[test]
+    fn held_values_agree_with_lookups_over_their_whole_span() {
+        // A 60 ms schedule with gaps of 33 and 25 ms (outages, around the opportunity at 35 ms), a delay and a loss series whose last
+        // value holds to the period's end, looped several times.
+        let cap = Capacity::new(vec![1_000, 2_000, 35_000, 60_000], None).unwrap();
+        let delay = DelaySeries { interval_us: 7_000, values_us: vec![5_000, 6_000, 9_000].into() };
+        let loss = Loss::Series { interval_us: 25_000, values: vec![0.0, 0.5].into() };
+        let truth = [Span { start_us: 40_000, len_us: 5_000 }];
+        let m = LinkModel::new(&cap, delay, loss, &truth, 1000);
+        for t in (0..200_000u64).step_by(250).chain([59_999, 60_000, 60_001, 119_999, 120_000]) {
+            let d = m.delay_held(t);
+            let l = m.loss_held(t);
+            let o = m.outage_held(t);
+            for h in [d.from, d.until - 1, t] {
+                assert_eq!(d.at(h), Some(m.delay_us(h)), "delay at {h} (asked at {t}: {d:?})");
+            }
+            for h in [l.from, l.until - 1, t] {
+                assert_eq!(l.at(h), Some(m.loss_prob(h)), "loss at {h} (asked at {t}: {l:?})");
+            }
+            for h in [o.from, o.until - 1, t] {
+                assert_eq!(o.at(h), Some(m.in_outage(h)), "outage at {h} (asked at {t}: {o:?})");
+            }
+            assert_eq!(d.at(d.until), None);
+        }
+        assert!(m.outage_held(20_000).value && !m.outage_held(35_500).value && m.outage_held(41_000).value);
     }
 
     #[test]
