@@ -56,6 +56,7 @@ struct Hop {
     /// The link's delay, loss and outage state around the last packet (asked again only
     /// when time leaves their span).
     delay: Held<u64>,
+    past_delay: Held<u64>,
     loss: Held<f64>,
     outage: Held<bool>,
 }
@@ -78,30 +79,27 @@ impl Hop {
             trace_loss: lossy,
             outage_drop: lossy,
             delay: Held::default(),
+            past_delay: Held::default(),
             loss: Held::default(),
             outage: Held::default(),
         }
     }
 
     fn delay_us(&mut self, t: u64) -> u64 {
-        self.delay.at(t).unwrap_or_else(|| {
-            self.delay = self.link.delay_held(t);
-            self.delay.value
-        })
+        self.delay.refresh(t, |t| self.link.delay_held(t))
+    }
+
+    /// The delay at a sampled packet's send time, an RTT ago (its own span: times lag now).
+    fn past_delay_us(&mut self, t: u64) -> u64 {
+        self.past_delay.refresh(t, |t| self.link.delay_held(t))
     }
 
     fn loss_prob(&mut self, t: u64) -> f64 {
-        self.loss.at(t).unwrap_or_else(|| {
-            self.loss = self.link.loss_held(t);
-            self.loss.value
-        })
+        self.loss.refresh(t, |t| self.link.loss_held(t))
     }
 
     fn in_outage(&mut self, t: u64) -> bool {
-        self.outage.at(t).unwrap_or_else(|| {
-            self.outage = self.link.outage_held(t);
-            self.outage.value
-        })
+        self.outage.refresh(t, |t| self.link.outage_held(t))
     }
 
     fn full_for(&self, size: u32) -> bool {
@@ -546,11 +544,11 @@ impl World {
 
     /// The trace's base RTT for a packet sent at `t`: propagation on every hop of the data
     /// route, then of the ACK route.
-    pub fn base_rtt_us(&self, t: u64) -> u64 {
+    fn base_rtt_us(&mut self, t: u64) -> u64 {
         let mut at = t;
         for r in &self.routes {
             for &h in r {
-                at += self.hops[h].link.delay_us(at);
+                at += self.hops[h].past_delay_us(at);
             }
         }
         at - t

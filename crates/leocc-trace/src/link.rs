@@ -243,6 +243,16 @@ impl<T: Copy> Held<T> {
     pub fn at(&self, t_us: u64) -> Option<T> {
         (self.from <= t_us && t_us < self.until).then_some(self.value)
     }
+
+    /// The value at `t_us`, from the span if it covers `t_us`, else from `ask` (which becomes
+    /// the new span).
+    pub fn refresh(&mut self, t_us: u64, ask: impl FnOnce(u64) -> Held<T>) -> T {
+        if let Some(v) = self.at(t_us) {
+            return v;
+        }
+        *self = ask(t_us);
+        self.value
+    }
 }
 
 /// A caller's position in a [`LinkModel`]'s schedule; see [`LinkModel::slot`].
