@@ -47,6 +47,7 @@ impl LinkModel {
     /// The opportunities at exactly `t_us` and the first one after it (`None` only for a
     /// schedule without any): one service slot of a hop. `cursor` is the caller's position from
     /// its previous query; any cursor gives the right answer, a recent one a fast one.
+    #[inline]
     pub fn slot(&self, t_us: u64, cursor: &mut Cursor) -> (u64, Option<u64>) {
         if self.times.is_empty() {
             return (0, None);
@@ -69,6 +70,7 @@ impl LinkModel {
     }
 
     /// The first opportunity at or after `t_us`, located from `cursor` (see [`Self::slot`]).
+    #[inline]
     pub fn next_opportunity_near(&self, t_us: u64, cursor: &mut Cursor) -> Option<u64> {
         if self.times.is_empty() {
             return None;
@@ -82,6 +84,7 @@ impl LinkModel {
     }
 
     /// [`Self::locate`], trying a few entries from `hint` before the binary search.
+    #[inline]
     fn locate_near(&self, t: u64, hint: usize) -> (u64, usize) {
         let (k, r) = (t / self.period, t % self.period);
         if r == 0 && k > 0 && self.at_period > 0 {
