@@ -112,13 +112,32 @@ class ResultsTest(unittest.TestCase):
             ts = leocc.read_timeseries(d)
             self.assertEqual(len(ts), 4)
             self.assertEqual(list(ts[ts.key == "k1"]["cc"]), ["leocc", "leocc"])
-            # One Parquet file instead of a CSV per run: the same frame, and a subset by key.
-            pq = leocc.write_timeseries(d)
-            self.assertTrue(pq.endswith("timeseries.parquet"))
-            os.remove(os.path.join(d, "ts", "r0.csv"))  # proves the Parquet file is what is read
-            pd.testing.assert_frame_equal(leocc.read_timeseries(d), ts)
             one = leocc.read_timeseries(d, runs=res[res.cc == "leocc"])
             self.assertEqual(set(one["key"]), {"k1"})
+
+    def test_folded_parts_and_unfolded_csvs_read_as_one_frame(self):
+        exe = os.path.join(REPO, "target", "release", "leocc")
+        if not os.path.exists(exe):
+            self.skipTest("target/release/leocc is not built")
+        with tempfile.TemporaryDirectory() as d:
+            subprocess.run([exe, "eval", "--trace", BUNDLED, "--cc", "leocc,cubic", "--runs", "1", "--queue", "500",
+                            "--duration", "5", "-o", d], check=True, capture_output=True)
+            self.assertEqual(sorted(os.listdir(os.path.join(d, "ts"))), ["part-00000.parquet"])
+            res = leocc.read_results(d)
+            ts = leocc.read_timeseries(d)
+            self.assertEqual(set(ts["key"]), set(res["key"]))
+            self.assertEqual(str(ts["flow"].dtype), "int64")
+            self.assertEqual(str(ts["throughput_mbps"].dtype), "float64")
+            self.assertEqual(len(ts[ts.key == res["key"][0]]), 50)
+            # A run recorded after the fold (its CSV not folded yet) joins the frame.
+            with open(os.path.join(d, "ts", "late.csv"), "w") as f:
+                f.write("cc,seed,t_s,flow,throughput_mbps\nbbr,1,0.1,0,12.5\n")
+            with open(os.path.join(d, "results.jsonl"), "a") as f:
+                f.write(json.dumps({"key": "late", "cc": "bbr", "timeseries": "ts/late.csv"}) + "\n")
+            both = leocc.read_timeseries(d)
+            self.assertEqual(len(both), len(ts) + 1)
+            late = leocc.read_timeseries(d, runs=leocc.read_results(d).query("key == 'late'"))
+            self.assertEqual(list(late["throughput_mbps"]), [12.5])
 
 
 if __name__ == "__main__":

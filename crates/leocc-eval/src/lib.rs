@@ -6,8 +6,8 @@
 //! by running two children at once. Every finished run appends one JSON object to
 //! `DIR/results.jsonl`; a rerun of the same matrix skips the runs whose key is already there,
 //! which is how an interrupted matrix resumes. The report ([`report`]) is made from that file
-//! alone (plus the per-run time series the runs left in `DIR/ts/`), so any tool that reads JSON
-//! lines can redo it.
+//! alone (plus the runs' time series in `DIR/ts/`, Parquet parts once a batch ends: [`tsstore`]),
+//! so any tool that reads JSON lines and Parquet can redo it.
 
 pub mod ablation;
 pub mod emu_engine;
@@ -20,4 +20,5 @@ pub mod results;
 pub mod runner;
 pub mod starts;
 pub mod sweep;
+pub mod tsstore;
 pub mod video;

@@ -127,6 +127,7 @@ impl Runner {
         }
         outcome.ran = ok;
         outcome.failed = failed;
+        self.fold_time_series();
         Ok(outcome)
     }
 

@@ -10,6 +10,7 @@
 //! compares them.
 
 use crate::results::{by_cell, stat, CellKey, Record, Stat};
+use crate::tsstore::Store;
 use anyhow::{Context, Result};
 use leocc_plot::{bars, color, esc, Axis, BarSeries, Chart, Marker, MarkerKind, Series, Style};
 use leocc_trace::{Dir, Trace};
@@ -151,6 +152,7 @@ pub fn write(out_dir: &Path, records: &[Record], command_line: &str) -> Result<P
         esc(command_line)
     );
     let cells = by_cell(records);
+    let ts = Store::open(out_dir)?;
     let engines: BTreeSet<&str> = records.iter().map(|r| r.str("engine")).collect();
     // One section per engine, trace and buffer; the buffer's label from its first row.
     let mut traces: BTreeMap<(String, String, String), (PathBuf, String)> = BTreeMap::new();
@@ -175,8 +177,8 @@ pub fn write(out_dir: &Path, records: &[Record], command_line: &str) -> Result<P
         };
         let _ = write!(html, "<h2>{} — {} — buffer {}</h2>", esc(trace), esc(engine), esc(queue_label));
         let at = At { engine, trace, queue };
-        single_section(&mut html, out_dir, &cells, at, view.as_ref());
-        multi_flow_section(&mut html, out_dir, &cells, at, view.as_ref());
+        single_section(&mut html, &ts, &cells, at, view.as_ref());
+        multi_flow_section(&mut html, &ts, &cells, at, view.as_ref());
     }
     if engines.len() > 1 {
         html.push_str(&engine_comparison(&cells));
@@ -283,7 +285,7 @@ const METRICS: [(&str, &str, f64, usize); 10] = [
     ("jain", "Jain", 1.0, 3),
 ];
 
-fn single_section(html: &mut String, out_dir: &Path, cells: &Cells, at: At, view: Option<&TraceView>) {
+fn single_section(html: &mut String, ts: &Store, cells: &Cells, at: At, view: Option<&TraceView>) {
     let At { engine, trace, queue } = at;
     let runs = single_runs(cells, at);
     if runs.is_empty() {
@@ -347,7 +349,7 @@ fn single_section(html: &mut String, out_dir: &Path, cells: &Cells, at: At, view
     html.push_str("<h3>Time series (first seed)</h3>");
     for (label, rs) in &runs {
         let Some(rec) = rs.iter().min_by_key(|r| r.num("seed").unwrap_or(0.0) as u64) else { continue };
-        match read_timeseries(&out_dir.join(rec.str("timeseries"))) {
+        match ts.read(rec.str("key"), rec.str("timeseries")) {
             Ok(rows) => html.push_str(&timeseries_chart(&format!("{trace}, queue {queue}: {label}"), &rows, view, false)),
             Err(e) => {
                 let _ = write!(html, "<p class=\"warn\">{}: no time series ({})</p>", esc(label), esc(&format!("{e:#}")));
@@ -434,7 +436,7 @@ fn jain_over_time(rows: &[TsRow]) -> Vec<(f64, f64)> {
         .collect()
 }
 
-fn multi_flow_section(html: &mut String, out_dir: &Path, cells: &Cells, at: At, view: Option<&TraceView>) {
+fn multi_flow_section(html: &mut String, ts: &Store, cells: &Cells, at: At, view: Option<&TraceView>) {
     let At { trace, queue, .. } = at;
     let multi: Vec<_> = cells.iter().filter(|(k, _)| at.holds(k) && k.3 != "single").collect();
     if multi.is_empty() {
@@ -460,7 +462,7 @@ fn multi_flow_section(html: &mut String, out_dir: &Path, cells: &Cells, at: At, 
     html.push_str("</table>");
     for ((_, _, _, scenario, label), runs) in &multi {
         let Some(rec) = runs.iter().min_by_key(|r| r.num("seed").unwrap_or(0.0) as u64) else { continue };
-        let Ok(rows) = read_timeseries(&out_dir.join(rec.str("timeseries"))) else { continue };
+        let Ok(rows) = ts.read(rec.str("key"), rec.str("timeseries")) else { continue };
         html.push_str(&timeseries_chart(&format!("{trace}, queue {queue}: {scenario}, {label} — per-flow throughput"), &rows, view, true));
         let j = jain_over_time(&rows);
         if !j.is_empty() {

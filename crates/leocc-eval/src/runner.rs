@@ -2,7 +2,7 @@
 //! appending each result to results.jsonl as soon as it finishes, with progress and an ETA.
 
 use crate::matrix::{Engine, RunSpec};
-use crate::results;
+use crate::{results, tsstore};
 use anyhow::{anyhow, bail, Context, Result};
 use serde_json::Value;
 use std::collections::VecDeque;
@@ -71,7 +71,21 @@ impl Runner {
         let (ran, failed) = state.into_inner().unwrap();
         outcome.ran = ran - failed.len();
         outcome.failed = failed;
+        self.fold_time_series();
         Ok(outcome)
+    }
+
+    /// Folds the per-run time-series CSVs of the finished runs into a Parquet part
+    /// ([`tsstore`]). A failure leaves them as CSVs, which every reader still takes.
+    pub(crate) fn fold_time_series(&self) {
+        match tsstore::fold_finished(&self.out_dir) {
+            Ok(c) => {
+                if let (Some(part), true) = (&c.part, self.progress) {
+                    eprintln!("eval: time series of {} runs ({} rows) folded into {}", c.runs, c.rows, part.display());
+                }
+            }
+            Err(e) => eprintln!("eval: time series left as CSV files: {e:#}"),
+        }
     }
 
     /// Runs one spec in a child process and returns its record, tagged with the run's identity.

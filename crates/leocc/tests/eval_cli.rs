@@ -38,8 +38,16 @@ fn eval_runs_the_matrix_writes_the_report_and_resumes() {
         for f in ["key", "engine", "trace", "scenario", "label", "throughput_mbps", "rtt_p95_ms", "owd_p95_ms", "utilization", "jain", "queue", "queue_bytes", "queue_ms"] {
             assert!(r.get(f).is_some(), "field {f} missing in {r}");
         }
-        assert!(out.join(r["timeseries"].as_str().unwrap()).exists());
     }
+    // The runs' time series were folded into one Parquet part, each run readable from it.
+    let store = leocc_eval::tsstore::Store::open(&out).unwrap();
+    assert_eq!(store.parts().len(), 1);
+    for r in &recs {
+        let rows = store.read(r["key"].as_str().unwrap(), r["timeseries"].as_str().unwrap()).unwrap();
+        assert!(rows.len() >= 70, "{} has {} rows", r["key"], rows.len());
+    }
+    let csvs = std::fs::read_dir(out.join("ts")).unwrap().filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "csv")).count();
+    assert_eq!(csvs, 0, "folded CSVs are removed");
     for (q, n) in [("500", 6), ("150ms", 6)] {
         assert_eq!(recs.iter().filter(|r| r["queue"] == q).count(), n, "runs with queue {q}");
     }

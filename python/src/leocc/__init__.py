@@ -31,11 +31,11 @@ __all__ = [
     "list_params",
     "read_results",
     "read_timeseries",
-    "write_timeseries",
 ]
 
-# One columnar file per eval for its time series, beside results.jsonl (write_timeseries).
-TIMESERIES_PARQUET = "timeseries.parquet"
+# Where `leocc eval` folds its runs' time series: Parquet parts (ts/part-NNNNN.parquet), each
+# listing its runs' keys in its metadata; a run not folded yet still has its own CSV.
+TS_DIR = "ts"
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -177,36 +177,26 @@ def _csv_series(base: str, runs: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
-def write_timeseries(path: PathLike) -> str:
-    """Gathers an eval's per-run time series (ts/*.csv, one per run) into one Parquet file,
-    DIR/timeseries.parquet, keyed by run: at dataset scale (tens of thousands of runs) one
-    compressed columnar file instead of as many CSVs, readable by pandas, polars, DuckDB and
-    Spark. Written to a temporary file and renamed. Returns its path."""
-    f = _results_file(path)
-    base = os.path.dirname(f)
-    series = _csv_series(base, read_results(f))
-    out = os.path.join(base, TIMESERIES_PARQUET)
-    tmp = out + f".tmp-{os.getpid()}"
-    try:
-        series.to_parquet(tmp, compression="zstd", index=False)
-        os.replace(tmp, out)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-    return out
-
-
 def read_timeseries(path: PathLike, runs: Optional[pd.DataFrame] = None) -> pd.DataFrame:
     """The per-100 ms time series of an eval's runs, one frame with the run's `key` on every
-    row. `runs`: a subset of read_results(path) to read (default: all). Reads
-    DIR/timeseries.parquet when write_timeseries made it after the last result was written,
-    otherwise the per-run CSVs."""
+    row. `runs`: a subset of read_results(path) to read (default: all). Reads the Parquet parts
+    `leocc eval` folds its runs into (DIR/ts/part-*.parquet, only the selected runs' rows) and
+    the CSVs of runs not folded yet (an eval still running, or killed)."""
+    import glob
+
     f = _results_file(path)
     base = os.path.dirname(f)
     runs = read_results(f) if runs is None else runs
-    pq = os.path.join(base, TIMESERIES_PARQUET)
-    if os.path.exists(pq) and os.path.getmtime(pq) >= os.path.getmtime(f):
-        keys = list(runs["key"])
-        df = pd.read_parquet(pq, filters=[("key", "in", keys)] if keys else None)
-        return df.reset_index(drop=True)
-    return _csv_series(base, runs)
+    keys = set(runs["key"]) if len(runs) else set()
+    frames = []
+    for part in sorted(glob.glob(os.path.join(base, TS_DIR, "part-*.parquet"))):
+        df = pd.read_parquet(part, filters=[("key", "in", sorted(keys))]) if keys else None
+        if df is not None and len(df):
+            frames.append(df)
+    folded = set().union(*(set(df["key"]) for df in frames)) if frames else set()
+    csv = _csv_series(base, runs[~runs["key"].isin(folded)]) if len(runs) else pd.DataFrame()
+    if len(csv):
+        frames.append(csv)
+    if not frames:
+        return pd.DataFrame()
+    return pd.concat(frames, ignore_index=True)
