@@ -78,7 +78,7 @@ pub struct EvalArgs {
     /// The Python that has `ray` installed [default: $LEOCC_PYTHON, else python3].
     #[arg(long, requires = "address")]
     python: Option<PathBuf>,
-    /// Output directory: results.jsonl, report.html, ts/, logs/.
+    /// Output directory: results.jsonl, report.html, ts/ (time series: Parquet parts, CSVs while runs are unfolded), logs/.
     #[arg(short, long)]
     out: PathBuf,
     /// Sweep a control's parameter, CC.NAME=V1,V2,... (repeatable: the cartesian product of
