@@ -22,6 +22,7 @@
 //! - [`instance`]: the single-instance lock, pid and state files; [`daemon`]: the loop;
 //! - [`trigger`]: expressions over the measurement stream that run a command (`--trigger`).
 
+pub mod bench;
 pub mod daemon;
 pub mod detect;
 pub mod discover;

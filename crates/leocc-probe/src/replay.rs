@@ -63,6 +63,40 @@ pub struct Score {
     pub false_positives: Vec<i64>,
 }
 
+/// Scores summed over several streams, traces or runs.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Totals {
+    /// True events.
+    pub truth: usize,
+    /// Detections.
+    pub detections: usize,
+    /// Detections matched one-to-one with a true event.
+    pub matched: usize,
+    /// Detection delays (ns) of every matched event.
+    pub delays_ns: Vec<i64>,
+}
+
+impl Totals {
+    /// Adds one score.
+    pub fn add(&mut self, s: &Score) {
+        self.truth += s.truth;
+        self.detections += s.detections;
+        self.matched += s.matched;
+        self.delays_ns.extend_from_slice(&s.delays_ns);
+    }
+
+    /// matched / detections, `None` without detections (a detector that never fires is not
+    /// 100 % precise).
+    pub fn precision(&self) -> Option<f64> {
+        (self.detections > 0).then(|| self.matched as f64 / self.detections as f64)
+    }
+
+    /// matched / truth, `None` without true events.
+    pub fn recall(&self) -> Option<f64> {
+        (self.truth > 0).then(|| self.matched as f64 / self.truth as f64)
+    }
+}
+
 /// One detection to score: outage-start estimate and detection time on the truth's clock.
 #[derive(Debug, Clone, Copy)]
 pub struct Detection {

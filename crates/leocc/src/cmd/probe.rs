@@ -9,7 +9,7 @@ use leocc_probe::detect::{DetectorConfig, Kind};
 use leocc_probe::discover::{Prefix, DEFAULT_PREFIX};
 use leocc_probe::instance;
 use leocc_probe::net::parse_target;
-use leocc_probe::replay;
+use leocc_probe::replay::{self, Totals};
 use leocc_probe::schedule::{Schedule, DEFAULT_TOLERANCE_NS};
 
 const NS_PER_MS: f64 = 1e6;
@@ -576,94 +576,71 @@ fn gen_cmd(g: &GenArgs, output: &std::path::Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Totals of a benchmark group.
-#[derive(Default, Clone)]
-struct BenchTotals {
-    truth: usize,
-    dets: usize,
-    matched: usize,
-    delays: Vec<i64>,
+/// One line of the bench table: true events, detections, precision, recall, median delay.
+fn bench_line(t: &Totals) -> String {
+    let pct = |v: Option<f64>| v.unwrap_or(1.0) * 100.0;
+    format!(
+        "{:>5} {:>5} {:>7.1} % {:>7.1} % {:>7.0} ms",
+        t.truth,
+        t.detections,
+        pct(t.precision()),
+        pct(t.recall()),
+        replay::percentile(&t.delays_ns, 50.0).unwrap_or(0) as f64 / NS_PER_MS
+    )
 }
-
-impl BenchTotals {
-    fn add(&mut self, s: &replay::Score) {
-        self.truth += s.truth;
-        self.dets += s.detections;
-        self.matched += s.matched;
-        self.delays.extend_from_slice(&s.delays_ns);
-    }
-
-    fn line(&self) -> String {
-        let pct = |a: usize, b: usize| if b == 0 { 100.0 } else { a as f64 * 100.0 / b as f64 };
-        format!(
-            "{:>5} {:>5} {:>7.1} % {:>7.1} % {:>7.0} ms",
-            self.truth,
-            self.dets,
-            pct(self.matched, self.dets),
-            pct(self.matched, self.truth),
-            replay::percentile(&self.delays, 50.0).unwrap_or(0) as f64 / NS_PER_MS
-        )
-    }
-}
-
-/// Bench loss rates (mean, Gilbert-Elliott, bursts of 2) and spacings: the issue's 1-3 % and
-/// 10-20 ms.
-const BENCH_LOSS: [f64; 3] = [0.01, 0.02, 0.03];
-const BENCH_SPACING_MS: [f64; 3] = [10.0, 15.0, 20.0];
 
 fn bench_cmd(seeds: u64, duration: f64, json: bool) -> anyhow::Result<()> {
-    use leocc_probe::detect::Scoring;
-    use leocc_probe::gen::{generate, GenConfig, Grid, PathKind};
-    let grids = [("starlink", Grid::Starlink), ("oneweb", Grid::Period(leocc_probe::gen::ONEWEB_PERIOD_S)), ("shifting", Grid::Shifting { shift_every_s: leocc_probe::gen::SHIFT_EVERY_S }), ("none", Grid::None)];
-    let scorings = [Scoring::Threshold, Scoring::Evidence];
-    let mut all = [BenchTotals::default(), BenchTotals::default()];
+    use leocc_probe::bench::{self, SCORINGS};
     if !json {
         println!("{} s streams, seeds 1..={seeds}, loss 1/2/3 % in bursts of 2, spacing 10/15/20 ms, 0.5 aperiodic events/min", duration);
         println!("{:<9} {:<9} {:<9} {:>5} {:>5} {:>9} {:>9} {:>10}", "path", "grid", "scoring", "true", "dets", "precision", "recall", "delay p50");
     }
-    for (pname, path) in [("bentpipe", PathKind::BentPipe), ("isl", PathKind::Isl)] {
-        for (gname, grid) in grids {
-            let mut tot = [BenchTotals::default(), BenchTotals::default()];
-            for &loss in &BENCH_LOSS {
-                for &spacing in &BENCH_SPACING_MS {
-                    for seed in 1..=seeds {
-                        let c = GenConfig { grid, loss, spacing_ms: spacing, duration_s: duration, ..GenConfig::new(path, seed) };
-                        let stream = generate(&c).map_err(anyhow::Error::msg)?;
-                        for (i, &sc) in scorings.iter().enumerate() {
-                            let r = replay::score_generated(&stream, DetectorConfig { scoring: sc, ..DetectorConfig::default() });
-                            if json {
-                                println!("{}", serde_json::json!({"path": pname, "grid": gname, "loss": loss, "spacing_ms": spacing, "seed": seed, "scoring": sc, "score": r.score}));
-                            }
-                            tot[i].add(&r.score);
-                            all[i].add(&r.score);
-                        }
-                    }
-                }
-            }
-            if !json {
-                for (i, sc) in scorings.iter().enumerate() {
-                    println!("{:<9} {:<9} {:<9} {}", pname, gname, format!("{sc:?}").to_lowercase(), tot[i].line());
-                }
-            }
+    let (groups, all) = bench::run(seeds, duration, |c| {
+        if json {
+            println!("{}", serde_json::json!({"path": c.path, "grid": c.grid, "loss": c.loss, "spacing_ms": c.spacing_ms, "seed": c.seed, "scoring": c.scoring, "score": c.score}));
+        }
+    })
+    .map_err(anyhow::Error::msg)?;
+    if json {
+        return Ok(());
+    }
+    let name = |sc: &leocc_probe::detect::Scoring| format!("{sc:?}").to_lowercase();
+    for g in &groups {
+        for (sc, t) in SCORINGS.iter().zip(&g.totals) {
+            println!("{:<9} {:<9} {:<9} {}", g.path, g.grid, name(sc), bench_line(t));
         }
     }
-    if !json {
-        for (i, sc) in scorings.iter().enumerate() {
-            println!("{:<9} {:<9} {:<9} {}", "all", "all", format!("{sc:?}").to_lowercase(), all[i].line());
-        }
+    for (sc, t) in SCORINGS.iter().zip(&all) {
+        println!("{:<9} {:<9} {:<9} {}", "all", "all", name(sc), bench_line(t));
     }
     Ok(())
 }
 
-/// The totals lines of `simulate` and `emulate`. A ratio over nothing is "n/a": with no
+/// The totals lines of `simulate` and `emulate` (scores in µs). A ratio over nothing is "n/a": with no
 /// detections, "precision 100.00 %" would read as a perfect detector.
-fn totals(truth: usize, dets: usize, matched: usize) -> String {
-    let pct = |a: usize, b: usize| if b == 0 { "n/a".to_string() } else { format!("{:.2} %", a as f64 * 100.0 / b as f64) };
-    format!("total: truth {truth}, detections {dets}, matched {matched}\nprecision {}, recall {}\n", pct(matched, dets), pct(matched, truth))
+fn totals(t: &Totals) -> String {
+    let pct = |v: Option<f64>| v.map_or("n/a".to_string(), |x| format!("{:.2} %", x * 100.0));
+    let mut out = format!(
+        "total: truth {}, detections {}, matched {}\nprecision {}, recall {}\n",
+        t.truth,
+        t.detections,
+        t.matched,
+        pct(t.precision()),
+        pct(t.recall())
+    );
+    // These scores are on the trace's clock, in µs (leocc_probe::sim), not ns.
+    if let (Some(p50), Some(p95)) = (replay::percentile(&t.delays_ns, 50.0), replay::percentile(&t.delays_ns, 95.0)) {
+        out += &format!("detection delay from outage start: median {:.1} ms, p95 {:.1} ms\n", p50 as f64 / 1e3, p95 as f64 / 1e3);
+    }
+    out
 }
 
 /// Link capacity the overhead is quoted against (issue 7): a 10 Mbit/s uplink.
 const REFERENCE_UPLINK_BPS: f64 = 10e6;
+
+fn overhead_line(what: &str, bps: f64) -> String {
+    format!("probe overhead{what}: {:.1} kbit/s per direction at the IP layer ({:.3} % of a 10 Mbit/s uplink)", bps / 1e3, bps * 100.0 / REFERENCE_UPLINK_BPS)
+}
 
 fn simulate_cmd(traces: &[(String, leocc_trace::Trace)], threshold_ms: f64, interval_ms: f64, seed: u64, json: bool) -> anyhow::Result<()> {
     use leocc_probe::sim::{overhead_bps, simulate, SimConfig};
@@ -672,8 +649,7 @@ fn simulate_cmd(traces: &[(String, leocc_trace::Trace)], threshold_ms: f64, inte
         seed,
         detector: DetectorConfig { threshold_ns: ms_to_ns("threshold-ms", threshold_ms, 1.0)?, ..DetectorConfig::default() },
     };
-    let (mut truth, mut dets, mut matched) = (0usize, 0usize, 0usize);
-    let mut delays = Vec::new();
+    let mut all = Totals::default();
     for (name, trace) in traces {
         let r = simulate(trace, &cfg);
         if json {
@@ -681,38 +657,17 @@ fn simulate_cmd(traces: &[(String, leocc_trace::Trace)], threshold_ms: f64, inte
         } else {
             println!(
                 "{}: truth {} ({}), detections {}, matched {}, missed {:?} us, false {:?} us",
-                name,
-                r.score.truth,
-                r.truth_source,
-                r.score.detections,
-                r.score.matched,
-                r.score.missed,
-                r.score.false_positives
+                name, r.score.truth, r.truth_source, r.score.detections, r.score.matched, r.score.missed, r.score.false_positives
             );
         }
-        truth += r.score.truth;
-        dets += r.score.detections;
-        matched += r.score.matched;
-        delays.extend_from_slice(&r.score.delays_ns);
+        all.add(&r.score);
     }
-    if json {
-        return Ok(());
+    if !json {
+        print!("{}", totals(&all));
+        println!("{}", overhead_line("", overhead_bps(cfg.interval_us)));
     }
-    print!("{}", totals(truth, dets, matched));
-    if let (Some(p50), Some(p95)) = (replay::percentile(&delays, 50.0), replay::percentile(&delays, 95.0)) {
-        println!("detection delay from outage start: median {:.1} ms, p95 {:.1} ms", p50 as f64 / 1e3, p95 as f64 / 1e3);
-    }
-    let bps = overhead_bps(cfg.interval_us);
-    println!(
-        "probe overhead: {:.1} kbit/s per direction at the IP layer ({:.3} % of a 10 Mbit/s uplink)",
-        bps / 1e3,
-        bps * 100.0 / REFERENCE_UPLINK_BPS
-    );
     Ok(())
 }
-
-/// The daemon stops this long before a trace would loop in the emulator, ms.
-const EMU_END_MARGIN_MS: u64 = 300;
 
 fn emulate_cmd(
     traces: &[(String, leocc_trace::Trace)],
@@ -720,76 +675,34 @@ fn emulate_cmd(
     max_seconds: Option<f64>,
     keep_logs: Option<&std::path::Path>,
 ) -> anyhow::Result<()> {
-    use leocc_emu::{EmuConfig, Emulator, Side, POP_ADDR};
-    use leocc_probe::sim::score_log;
+    use leocc_eval::detector::{emulate, run_ms};
     leocc_emu::shell::check_privileges()?;
     let detector = DetectorConfig { threshold_ns: ms_to_ns("threshold-ms", threshold_ms, 1.0)?, ..DetectorConfig::default() };
-    let (mut truth, mut dets, mut matched) = (0usize, 0usize, 0usize);
-    let mut delays = Vec::new();
-    let (mut sent, mut secs) = (0u64, 0.0f64);
     if let Some(k) = keep_logs {
         std::fs::create_dir_all(k).with_context(|| format!("--keep-logs {}", k.display()))?;
     }
+    let mut all = Totals::default();
+    let (mut sent, mut secs) = (0u64, 0.0f64);
     for (n, (name, trace)) in traces.iter().enumerate() {
-        let (truth_us, source) = leocc_probe::sim::truth_of(trace);
-        let mut run_ms = trace.duration_us() / 1000 - EMU_END_MARGIN_MS.min(trace.duration_us() / 1000);
-        if let Some(m) = max_seconds {
-            run_ms = run_ms.min((m * 1000.0) as u64);
-        }
-        println!("{name}: emulating {:.1} s ...", run_ms as f64 / 1e3);
-        let dir = std::env::temp_dir().join(format!("leocc-probe-emulate-{}", std::process::id()));
-        std::fs::create_dir_all(&dir)?;
-        let log = dir.join("events.jsonl");
-        let _ = std::fs::remove_file(&log);
-        let opts = Options {
-            pop: PopSource::Fixed(parse_target(&POP_ADDR.to_string()).map_err(anyhow::Error::msg)?),
-            interval_ns: daemon::DEFAULT_INTERVAL_NS,
-            detector: detector.clone(),
-            log: Some(log.clone()),
-            duration_ns: Some(run_ms * 1_000_000),
-            run_dir: dir.clone(),
-            unreachable_after_ns: daemon::DEFAULT_UNREACHABLE_AFTER_NS,
-            rediscover_after_ns: daemon::DEFAULT_REDISCOVER_AFTER_NS,
-            verbose: false,
-        };
-        let mut cfg = EmuConfig::new(trace.link(leocc_trace::Dir::Up), trace.link(leocc_trace::Dir::Down));
-        cfg.label = name.clone();
-        let emu = Emulator::start(&cfg)?;
-        let t0 = emu.clock().t0_mono_ns();
-        let h = emu.spawn_in(Side::Client, "leocc-probe", move || daemon::run(opts, None))?;
-        let run = h.join().map_err(|_| anyhow::anyhow!("the probe thread panicked"))?;
-        let end_us = (leocc_probe::net::mono_ns() - t0) / 1000;
-        emu.stop();
-        let summary = run?.map_err(anyhow::Error::msg)?;
-        let text = std::fs::read_to_string(&log)?;
-        let s = score_log(&text, t0, &truth_us, end_us).map_err(anyhow::Error::msg)?;
-        if let Some(k) = keep_logs {
-            let dest = k.join(format!("run-{}.jsonl", n + 1));
-            leocc_trace::write_atomic(&dest, text.as_bytes()).with_context(|| format!("keeping the log as {}", dest.display()))?;
+        let ms = run_ms(trace, max_seconds);
+        println!("{name}: emulating {:.1} s ...", ms as f64 / 1e3);
+        let keep = keep_logs.map(|k| k.join(format!("run-{}.jsonl", n + 1)));
+        let r = emulate(name, trace, &detector, ms, keep.as_deref())?;
+        if let Some((dest, t0)) = &r.kept_log {
             println!("{name}: log kept as {} (trace time zero at CLOCK_MONOTONIC {t0} ns)", dest.display());
         }
-        std::fs::remove_dir_all(&dir)?;
+        let (s, sum) = (&r.score, &r.summary);
         println!(
-            "{name}: truth {} ({source}), detections {}, matched {}, missed {:?} us, false {:?} us, {} probes, {} replies, {} suppressed",
-            s.truth, s.detections, s.matched, s.missed, s.false_positives, summary.sent, summary.replies, summary.suppressed
+            "{name}: truth {} ({}), detections {}, matched {}, missed {:?} us, false {:?} us, {} probes, {} replies, {} suppressed",
+            s.truth, r.truth_source, s.detections, s.matched, s.missed, s.false_positives, sum.sent, sum.replies, sum.suppressed
         );
-        truth += s.truth;
-        dets += s.detections;
-        matched += s.matched;
-        delays.extend_from_slice(&s.delays_ns);
-        sent += summary.sent;
-        secs += run_ms as f64 / 1e3;
+        all.add(s);
+        sent += sum.sent;
+        secs += r.seconds;
     }
-    print!("{}", totals(truth, dets, matched));
-    if let (Some(p50), Some(p95)) = (replay::percentile(&delays, 50.0), replay::percentile(&delays, 95.0)) {
-        println!("detection delay from outage start: median {:.1} ms, p95 {:.1} ms", p50 as f64 / 1e3, p95 as f64 / 1e3);
-    }
+    print!("{}", totals(&all));
     let measured_bps = sent as f64 * leocc_probe::sim::PROBE_IP_BYTES as f64 * 8.0 / secs.max(1e-9);
-    println!(
-        "probe overhead (measured send rate): {:.1} kbit/s per direction at the IP layer ({:.3} % of a 10 Mbit/s uplink)",
-        measured_bps / 1e3,
-        measured_bps * 100.0 / REFERENCE_UPLINK_BPS
-    );
+    println!("{}", overhead_line(" (measured send rate)", measured_bps));
     Ok(())
 }
 
@@ -799,9 +712,9 @@ mod tests {
 
     #[test]
     fn totals_without_detections_print_na_not_100_percent() {
-        let t = totals(3, 0, 0);
-        assert!(t.contains("precision n/a, recall 0.00 %"), "{t}");
-        assert!(totals(0, 0, 0).contains("precision n/a, recall n/a"));
-        assert!(totals(4, 2, 1).contains("precision 50.00 %, recall 25.00 %"));
+        let t = |truth, detections, matched| totals(&Totals { truth, detections, matched, delays_ns: Vec::new() });
+        assert!(t(3, 0, 0).contains("precision n/a, recall 0.00 %"), "{}", t(3, 0, 0));
+        assert!(t(0, 0, 0).contains("precision n/a, recall n/a"));
+        assert!(t(4, 2, 1).contains("precision 50.00 %, recall 25.00 %"));
     }
 }
