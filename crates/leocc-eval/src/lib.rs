@@ -10,6 +10,7 @@
 //! so any tool that reads JSON lines and Parquet can redo it.
 
 pub mod ablation;
+pub mod across;
 pub mod detector;
 pub mod emu_engine;
 pub mod emu_quic;

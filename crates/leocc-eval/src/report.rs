@@ -9,6 +9,7 @@
 //! Cubic, the two-stream test) with Jain's index over time. When both engines ran, a table
 //! compares them.
 
+use crate::across;
 use crate::results::{by_cell, stat, CellKey, Record, Stat};
 use crate::tsstore::Store;
 use anyhow::{Context, Result};
@@ -29,7 +30,7 @@ const CC_ORDER: [&str; 10] = ["leocc", "cubic", "bbr", "bbr3", "copa", "vivace",
 /// The colour of a control (or a mixed label) wherever it appears. Labels outside
 /// [`CC_ORDER`] (quic:*, swept settings, mixes) take a colour from a hash of the whole label:
 /// by length alone, quic:cubic and quic:leocc were the same green.
-fn cc_color(label: &str) -> &'static str {
+pub(crate) fn cc_color(label: &str) -> &'static str {
     let other = || CC_ORDER.len() + label.bytes().fold(0usize, |h, b| h.wrapping_mul(31).wrapping_add(b as usize));
     color(CC_ORDER.iter().position(|c| *c == label).unwrap_or_else(other))
 }
@@ -161,8 +162,30 @@ pub fn write(out_dir: &Path, records: &[Record], command_line: &str) -> Result<P
             .entry((r.str("engine").into(), r.str("trace").into(), r.queue()))
             .or_insert_with(|| (PathBuf::from(r.str("trace_path")), r.queue_label()));
     }
-    html.push_str(&headline_table(&cells));
+    // Engines and buffers with more traces than a page can show one by one.
+    let mut per_group: BTreeMap<(&str, &str), usize> = BTreeMap::new();
+    for (engine, _, queue) in traces.keys() {
+        *per_group.entry((engine.as_str(), queue.as_str())).or_default() += 1;
+    }
+    let many: BTreeMap<(&str, &str), across::Group> = per_group
+        .iter()
+        .filter(|(_, &n)| n > across::DETAIL_TRACES)
+        .map(|(&(e, q), _)| ((e, q), across::Group::new(&cells, e, q)))
+        .collect();
+    html.push_str(&headline_table(&cells, &many));
+    let mut shown: BTreeMap<(&str, &str), usize> = BTreeMap::new();
     for ((engine, trace, queue), (path, queue_label)) in &traces {
+        let group = (engine.as_str(), queue.as_str());
+        let n = shown.entry(group).or_default();
+        *n += 1;
+        if let Some(g) = many.get(&group) {
+            if *n == 1 {
+                html.push_str(&g.section());
+            }
+            if *n > across::DETAIL_TRACES {
+                continue;
+            }
+        }
         let horizon = records
             .iter()
             .filter(|r| r.str("trace") == trace && r.str("engine") == engine)
@@ -227,11 +250,15 @@ fn queue_label(runs: &[&Record]) -> String {
     runs.first().map_or_else(String::new, |r| r.queue_label())
 }
 
-/// The paper's comparisons, one row per engine and trace with a LeoCC run.
-fn headline_table(cells: &Cells) -> String {
+/// The paper's comparisons, one row per engine and trace with a LeoCC run; one row across
+/// traces for an engine and buffer in `many`.
+fn headline_table(cells: &Cells, many: &BTreeMap<(&str, &str), across::Group>) -> String {
     let mut rows = String::new();
+    for g in many.values() {
+        rows += &g.headline_row();
+    }
     for ((engine, trace, queue, scenario, label), runs) in cells {
-        if scenario != "single" || label != "leocc" {
+        if scenario != "single" || label != "leocc" || many.contains_key(&(engine.as_str(), queue.as_str())) {
             continue;
         }
         let get = |cc: &str, field: &str| {
@@ -266,9 +293,11 @@ fn headline_table(cells: &Cells) -> String {
     format!(
         "<h2>LeoCC against the field</h2><p>Throughput change of LeoCC against Cubic, Copa and BBRv3 (the paper reports +85 to +494 %) and \
          p95 RTT change against BBRv1 and Vivace (the paper: −44 to −56 %) and against the authors' own code (leocc-ref), single-flow runs, means over seeds, one row per buffer. \
+         With more than {} traces in an engine and buffer, one row for all of them: the median change over traces and the share of traces where LeoCC is ahead. \
          Negative throughput or positive delay numbers are shortfalls and are shown as measured.</p>\
          <table><tr><th>engine</th><th>trace</th><th>buffer</th><th>LeoCC utilisation %</th><th>queueing delay mean ms</th><th>queueing delay p95 ms</th>\
-         <th>thr. vs cubic</th><th>thr. vs copa</th><th>thr. vs bbr3</th><th>p95 RTT vs bbr</th><th>p95 RTT vs vivace</th><th>p95 RTT vs leocc-ref</th></tr>{rows}</table>"
+         <th>thr. vs cubic</th><th>thr. vs copa</th><th>thr. vs bbr3</th><th>p95 RTT vs bbr</th><th>p95 RTT vs vivace</th><th>p95 RTT vs leocc-ref</th></tr>{rows}</table>",
+        across::DETAIL_TRACES
     )
 }
 
