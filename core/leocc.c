@@ -884,37 +884,25 @@ LEOCC_INTERNAL void check_drain(struct leocc_state *s)
 	leocc_u64 drop = (leocc_u64)(LEOCC_UNIT - min_u32(s->p.dco, LEOCC_UNIT)) * rtt_l(s) /
 			 LEOCC_UNIT / 2;
 
-	s->drain_held = rtt_latest(s) + drop >= s->drain_start_rtt;
-	if (s->congested && s->drain_held)
+	if (s->congested && rtt_latest(s) + drop >= s->drain_start_rtt)
 		s->band_learning = 1;
 }
 
 /* Competing with buffer-filling flows (BBR, Cubic in a deep buffer). Alone, this flow's RTT
  * leaves the range the probe measured (counted from the lowest dense bin of its own RTTs, which
  * a rare low sample cannot move, unlike bRTT_l on a bursty uplink) only around its burst
- * phase: judged against that range its cwnd is capped at target x bRTT_h, so its own queue
- * cannot stand above the range. If most samples of competing_cycles cycles in a row lie above
- * it anyway, a queue stands that this flow does not control: judged against the probe's range
- * the flow would read it as congestion for ever and hand the link to the queue's owner. For
- * half a W_RT it then judges against its own range (the paper's MPF over its own RTTs, which
- * learns the elevation after a failed drain).
- * Staying in that mode needs more: judged against its own range the flow's own queue can stand
- * above the probe's range too, so a cycle counts only if its drain phase also failed to bring
- * the RTT down (a queue this flow built falls when it drains). Without that test a lone flow on
- * a bursty uplink that once took its own queue for another's kept doing so for the rest of the
- * trace (simulator, 10 generated Starlink uplink traces x 2 buffers: mean p95 RTT 81.9 ms, 63.7
- * ms with the test, 47.9 ms with no switch at all; LeoCC's share against one BBR flow 0.46,
- * 0.46 and 0.26). */
+ * phase. If most samples of competing_cycles cycles in a row lie above it, a queue stands
+ * that this flow does not control: judged against the probe's range the flow would read it as
+ * congestion for ever and hand the link to the queue's owner. For half a W_RT it then judges
+ * against its own range (the paper's MPF over its own RTTs, which learns the elevation after a
+ * failed drain). */
 LEOCC_INTERNAL void check_standing_queue(struct leocc_state *s, leocc_u64 now_us)
 {
-	int above = s->cycle_samples &&
-		    (leocc_u32)s->cycle_above * 100 > (leocc_u32)s->cycle_samples * STANDING_QUEUE_PCT;
-
-	if (above && (now_us >= s->competing_until_us || s->drain_held))
-		s->standing_cycles += s->standing_cycles < 0xff;
+	if (s->cycle_samples &&
+	    (leocc_u32)s->cycle_above * 100 > (leocc_u32)s->cycle_samples * STANDING_QUEUE_PCT)
+		s->standing_cycles++;
 	else
 		s->standing_cycles = 0;
-	s->drain_held = 0;
 	if (s->p.competing_cycles && s->standing_cycles >= s->p.competing_cycles)
 		s->competing_until_us = now_us + s->p.rtt_win_us / 2;
 	s->cycle_samples = 0;

@@ -244,9 +244,7 @@ struct leocc_state {
 	leocc_u32 dense_floor_us;     /* lowest dense bin of the flow's own bands */
 	leocc_u16 cycle_samples;      /* RTT samples in the current cruise cycle ... */
 	leocc_u16 cycle_above;        /* ... of which above the probe-measured range */
-	leocc_u8 standing_cycles;     /* cycles in a row mostly above the probe-measured range
-				       * whose drain did not bring the RTT down (saturates) */
-	leocc_u8 drain_held;          /* this cycle's drain phase left the RTT where it was */
+	leocc_u16 standing_cycles;    /* cycles in a row mostly above the probe-measured range */
 	leocc_u8 round_capped;        /* this round was held by the congested one-BDP cwnd */
 	leocc_u8 cwnd_capped;         /* the last output used cwnd_gain_congested */
 	leocc_u64 competing_until_us; /* another flow's queue stands: own range until then */
