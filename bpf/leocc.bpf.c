@@ -20,6 +20,8 @@
  *        (SK_PACING_NEEDED, set in init) since these hosts have no sch_fq;
  *     5. every LEOCC_STATS_PERIOD_US, copy leocc_view() into the pinned HASH `stats`, keyed by
  *        the flow's addresses, for `leocc kernel stats`.
+ *   init: the core starts from the pinned ARRAY `params` when it is set (`leocc kernel params`,
+ *     emulator sweeps), else from leocc_default_params().
  *
  * State split: struct leocc_ca lives in inet_csk_ca() (ICSK_CA_PRIV_SIZE = 104 bytes, free
  * to touch on every ACK) and holds only the glue's bookkeeping; the core's struct leocc_state
@@ -138,6 +140,21 @@ struct {
 	__type(key, __u32);
 	__type(value, struct leocc_signal);
 } signal SEC(".maps");
+
+/* The parameters new flows start from (`leocc kernel params`, parameter sweeps in the
+ * emulator): when `set`, `p` instead of leocc_default_params(). A flow keeps the parameters it
+ * started with. Any value is safe: leocc_init repairs the ones that would break the core. */
+struct leocc_params_entry {
+	__u32 set;
+	struct leocc_params p;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct leocc_params_entry);
+} params SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -387,8 +404,10 @@ void BPF_PROG(leocc_cc_init, struct sock *sk)
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct leocc_ca *ca = leocc_ca(sk);
 	const struct leocc_signal *s;
-	struct leocc_params params;
+	const struct leocc_params_entry *pe;
+	struct leocc_params p;
 	struct leocc_flow *fl;
+	__u32 zero = 0;
 	__u64 now_us = tp->tcp_mstamp;
 
 	__builtin_memset(ca, 0, sizeof(*ca));
@@ -409,8 +428,12 @@ void BPF_PROG(leocc_cc_init, struct sock *sk)
 	if (fl->listed)
 		bpf_map_delete_elem(&stats, &fl->key);
 	fl->listed = 0;
-	leocc_default_params(&params);
-	leocc_init(&fl->core, &params, now_us);
+	pe = bpf_map_lookup_elem(&params, &zero);
+	if (pe && pe->set)
+		__builtin_memcpy(&p, &pe->p, sizeof(p));
+	else
+		leocc_default_params(&p);
+	leocc_init(&fl->core, &p, now_us);
 }
 
 SEC("struct_ops")

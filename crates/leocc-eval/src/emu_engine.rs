@@ -59,6 +59,9 @@ pub struct EmuRun {
     pub timeseries: Option<PathBuf>,
     /// The `leocc` binary (to start the detector and load the kernel module).
     pub leocc_exe: PathBuf,
+    /// `leocc.NAME=VALUE` settings for this run's LeoCC flows (a sweep's); the kernel's other
+    /// controls take none.
+    pub params: Vec<String>,
 }
 
 /// Checks what the run needs before any namespace exists: root, iperf3, the controls; loads
@@ -96,6 +99,27 @@ pub(crate) fn preflight(ccs: &[String], exe: &Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Sets `settings` (`leocc.NAME=VALUE`, range-checked as `leocc sim --param` does) for the new
+/// LeoCC flows of this run; the guard returns the kernel to the defaults when the run ends, on
+/// an error as well (and the next run's preflight reloads LeoCC, which resets them in any case).
+fn kernel_params(settings: &[String], ccs: &[String]) -> Result<Option<leocc_kernel::params::ParamsGuard>> {
+    if settings.is_empty() {
+        return Ok(None);
+    }
+    if !ccs.iter().any(|c| c == "leocc") {
+        bail!("parameters {} given, but no LeoCC flow runs", settings.join(" "));
+    }
+    let mut p = leocc_kernel::params::Params::default();
+    for s in settings {
+        let (cc, setting) = leocc_sim::cc::parse_setting(s).map_err(|e| anyhow!("--param '{s}': {e}"))?;
+        if cc != "leocc" {
+            bail!("--param '{s}': in the emulator only LeoCC (BPF) takes parameters; the kernel's {cc} has none to set");
+        }
+        p.apply([setting.as_str()]).map_err(|e| anyhow!("--param '{s}': {e}"))?;
+    }
+    Ok(Some(leocc_kernel::params::ParamsGuard::set(&p)?))
 }
 
 /// Set by SIGINT/SIGTERM/SIGHUP: the run stops its flows, removes its namespaces and fails,
@@ -149,6 +173,7 @@ pub fn run(r: &EmuRun) -> Result<Value> {
         None
     };
     preflight(&ccs, &r.leocc_exe)?;
+    let _params = kernel_params(&r.params, &ccs)?;
 
     let data_dir = trace.meta.direction.primary();
     let (fwd, back) = (trace.link(data_dir), trace.link(if data_dir == Dir::Up { Dir::Down } else { Dir::Up }));

@@ -24,6 +24,7 @@ pub mod bench;
 pub mod lab;
 pub mod loader;
 pub mod option;
+pub mod params;
 pub mod signal;
 pub mod stats;
 
@@ -92,6 +93,14 @@ pub enum KernelError {
     /// The signal map could not be used.
     #[error("signal map {}: {reason}", path.display())]
     SignalMap {
+        /// Where it should be pinned.
+        path: PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The params map could not be used.
+    #[error("LeoCC's parameter map {}: {reason}", path.display())]
+    ParamsMap {
         /// Where it should be pinned.
         path: PathBuf,
         /// What went wrong.

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use libbpf_rs::query::ProgInfoIter;
 use libbpf_rs::{libbpf_sys, Link, ProgramType};
 
+use crate::params::PARAMS_PIN;
 use crate::signal::{self, Signal, LINK_PIN, PIN_DIR, SIGNAL_PIN, STATS_PIN};
 use crate::{is_root, missing_bpf_reason, KernelError};
 
@@ -73,7 +74,13 @@ pub fn load(opts: &LoadOptions) -> Result<LoadOutcome, KernelError> {
 
     if Path::new(LINK_PIN).exists() {
         if Link::open(LINK_PIN).is_ok() && is_registered() {
-            return Ok(LoadOutcome::AlreadyLoaded);
+            if Path::new(PARAMS_PIN).exists() {
+                return Ok(LoadOutcome::AlreadyLoaded);
+            }
+            // Ours, but from a build before the params map: replace it, so that what runs is
+            // this build's LeoCC (tests on a machine with an old registration tested the old).
+            unload()?;
+            return load(opts);
         }
         // A pin left by a kernel that has since dropped the registration: start afresh.
         remove_if_present(Path::new(LINK_PIN))?;
@@ -82,15 +89,17 @@ pub fn load(opts: &LoadOptions) -> Result<LoadOutcome, KernelError> {
         return Err(KernelError::ForeignLeocc(LINK_PIN.to_string()));
     }
     // Stats of flows and option counters from an earlier load are history, and so are the
-    // option programs (their cgroup links would keep an old object alive); the signal map is
-    // kept (see above).
+    // option programs (their cgroup links would keep an old object alive) and parameters set
+    // for the old object's flows; the signal map is kept (see above).
     remove_if_present(Path::new(STATS_PIN))?;
+    remove_if_present(Path::new(PARAMS_PIN))?;
     crate::option::remove_all()?;
 
     let custom_btf = (btf != Path::new(KERNEL_BTF)).then_some(btf);
     if let Err(e) = load_and_pin(custom_btf.as_deref()) {
         let _ = remove_if_present(Path::new(LINK_PIN));
         let _ = remove_if_present(Path::new(STATS_PIN));
+        let _ = remove_if_present(Path::new(PARAMS_PIN));
         let _ = crate::option::remove_all();
         return Err(e);
     }
@@ -148,6 +157,10 @@ fn load_and_pin(btf: Option<&Path>) -> Result<(), KernelError> {
         .set_pin_path(STATS_PIN)
         .map_err(libbpf("pinning the stats map", ""))?;
     open.maps
+        .params
+        .set_pin_path(PARAMS_PIN)
+        .map_err(libbpf("pinning the params map", ""))?;
+    open.maps
         .option_counters
         .set_pin_path(crate::option::COUNTERS_PIN)
         .map_err(libbpf("pinning the option counters", ""))?;
@@ -184,7 +197,7 @@ pub fn unload() -> Result<bool, KernelError> {
     }
     let was_loaded = Path::new(LINK_PIN).exists();
     crate::option::remove_all()?;
-    for pin in [LINK_PIN, STATS_PIN, SIGNAL_PIN] {
+    for pin in [LINK_PIN, STATS_PIN, PARAMS_PIN, SIGNAL_PIN] {
         remove_if_present(Path::new(pin))?;
     }
     // Only our pins: leave the directory if something else was put there.

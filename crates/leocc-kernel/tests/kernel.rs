@@ -328,3 +328,48 @@ fn status_explains_a_kernel_without_btf() {
         other => panic!("load with a missing BTF: {other:?}"),
     }
 }
+
+#[test]
+fn params_reach_new_flows_only_while_set() {
+    use leocc_kernel::params::{self, Params, ParamsGuard};
+    let Some(_x) = exclusive("params_reach_new_flows_only_while_set") else { return };
+    load();
+    assert_eq!(params::read_params().unwrap(), None, "a fresh load starts from the defaults");
+    let pair = NetnsPair::new("params").expect("netns pair");
+    let _server = Iperf3Server::start(&pair, PORT).expect("iperf3 server");
+    // A floor on every window far above what LeoCC keeps on a veth at line rate (about 6,400
+    // packets here): visible in the flow's cwnd.
+    const FLOOR: u32 = 30_000;
+    let cwnd_of_a_flow = || {
+        let client = lab::iperf3_client(&pair, PORT, "leocc", 2, 1).stdout(Stdio::null()).spawn().expect("iperf3 client");
+        let flows = wait_flows(Duration::from_secs(2), |f| f.len() == 1 && f[0].acks > 100);
+        let _ = client.wait_with_output();
+        wait_flows(Duration::from_secs(2), |f| f.is_empty());
+        flows.first().map(|f| f.cwnd).expect("the flow was listed")
+    };
+    let mut p = Params::default();
+    p.set("min_cwnd", FLOOR).unwrap();
+    {
+        let _set = ParamsGuard::set(&p).unwrap();
+        assert_eq!(params::read_params().unwrap(), Some(p));
+        let cwnd = cwnd_of_a_flow();
+        assert!(cwnd >= FLOOR, "min_cwnd {FLOOR} set, the flow's cwnd is {cwnd}");
+    }
+    assert_eq!(params::read_params().unwrap(), None, "the guard returned to the defaults");
+    let cwnd = cwnd_of_a_flow();
+    assert!(cwnd < FLOOR, "defaults again, yet the flow's cwnd is {cwnd}");
+    assert!(loader::unload().unwrap());
+    assert!(!Path::new(params::PARAMS_PIN).exists(), "unload removes the params pin");
+}
+
+#[test]
+fn load_replaces_a_registration_from_a_build_without_the_params_map() {
+    let Some(_x) = exclusive("load_replaces_a_registration_from_a_build_without_the_params_map") else { return };
+    load();
+    // What an older build's registration looks like: ours (the link pin), no params map.
+    std::fs::remove_file(leocc_kernel::params::PARAMS_PIN).unwrap();
+    assert_eq!(loader::load(&LoadOptions::default()).unwrap(), LoadOutcome::Loaded, "replaced, not kept");
+    assert!(Path::new(leocc_kernel::params::PARAMS_PIN).exists());
+    assert_eq!(loader::load(&LoadOptions::default()).unwrap(), LoadOutcome::AlreadyLoaded);
+    assert!(loader::unload().unwrap());
+}

@@ -448,6 +448,10 @@ pub struct EmuRunArgs {
     /// Per-100 ms CSV time series.
     #[arg(long)]
     timeseries: Option<PathBuf>,
+    /// A LeoCC parameter for this run's LeoCC flows, leocc.NAME=VALUE (repeatable; as `leocc
+    /// sim --param`; reset to the defaults after the run).
+    #[arg(long, value_name = "leocc.NAME=VALUE")]
+    param: Vec<String>,
 }
 
 /// One emulator run of kernel TCP flows (what `leocc eval --engine emu` runs per cell).
@@ -464,6 +468,7 @@ pub fn emu_run(a: EmuRunArgs) -> Result<()> {
         loss: a.loss,
         timeseries: a.timeseries,
         leocc_exe: std::env::current_exe()?,
+        params: a.param,
     })?;
     println!("{rec}");
     Ok(())

@@ -24,6 +24,22 @@ pub enum KernelCmd {
     Stats(StatsArgs),
     /// CPU per ACK of leocc against the kernel's bbr (or cubic) on the same veth transfer.
     Bench(BenchArgs),
+    /// The parameters new LeoCC flows start from (the fields of `struct leocc_params`, listed
+    /// with ranges by `leocc sim --list-params leocc`): show them (default), set some, or
+    /// return to the defaults. Flows already running keep theirs. Needs root and leocc loaded.
+    Params(ParamsArgs),
+}
+
+/// Options of `leocc kernel params`.
+#[derive(Args)]
+pub struct ParamsArgs {
+    /// Set a parameter for new flows, `leocc.NAME=VALUE`, on top of what is set now
+    /// (repeatable). Out-of-range values are refused, as in `leocc sim --param`.
+    #[arg(long, value_name = "leocc.NAME=VALUE")]
+    set: Vec<String>,
+    /// Return every parameter to its default first (alone: just that).
+    #[arg(long)]
+    reset: bool,
 }
 
 /// The kernel's BTF location.
@@ -135,7 +151,42 @@ pub fn run(cmd: KernelCmd) -> anyhow::Result<()> {
         }
         KernelCmd::Stats(a) => show_stats(a),
         KernelCmd::Bench(a) => run_bench(a),
+        KernelCmd::Params(a) => params(a),
     }
+}
+
+/// `leocc kernel params`.
+fn params(a: ParamsArgs) -> anyhow::Result<()> {
+    use leocc_kernel::params::{read_params, write_params, Params};
+    let current = read_params()?;
+    if a.set.is_empty() && !a.reset {
+        let p = current.unwrap_or_default();
+        let defaults = Params::default();
+        println!("LeoCC parameters of new flows ({}):", if current.is_some() { "set; * differs from the default" } else { "the defaults" });
+        for (name, doc) in Params::NAMES {
+            let (v, d) = (p.get(name).unwrap_or_default(), defaults.get(name).unwrap_or_default());
+            println!("  {} {name:<24} {v:>10}  {doc}{}", if v != d { "*" } else { " " }, if v != d { format!(" (default {d})") } else { String::new() });
+        }
+        return Ok(());
+    }
+    let mut p = if a.reset { Params::default() } else { current.unwrap_or_default() };
+    for s in &a.set {
+        let (cc, setting) = leocc_sim::cc::parse_setting(s).map_err(|e| anyhow::anyhow!("--set '{s}': {e}"))?;
+        if cc != "leocc" {
+            bail!("--set '{s}': the kernel's parameters are LeoCC's (leocc.NAME=VALUE); {cc} is not a BPF control of this project");
+        }
+        p.apply([setting.as_str()]).map_err(|e| anyhow::anyhow!("--set '{s}': {e}"))?;
+    }
+    let changed: Vec<&str> = Params::NAMES.iter().map(|(n, _)| *n).filter(|n| p.get(n) != Params::default().get(n)).collect();
+    if changed.is_empty() {
+        write_params(None)?;
+        println!("new LeoCC flows start from the defaults");
+    } else {
+        write_params(Some(&p))?;
+        let list: Vec<String> = changed.iter().map(|n| format!("{n}={}", p.get(n).unwrap_or_default())).collect();
+        println!("new LeoCC flows start from the defaults with {}", list.join(", "));
+    }
+    Ok(())
 }
 
 fn load(a: LoadArgs) -> anyhow::Result<()> {

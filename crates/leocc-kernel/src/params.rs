@@ -1,0 +1,110 @@
+//! The parameters new LeoCC flows start from: one `struct leocc_params_entry` (bpf/leocc.bpf.c)
+//! in a pinned ARRAY map. Unset, every flow starts from `leocc_default_params()`; set, from the
+//! given parameters (`leocc kernel params --set`, parameter sweeps in the emulator). A flow keeps
+//! what it started with, so a change reaches new connections only.
+
+use std::path::Path;
+
+pub use leocc_core_sys::Params;
+use libbpf_rs::{MapCore, MapFlags, MapHandle};
+
+use crate::KernelError;
+
+/// The pinned params ARRAY map.
+pub const PARAMS_PIN: &str = "/sys/fs/bpf/leocc/params";
+
+/// `struct leocc_params_entry`, byte for byte: a set flag, then `struct leocc_params`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Entry {
+    set: u32,
+    params: Params,
+}
+
+impl Entry {
+    fn to_bytes(self) -> Vec<u8> {
+        // SAFETY: Entry is repr(C) and made of u32s only: no padding, any bytes are valid.
+        unsafe { std::slice::from_raw_parts((&self as *const Entry).cast::<u8>(), std::mem::size_of::<Entry>()) }.to_vec()
+    }
+
+    fn from_bytes(b: &[u8]) -> Option<Entry> {
+        if b.len() != std::mem::size_of::<Entry>() {
+            return None;
+        }
+        // SAFETY: length checked; every bit pattern is a valid Entry (u32s only).
+        Some(unsafe { std::ptr::read_unaligned(b.as_ptr().cast::<Entry>()) })
+    }
+}
+
+fn map_error(reason: String) -> KernelError {
+    KernelError::ParamsMap { path: PARAMS_PIN.into(), reason }
+}
+
+fn open() -> Result<MapHandle, KernelError> {
+    MapHandle::from_pinned_path(Path::new(PARAMS_PIN))
+        .map_err(|e| map_error(format!("{e} (is this build's leocc loaded? `leocc kernel load` pins it)")))
+}
+
+/// Sets the parameters of new flows; `None` returns them to the defaults.
+pub fn write_params(params: Option<&Params>) -> Result<(), KernelError> {
+    let entry = Entry { set: u32::from(params.is_some()), params: params.copied().unwrap_or_default() };
+    open()?
+        .update(&0u32.to_ne_bytes(), &entry.to_bytes(), MapFlags::ANY)
+        .map_err(|e| map_error(format!("update failed: {e}")))
+}
+
+/// The parameters new flows start from: `None` when they are the defaults.
+pub fn read_params() -> Result<Option<Params>, KernelError> {
+    let bytes = open()?
+        .lookup(&0u32.to_ne_bytes(), MapFlags::ANY)
+        .map_err(|e| map_error(format!("lookup failed: {e}")))?
+        .unwrap_or_default();
+    let entry = Entry::from_bytes(&bytes).ok_or_else(|| {
+        map_error(format!("value is {} bytes, expected {} (a different leocc build pinned it)", bytes.len(), std::mem::size_of::<Entry>()))
+    })?;
+    Ok((entry.set != 0).then_some(entry.params))
+}
+
+/// Sets the parameters of new flows for as long as it lives and returns them to the defaults
+/// when dropped, on an error path or a panic as well: an emulator run with swept parameters
+/// must not leave them for the next one.
+pub struct ParamsGuard(());
+
+impl ParamsGuard {
+    /// Sets `params` for new flows.
+    pub fn set(params: &Params) -> Result<ParamsGuard, KernelError> {
+        write_params(Some(params))?;
+        Ok(ParamsGuard(()))
+    }
+}
+
+impl Drop for ParamsGuard {
+    fn drop(&mut self) {
+        if let Err(e) = write_params(None) {
+            eprintln!("leocc: could not return LeoCC's parameters to the defaults: {e}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_entry_round_trips_through_its_bytes_and_a_wrong_size_is_refused() {
+        let mut p = Params::default();
+        p.set("cycle_len", 12).unwrap();
+        let e = Entry { set: 1, params: p };
+        let back = Entry::from_bytes(&e.to_bytes()).unwrap();
+        assert_eq!((back.set, back.params), (1, p));
+        assert!(Entry::from_bytes(&e.to_bytes()[1..]).is_none());
+    }
+
+    #[test]
+    fn the_entry_is_the_c_struct() {
+        // bpf/leocc.bpf.c: struct leocc_params_entry { __u32 set; struct leocc_params p; }
+        let src = include_str!("../../../bpf/leocc.bpf.c");
+        assert!(src.contains("struct leocc_params_entry {\n\t__u32 set;\n\tstruct leocc_params p;\n};"));
+        assert_eq!(std::mem::size_of::<Entry>(), 4 + std::mem::size_of::<Params>());
+    }
+}
