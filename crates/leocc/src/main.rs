@@ -53,7 +53,24 @@ enum Command {
     BenchEmu(cmd::emu::BenchEmuArgs),
 }
 
+/// `leocc ... | head` closes stdout before we are done. Rust ignores SIGPIPE (so that writes to
+/// closed sockets and child pipes are errors, not deaths), which makes `println!` panic with
+/// "Broken pipe"; end quietly instead, as Unix tools do, with the shell's SIGPIPE status.
+fn quiet_on_closed_stdout() {
+    /// 128 + SIGPIPE, what a shell reports for a tool killed by SIGPIPE.
+    const EXIT_SIGPIPE: i32 = 141;
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let msg = info.payload().downcast_ref::<String>().map(String::as_str).unwrap_or("");
+        if msg.starts_with("failed printing to stdout") && msg.contains("Broken pipe") {
+            std::process::exit(EXIT_SIGPIPE);
+        }
+        default(info)
+    }));
+}
+
 fn main() {
+    quiet_on_closed_stdout();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Trace(c) => cmd::trace::run(c),
