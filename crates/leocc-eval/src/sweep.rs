@@ -317,7 +317,7 @@ pub fn run(s: &SweepRun, trace_duration_s: impl Fn(&Path) -> f64) -> Result<(Vec
     groups = analyse(s.sweep, &all);
     crate::report::write(&s.runner.out_dir, &all, s.command_line)?;
     let page = s.runner.out_dir.join("sweep.html");
-    leocc_trace::write_atomic(&page, page_html(s.sweep, &groups, &all, chosen.as_ref(), s.command_line).as_bytes())?;
+    leocc_trace::write_atomic(&page, page_html(s.sweep, s.matrix.engine, &groups, &all, chosen.as_ref(), s.command_line).as_bytes())?;
     Ok((groups, page))
 }
 
@@ -377,13 +377,20 @@ const STYLE: &str = "<style>body{font-family:Helvetica,Arial,sans-serif;margin:2
     th{background:#f3f3f3}td:first-child{text-align:left}.best{background:#e6f0fa;font-weight:bold}\
     .maps{display:flex;flex-wrap:wrap;gap:12px}code{background:#f5f5f5}</style>";
 
-fn page_html(sweep: &Sweep, groups: &[Group], records: &[Record], chosen: Option<&Setting>, command_line: &str) -> String {
+fn page_html(sweep: &Sweep, engine: Engine, groups: &[Group], records: &[Record], chosen: Option<&Setting>, command_line: &str) -> String {
     let mut h = String::new();
+    let same_runs = match engine {
+        Engine::Sim => "(the simulator is deterministic per seed)",
+        Engine::Emu => {
+            "(in the emulator, with kernel TCP and the BPF LeoCC, whose parameters each run sets and resets; \
+             emulator runs are not repeatable, so a single run's gain or inflation of a few % is noise)"
+        }
+    };
     let _ = write!(
         h,
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>leocc sweep: {cc}</title>{STYLE}</head><body>\
          <h1>Parameter sweep of {cc}</h1><p>Reproduce with <code>{}</code>. Each setting ran against the defaults \
-         on the same traces, buffers and seeds (the simulator is deterministic per seed). Gain and inflation are \
+         on the same traces, buffers and seeds {same_runs}. Gain and inflation are \
          of the means over seeds; ★ marks the largest throughput gain whose p95 RTT inflation stays under \
          {MAX_INFLATION_PCT} % (seed 004's choice). The other runs: <a href=\"report.html\">report.html</a>.</p>",
         esc(command_line),
@@ -580,7 +587,7 @@ mod tests {
         assert!((map.cells[0][0].unwrap() + 10.0).abs() < 1e-9);
         assert!((map.cells[1][0].unwrap() - 100.0).abs() < 1e-9);
         assert_eq!(map.cells[0][1], None, "5000 ms with 0.02 did not run");
-        let html = page_html(&s, std::slice::from_ref(g), &records, Some(&best.setting), "leocc eval");
+        let html = page_html(&s, Engine::Sim, std::slice::from_ref(g), &records, Some(&best.setting), "leocc eval");
         assert!(html.contains("★ bbr3{probe_rtt_interval_ms=5000,loss_thresh=0.08}"));
     }
 

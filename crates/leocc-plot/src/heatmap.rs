@@ -16,6 +16,9 @@ const TOP: f64 = 44.0;
 const BOTTOM: f64 = 70.0;
 /// Room right of the grid for the colour key.
 const RIGHT: f64 = 160.0;
+/// Width of one character of the 14 px bold title, for making room for a long title over a
+/// narrow grid (a one-parameter sweep has one row).
+const TITLE_CHAR_W: f64 = 8.0;
 /// The diverging ends (ColorBrewer RdBu): good, bad; white in the middle.
 const GOOD: (f64, f64, f64) = (33.0, 102.0, 172.0);
 const BAD: (f64, f64, f64) = (178.0, 24.0, 43.0);
@@ -62,7 +65,8 @@ impl Heatmap {
         let cols = self.x_ticks.len().max(1);
         let rows = self.y_ticks.len().max(1);
         let (gw, gh) = (cols as f64 * CELL_W, rows as f64 * CELL_H);
-        let (w, h) = (LEFT + gw + RIGHT, TOP + gh + BOTTOM);
+        let w = (LEFT + gw + RIGHT).max(self.title.chars().count() as f64 * TITLE_CHAR_W + 20.0);
+        let h = TOP + gh + BOTTOM;
         let span = self.cells.iter().flatten().flatten().fold(self.min_span, |m, v| m.max(v.abs())).max(1e-9);
         let mut s = svg_open(w, h, &self.title, 22.0);
         for r in 0..rows {

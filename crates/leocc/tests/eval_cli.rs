@@ -132,6 +132,44 @@ fn eval_emulator_engine_runs_kernel_tcp() {
     std::fs::remove_dir_all(&out).unwrap();
 }
 
+/// An emulator sweep sets the BPF LeoCC's parameters for its runs and returns them to the
+/// defaults: a window floor of 2,000 packets on a ~150-packet BDP fills the 500-packet queue.
+#[test]
+fn eval_emulator_sweep_sets_and_resets_the_kernels_leocc_parameters() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 || !Path::new("/sys/kernel/btf/vmlinux").exists() {
+        eprintln!("SKIP: the emulator engine needs root and kernel BTF");
+        return;
+    }
+    let out = std::env::temp_dir().join(format!("leocc-eval-emu-sweep-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let o = Command::new(env!("CARGO_BIN_EXE_leocc"))
+        .args(["eval", "--engine", "emu", "--trace", "traces/starlink-up-60s.trace", "--sweep", "leocc.min_cwnd=2000"])
+        .args(["--no-fairness", "--duration", "6", "--queue", "500", "-o"])
+        .arg(&out)
+        .current_dir(root())
+        .output()
+        .expect("run leocc eval --engine emu --sweep");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let recs = lines(&out.join("results.jsonl"));
+    let p95 = |label: &str| recs.iter().find(|r| r["label"] == label).unwrap_or_else(|| panic!("no {label} in {recs:?}"))["rtt_p95_ms"].as_f64().unwrap();
+    let (defaults, floored) = (p95("leocc"), p95("leocc{min_cwnd=2000}"));
+    assert!(floored > defaults + 40.0, "p95 RTT {floored:.1} ms with min_cwnd=2000, {defaults:.1} ms with the defaults");
+    assert!(out.join("sweep.html").exists());
+    let shown = Command::new(env!("CARGO_BIN_EXE_leocc")).args(["kernel", "params"]).output().unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.contains("(the defaults)"), "the sweep left parameters set:\n{shown}");
+    // Another kernel control has no parameters to sweep.
+    let o = Command::new(env!("CARGO_BIN_EXE_leocc"))
+        .args(["eval", "--engine", "emu", "--trace", "traces/starlink-up-60s.trace", "--sweep", "bbr.probe_rtt_interval_ms=1000", "-o"])
+        .arg(out.join("bbr"))
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("only LeoCC (BPF) takes parameters"));
+    std::fs::remove_dir_all(&out).unwrap();
+}
+
 /// SIGINT to eval's process alone (not its group, as `kill -INT PID` does) must not leave its
 /// `leocc sim` children running: they die with it.
 #[test]
