@@ -23,6 +23,10 @@ use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
+/// Seconds per run unless told otherwise: long enough for a handover or two per hop.
+pub const DEFAULT_DURATION_S: f64 = 20.0;
+/// Median capacity of every hop, Mbit/s, unless told otherwise.
+pub const DEFAULT_MBPS: f64 = 30.0;
 /// The experiments, in the order they run.
 pub const EXPERIMENTS: [&str; 4] = ["headline", "loss", "ablation", "hops"];
 /// iperf3 and LEOTP port.
@@ -88,6 +92,21 @@ pub struct Run {
     pub seed: u64,
     /// Seconds of transfer.
     pub duration_s: f64,
+}
+
+impl Run {
+    /// Whether `row` is this run's record: same experiment, protocol, chain, loss, seed,
+    /// length and capacity.
+    fn is_recorded_in(&self, row: &Value) -> bool {
+        let close = |k: &str, v: f64| row[k].as_f64().is_some_and(|x| (x - v).abs() < 1e-9);
+        row["experiment"] == self.experiment.as_str()
+            && row["variant"] == self.variant.label().as_str()
+            && row["hops"].as_u64() == Some(self.hops as u64)
+            && row["seed"].as_u64() == Some(self.seed)
+            && close("loss", self.loss)
+            && close("duration_s", self.duration_s)
+            && close("mbps", self.mbps)
+    }
 }
 
 /// The plan of an experiment.
@@ -325,6 +344,23 @@ pub fn report(rows: &[Value], out: &Path) -> Result<PathBuf> {
             owd.push(o.map(|v| (v, v, v)));
         }
         md.push('\n');
+        if e == "headline" {
+            // Seed 003's Fig. 14: each run as a point, throughput against mean one-way delay
+            // under the chain's fluctuating capacity (up and to the left is better).
+            let mut c = Chart::new(format!("{e}: throughput against mean one-way delay, one point per run"), Axis::new("mean one-way delay (ms, ← better)"), Axis::new("throughput (Mbit/s)"));
+            c.height = 360;
+            for (i, l) in ls.iter().enumerate() {
+                let pts: Vec<(f64, f64)> = rows
+                    .iter()
+                    .filter(|r| r["experiment"] == e && r["variant"] == l.as_str())
+                    .filter_map(|r| Some((r["owd_mean_ms"].as_f64()?, r["thr_mbps"].as_f64()?)))
+                    .collect();
+                c.series.push(Series::new(l.clone(), color(i), Style::Points, pts));
+            }
+            let svg = c.svg();
+            leocc_trace::out::write_atomic(&out.join(format!("{e}-scatter.svg")), svg.as_bytes()).map_err(|e| anyhow!("{e}"))?;
+            md.push_str(&format!("![{e}: throughput against mean one-way delay]({e}-scatter.svg)\n\n"));
+        }
         // Two charts: Mbit/s and ms on one axis would flatten one of them.
         for (name, title, unit, vals) in [("throughput", "throughput", "Mbit/s", thr), ("owd", "mean one-way delay", "ms", owd)] {
             let svg = bars(&format!("{e}: {title} ({unit})"), unit, &ls, &[(title.to_string(), vals)]);
@@ -409,9 +445,16 @@ pub fn evaluate(cfg: &EvalConfig, out: &Path) -> Result<PathBuf> {
             runs.extend(plan(e, cfg.duration_s, cfg.mbps, cfg.seed + k, cfg.with_leocc)?);
         }
     }
-    let mut rows: Vec<Value> = Vec::new();
-    for (i, r) in runs.iter().enumerate() {
-        eprintln!("leotp eval: [{}/{}] {} {} hops {} loss {:.1} % ...", i + 1, runs.len(), r.experiment, r.variant.label(), r.hops, r.loss * 100.0);
+    // Finished runs of an earlier, interrupted or smaller evaluation into the same folder are
+    // kept, not run again; failed ones are.
+    let mut rows: Vec<Value> = read_rows(&out.join("results.jsonl"))?.into_iter().filter(|r| r.get("error").is_none()).collect();
+    let kept = rows.len();
+    let todo: Vec<&Run> = runs.iter().filter(|r| !rows.iter().any(|row| r.is_recorded_in(row))).collect();
+    if runs.len() > todo.len() {
+        eprintln!("leotp eval: {} of {} runs already in {}, skipping them", runs.len() - todo.len(), runs.len(), out.join("results.jsonl").display());
+    }
+    for (i, r) in todo.iter().enumerate() {
+        eprintln!("leotp eval: [{}/{}] {} {} hops {} loss {:.1} % ...", i + 1, todo.len(), r.experiment, r.variant.label(), r.hops, r.loss * 100.0);
         let row = match run(r, &cfg.exe, out) {
             Ok(v) => {
                 eprintln!("leotp eval:   {:.2} Mbit/s, mean OWD {} ms", v["thr_mbps"].as_f64().unwrap_or(0.0), v["owd_mean_ms"].as_f64().map_or("-".into(), |x| format!("{x:.1}")));
@@ -419,7 +462,8 @@ pub fn evaluate(cfg: &EvalConfig, out: &Path) -> Result<PathBuf> {
             }
             Err(e) => {
                 eprintln!("leotp eval:   failed: {e:#}");
-                json!({"experiment": r.experiment, "variant": r.variant.label(), "hops": r.hops, "loss": r.loss, "error": format!("{e:#}")})
+                json!({"experiment": r.experiment, "variant": r.variant.label(), "hops": r.hops, "loss": r.loss, "seed": r.seed,
+                       "duration_s": r.duration_s, "mbps": r.mbps, "error": format!("{e:#}")})
             }
         };
         rows.push(row);
@@ -427,7 +471,25 @@ pub fn evaluate(cfg: &EvalConfig, out: &Path) -> Result<PathBuf> {
         leocc_trace::out::write_atomic(&out.join("results.jsonl"), text.as_bytes()).map_err(|e| anyhow!("{e}"))?;
     }
     let _ = std::fs::remove_file(out.join("leotp-get.json"));
+    if kept > 0 && todo.is_empty() {
+        eprintln!("leotp eval: nothing to run; summary and plots rebuilt");
+    }
     report(&rows, out)
+}
+
+/// The rows of a results file; none when it does not exist. A malformed line is an error
+/// naming file and line.
+fn read_rows(path: &Path) -> Result<Vec<Value>> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).with_context(|| format!("read {}", path.display())),
+    };
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| serde_json::from_str(l).with_context(|| format!("{}:{}: not a JSON object", path.display(), i + 1)))
+        .collect()
 }
 
 /// Rebuilds summary.md and the plots in `out` from earlier results files, keeping the rows
@@ -437,13 +499,10 @@ pub fn report_from(files: &[PathBuf], experiments: &[String], out: &Path) -> Res
     std::fs::create_dir_all(out).with_context(|| format!("create {}", out.display()))?;
     let mut rows = Vec::new();
     for f in files {
-        let text = std::fs::read_to_string(f).with_context(|| format!("read {}", f.display()))?;
-        for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-            let v: Value = serde_json::from_str(line).map_err(|e| anyhow!("{}:{}: {e}", f.display(), i + 1))?;
-            if experiments.iter().any(|e| v["experiment"] == e.as_str()) {
-                rows.push(v);
-            }
+        if !f.is_file() {
+            bail!("{}: no such results file", f.display());
         }
+        rows.extend(read_rows(f)?.into_iter().filter(|v| experiments.iter().any(|e| v["experiment"] == e.as_str())));
     }
     let text: String = rows.iter().map(|r| format!("{r}\n")).collect();
     leocc_trace::out::write_atomic(&out.join("results.jsonl"), text.as_bytes()).map_err(|e| anyhow!("{e}"))?;
@@ -453,6 +512,18 @@ pub fn report_from(files: &[PathBuf], experiments: &[String], out: &Path) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_finds_its_own_record_and_no_other() {
+        let r = plan("headline", 20.0, 30.0, 2, false).unwrap().remove(0);
+        let row = json!({"experiment": "headline", "variant": "leotp", "hops": 6, "loss": 0.015, "seed": 2, "duration_s": 20.0, "mbps": 30.0, "thr_mbps": 1.0});
+        assert!(r.is_recorded_in(&row));
+        for (k, v) in [("seed", json!(3)), ("variant", json!("bbr")), ("duration_s", json!(30.0)), ("loss", json!(0.01))] {
+            let mut other = row.clone();
+            other[k] = v;
+            assert!(!r.is_recorded_in(&other), "{k} differs");
+        }
+    }
 
     #[test]
     fn plans_cover_the_seed_figures_and_labels_round_trip() {

@@ -71,6 +71,9 @@ pub enum Scenario {
     /// Adaptive video (RobustMPC with each throughput predictor) per control: run by
     /// [`crate::video`], not as flows.
     Video,
+    /// LEOTP (seed 003) against kernel TCP on the emulator's multi-hop chain: run by
+    /// [`crate::leotp`], on its own ISL-chain traces, not as flows over `--trace`.
+    Leotp,
 }
 
 /// Seed 002's two-stream timings, in seconds.
@@ -82,13 +85,14 @@ pub const FAIRNESS_JOIN_GAP_S: f64 = 10.0;
 
 impl Scenario {
     /// Every scenario, in report order.
-    pub const ALL: [Scenario; 6] = [
+    pub const ALL: [Scenario; 7] = [
         Scenario::Single,
         Scenario::TwoStream,
         Scenario::Fairness,
         Scenario::VsBbr,
         Scenario::VsCubic,
         Scenario::Video,
+        Scenario::Leotp,
     ];
 
     /// The scenario's own duration when it has one (two-stream is fixed by its method).
@@ -105,7 +109,7 @@ impl Scenario {
         match self {
             Scenario::VsBbr => vec!["leocc+bbr".into()],
             Scenario::VsCubic => vec!["leocc+cubic".into()],
-            Scenario::Video => Vec::new(), // no flow runs: crate::video runs it
+            Scenario::Video | Scenario::Leotp => Vec::new(), // no flow runs: their modules run them
             _ => ccs.to_vec(),
         }
     }
@@ -128,7 +132,7 @@ impl Scenario {
                 .map(|cc| format!("{cc}@0-{d}"))
                 .collect::<Vec<_>>()
                 .join(","),
-            Scenario::Video => String::new(),
+            Scenario::Video | Scenario::Leotp => String::new(),
         }
     }
 }
@@ -140,7 +144,7 @@ impl FromStr for Scenario {
             .into_iter()
             .find(|sc| sc.to_string() == s)
             .ok_or_else(|| {
-                format!("unknown scenario '{s}' (expected single, two-stream, fairness, vs-bbr, vs-cubic or video)")
+                format!("unknown scenario '{s}' (expected single, two-stream, fairness, vs-bbr, vs-cubic, video or leotp)")
             })
     }
 }
@@ -154,6 +158,7 @@ impl fmt::Display for Scenario {
             Scenario::VsBbr => "vs-bbr",
             Scenario::VsCubic => "vs-cubic",
             Scenario::Video => "video",
+            Scenario::Leotp => "leotp",
         })
     }
 }

@@ -18,8 +18,8 @@ pub struct EvalArgs {
     /// Engine: sim (the simulator, every control) or emu (the emulator with kernel TCP).
     #[arg(long, default_value = "sim")]
     engine: Engine,
-    /// Trace files (our format or mahimahi); one or more.
-    #[arg(long, num_args = 1.., required_unless_present = "traces_from")]
+    /// Trace files (our format or mahimahi); one or more (or --traces-from).
+    #[arg(long, num_args = 1..)]
     trace: Vec<PathBuf>,
     /// Take the traces from a dataset index written by `leocc trace import-dataset` (added to
     /// any --trace).
@@ -42,7 +42,10 @@ pub struct EvalArgs {
     cc: Option<Vec<String>>,
     /// Comma-separated scenarios: single, two-stream, fairness, vs-bbr, vs-cubic, video
     /// (adaptive video with RobustMPC per control and predictor, by python/leocc_ml: 3-minute
-    /// sessions behind the emulator, or trace-driven with --engine sim; DIR/video.jsonl).
+    /// sessions behind the emulator, or trace-driven with --engine sim; DIR/video.jsonl),
+    /// leotp (seed 003's experiments on an emulated 3-10 hop ISL chain, LEOTP against kernel
+    /// Cubic, BBR and LeoCC; --duration per run, default 20 s, --runs seeds; DIR/leotp/; root;
+    /// `leocc leotp eval` runs a subset).
     #[arg(long, default_value = "single", value_delimiter = ',')]
     scenario: Vec<Scenario>,
     /// Runs per cell (seeds seed, seed+1, ...).
@@ -246,6 +249,26 @@ pub fn eval(a: EvalArgs) -> Result<()> {
         if scenarios.is_empty() {
             return Ok(());
         }
+    }
+    if scenarios.contains(&Scenario::Leotp) {
+        scenarios.retain(|s| *s != Scenario::Leotp);
+        let cfg = leocc_eval::leotp::EvalConfig {
+            experiments: leocc_eval::leotp::EXPERIMENTS.iter().map(|e| e.to_string()).collect(),
+            duration_s: a.duration.unwrap_or(leocc_eval::leotp::DEFAULT_DURATION_S),
+            mbps: leocc_eval::leotp::DEFAULT_MBPS,
+            seed: a.seed,
+            seeds: u64::from(a.runs.max(1)),
+            with_leocc: true,
+            exe: std::env::current_exe().context("finding the leocc binary")?,
+        };
+        let summary = leocc_eval::leotp::evaluate(&cfg, &a.out.join("leotp"))?;
+        eprintln!("eval: LEOTP summary {}", summary.display());
+        if scenarios.is_empty() {
+            return Ok(());
+        }
+    }
+    if traces.is_empty() {
+        bail!("give the traces to run over: --trace FILE... or --traces-from INDEX (only --scenario leotp makes its own)");
     }
     let m = Matrix {
         engine: a.engine,

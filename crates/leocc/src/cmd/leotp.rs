@@ -33,10 +33,10 @@ pub struct EvalArgs {
     #[arg(long, value_delimiter = ',', default_value = "headline,loss,ablation,hops")]
     pub experiment: Vec<String>,
     /// Seconds per run.
-    #[arg(long, default_value_t = 20.0)]
+    #[arg(long, default_value_t = leocc_eval::leotp::DEFAULT_DURATION_S)]
     pub duration: f64,
     /// Median capacity of every hop, Mbit/s.
-    #[arg(long, default_value_t = 30.0)]
+    #[arg(long, default_value_t = leocc_eval::leotp::DEFAULT_MBPS)]
     pub mbps: f64,
     /// Seed of the hop traces and of the emulator's losses.
     #[arg(long, default_value_t = 1)]
