@@ -3,9 +3,10 @@
 //! over the same chain, same hop traces and same loss seeds.
 //!
 //! Experiments (the seed's figures): `headline` (6 hops, 1.5 % loss per hop, fluctuating
-//! capacity: LEOTP vs Cubic, BBR and LeoCC), `loss` (throughput against random loss, Fig.
-//! 12), `ablation` (Table II: in-network retransmission × hop-by-hop CC), `hops` (3-10 hops,
-//! Fig. 17-18). Data flows server → client (a download) for every protocol.
+//! capacity: LEOTP vs Cubic, BBR and LeoCC; its per-run scatter is Fig. 14), `loss`
+//! (throughput against random loss, Fig. 12), `ablation` (Table II: in-network retransmission
+//! × hop-by-hop CC), `hops` (3-10 hops, Fig. 17-18), `fairness` (two flows of a protocol at
+//! once, equal RTTs, Fig. 15). Data flows server → client (a download) for every protocol.
 //!
 //! What is measured: throughput is goodput at the receiver (LEOTP's consumer report; iperf3's
 //! `sum_received`). LEOTP's one-way delay is measured per segment from the producer's
@@ -28,7 +29,9 @@ pub const DEFAULT_DURATION_S: f64 = 20.0;
 /// Median capacity of every hop, Mbit/s, unless told otherwise.
 pub const DEFAULT_MBPS: f64 = 30.0;
 /// The experiments, in the order they run.
-pub const EXPERIMENTS: [&str; 4] = ["headline", "loss", "ablation", "hops"];
+pub const EXPERIMENTS: [&str; 5] = ["headline", "loss", "ablation", "hops", "fairness"];
+/// Flows of one protocol in the fairness experiment (seed 003's Fig. 15: two flows, equal RTTs).
+const FAIRNESS_FLOWS: usize = 2;
 /// iperf3 and LEOTP port.
 const PORT: u16 = 5301;
 /// iperf3 interval, s (RTT samples for the OWD estimate).
@@ -92,6 +95,9 @@ pub struct Run {
     pub seed: u64,
     /// Seconds of transfer.
     pub duration_s: f64,
+    /// Flows of the protocol at once, all from the producer at the chain's end to node 0
+    /// (1; 2 for the fairness experiment).
+    pub flows: usize,
 }
 
 impl Run {
@@ -106,12 +112,13 @@ impl Run {
             && close("loss", self.loss)
             && close("duration_s", self.duration_s)
             && close("mbps", self.mbps)
+            && row["flows"].as_u64().unwrap_or(1) == self.flows as u64
     }
 }
 
 /// The plan of an experiment.
 pub fn plan(experiment: &str, duration_s: f64, mbps: f64, seed: u64, with_leocc: bool) -> Result<Vec<Run>> {
-    let run = |v: &str, hops: usize, loss: f64| -> Result<Run> { Ok(Run { experiment: experiment.into(), variant: Variant::parse(v)?, hops, loss, mbps, seed, duration_s }) };
+    let run = |v: &str, hops: usize, loss: f64| -> Result<Run> { Ok(Run { experiment: experiment.into(), variant: Variant::parse(v)?, hops, loss, mbps, seed, duration_s, flows: 1 }) };
     let mut out = Vec::new();
     match experiment {
         "headline" => {
@@ -140,6 +147,15 @@ pub fn plan(experiment: &str, duration_s: f64, mbps: f64, seed: u64, with_leocc:
                 for v in ["leotp", "bbr"] {
                     out.push(run(v, hops, 0.01)?);
                 }
+            }
+        }
+        "fairness" => {
+            let mut vs = vec!["leotp", "cubic", "bbr"];
+            if with_leocc {
+                vs.push("leocc");
+            }
+            for v in vs {
+                out.push(Run { flows: FAIRNESS_FLOWS, ..run(v, 6, 0.01)? });
             }
         }
         _ => bail!("unknown experiment {experiment:?} (one of {})", EXPERIMENTS.join(", ")),
@@ -196,61 +212,85 @@ pub fn run(r: &Run, exe: &Path, scratch: &Path) -> Result<Value> {
                     leocc_emu::shell::wait_until_listening(m.id());
                     kids.push(m);
                 }
-                let json = scratch.join("leotp-get.json");
-                let _ = std::fs::remove_file(&json);
-                let mut c = chain.command(0, &exe_s);
-                c.args(["leotp", "get", &format!("{}:{PORT}", node_addr(1)), "bulk", "-t", &dur, "--json"]).arg(&json);
-                if !innet {
-                    c.arg("--no-innet-retx");
+                // One consumer per flow, each fetching its own endless source (`bulk`,
+                // `bulk-2`, ...), all at once.
+                let mut consumers = Vec::new();
+                for k in 0..r.flows {
+                    let json = scratch.join(format!("leotp-get-{k}.json"));
+                    let _ = std::fs::remove_file(&json);
+                    let name = if k == 0 { "bulk".to_string() } else { format!("bulk-{}", k + 1) };
+                    let mut c = chain.command(0, &exe_s);
+                    c.args(["leotp", "get", &format!("{}:{PORT}", node_addr(1)), &name, "-t", &dur, "--json"]).arg(&json);
+                    if !innet {
+                        c.arg("--no-innet-retx");
+                    }
+                    let child = own_group(die_with_parent(&mut c)).stdout(Stdio::null()).stderr(Stdio::null()).spawn().context("starting leotp get")?;
+                    consumers.push((child, json));
                 }
-                let st = die_with_parent(&mut c).stdout(Stdio::null()).status().context("running leotp get")?;
-                if !st.success() {
-                    bail!("leotp get failed ({st})");
+                let mut flows = Vec::new();
+                for (mut child, json) in consumers {
+                    let st = child.wait().context("waiting for leotp get")?;
+                    if !st.success() {
+                        bail!("leotp get failed ({st})");
+                    }
+                    let v: Value = serde_json::from_slice(&std::fs::read(&json).context("reading the leotp report")?)?;
+                    let e = &v["end"];
+                    flows.push(json!({
+                        "thr_mbps": e["sum_received"]["bits_per_second"].as_f64().unwrap_or(0.0) / 1e6,
+                        "owd_mean_ms": e["one_way_delay_ms"]["mean"],
+                        "owd_p95_ms": e["one_way_delay_ms"]["p95"],
+                        "retransmits": e["retransmits"],
+                    }));
                 }
-                let v: Value = serde_json::from_slice(&std::fs::read(&json).context("reading the leotp report")?)?;
-                let e = &v["end"];
-                Ok(json!({
-                    "thr_mbps": e["sum_received"]["bits_per_second"].as_f64().unwrap_or(0.0) / 1e6,
-                    "owd_mean_ms": e["one_way_delay_ms"]["mean"],
-                    "owd_p95_ms": e["one_way_delay_ms"]["p95"],
-                    "retransmits": e["retransmits"],
-                    "owd_method": "per segment, producer timestamp",
-                }))
+                Ok(combine(flows, "per segment, producer timestamp"))
             }
             Variant::Tcp(cc) => {
-                let s = spawn(chain.command(0, "iperf3").args(["-s", "-1", "-p", &PORT.to_string()]))?;
-                leocc_emu::shell::wait_until_listening(s.id());
-                kids.push(s);
+                let ports: Vec<u16> = (0..r.flows).map(|k| PORT + k as u16).collect();
+                for port in &ports {
+                    let s = spawn(chain.command(0, "iperf3").args(["-s", "-1", "-p", &port.to_string()]))?;
+                    leocc_emu::shell::wait_until_listening(s.id());
+                    kids.push(s);
+                }
                 std::thread::sleep(std::time::Duration::from_millis(SETTLE_MS));
                 let t0 = chain.clock().now_us();
-                let out = die_with_parent(&mut chain.command(h, "iperf3"))
-                    .args(["-c", &node_addr(0).to_string(), "-p", &PORT.to_string(), "-t", &dur, "-C", cc, "-i", IPERF_INTERVAL_S, "-J"])
-                    .stderr(Stdio::null())
-                    .output()
-                    .context("running iperf3 -c")?;
-                let v: Value = serde_json::from_slice(&out.stdout).map_err(|e| anyhow!("iperf3 output: {e}"))?;
-                if let Some(err) = v["error"].as_str() {
-                    bail!("iperf3: {err}");
+                let clients = ports
+                    .iter()
+                    .map(|port| {
+                        die_with_parent(&mut chain.command(h, "iperf3"))
+                            .args(["-c", &node_addr(0).to_string(), "-p", &port.to_string(), "-t", &dur, "-C", cc, "-i", IPERF_INTERVAL_S, "-J"])
+                            .stdout(Stdio::piped())
+                            .stderr(Stdio::null())
+                            .spawn()
+                            .context("running iperf3 -c")
+                    })
+                    .collect::<Result<Vec<Child>>>()?;
+                let mut flows = Vec::new();
+                for c in clients {
+                    let out = c.wait_with_output().context("waiting for iperf3 -c")?;
+                    let v: Value = serde_json::from_slice(&out.stdout).map_err(|e| anyhow!("iperf3 output: {e}"))?;
+                    if let Some(err) = v["error"].as_str() {
+                        bail!("iperf3: {err}");
+                    }
+                    let thr = v["end"]["sum_received"]["bits_per_second"].as_f64().unwrap_or(0.0) / 1e6;
+                    // OWD = RTT sample − reverse base delay (ACKs rarely queue: they are small).
+                    let mut owd = Vec::new();
+                    for iv in v["intervals"].as_array().into_iter().flatten() {
+                        let Some(rtt_us) = iv["streams"][0]["rtt"].as_f64() else { continue };
+                        let at = t0 + (iv["sum"]["end"].as_f64().unwrap_or(0.0) * 1e6) as u64;
+                        let back: u64 = ups.iter().map(|l| l.delay_us(at)).sum();
+                        owd.push((rtt_us - back as f64).max(0.0) / 1000.0);
+                    }
+                    let mean = (!owd.is_empty()).then(|| owd.iter().sum::<f64>() / owd.len() as f64);
+                    owd.sort_by(f64::total_cmp);
+                    let p95 = owd.get(((owd.len() as f64 - 1.0) * 0.95).round().max(0.0) as usize).copied();
+                    flows.push(json!({
+                        "thr_mbps": thr,
+                        "owd_mean_ms": mean,
+                        "owd_p95_ms": p95,
+                        "retransmits": v["end"]["sum_sent"]["retransmits"],
+                    }));
                 }
-                let thr = v["end"]["sum_received"]["bits_per_second"].as_f64().unwrap_or(0.0) / 1e6;
-                // OWD = RTT sample − reverse base delay (ACKs rarely queue: they are small).
-                let mut owd = Vec::new();
-                for iv in v["intervals"].as_array().into_iter().flatten() {
-                    let Some(rtt_us) = iv["streams"][0]["rtt"].as_f64() else { continue };
-                    let at = t0 + (iv["sum"]["end"].as_f64().unwrap_or(0.0) * 1e6) as u64;
-                    let back: u64 = ups.iter().map(|l| l.delay_us(at)).sum();
-                    owd.push((rtt_us - back as f64).max(0.0) / 1000.0);
-                }
-                let mean = (!owd.is_empty()).then(|| owd.iter().sum::<f64>() / owd.len() as f64);
-                owd.sort_by(f64::total_cmp);
-                let p95 = owd.get(((owd.len() as f64 - 1.0) * 0.95).round().max(0.0) as usize).copied();
-                Ok(json!({
-                    "thr_mbps": thr,
-                    "owd_mean_ms": mean,
-                    "owd_p95_ms": p95,
-                    "retransmits": v["end"]["sum_sent"]["retransmits"],
-                    "owd_method": "sender srtt every 100 ms minus reverse base delay",
-                }))
+                Ok(combine(flows, "sender srtt every 100 ms minus reverse base delay"))
             }
         }
     })();
@@ -266,9 +306,37 @@ pub fn run(r: &Run, exe: &Path, scratch: &Path) -> Result<Value> {
     v["mbps"] = json!(r.mbps);
     v["seed"] = json!(r.seed);
     v["duration_s"] = json!(r.duration_s);
+    v["flows"] = json!(r.flows);
     v["bottleneck_mbps"] = json!(bottleneck);
     v["chain"] = json!(hops_summary);
     Ok(v)
+}
+
+/// One run's record from its flows' results: throughput summed, delays and retransmissions of
+/// a single flow as they are, of several the mean delay over flows and the total
+/// retransmissions, with the flows' own results and Jain's index over their throughput.
+fn combine(flows: Vec<Value>, owd_method: &str) -> Value {
+    let thr: Vec<f64> = flows.iter().map(|f| f["thr_mbps"].as_f64().unwrap_or(0.0)).collect();
+    let mut v = if flows.len() == 1 {
+        flows[0].clone()
+    } else {
+        let mean = |k: &str| {
+            let xs: Vec<f64> = flows.iter().filter_map(|f| f[k].as_f64()).collect();
+            (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
+        };
+        let (s, s2) = (thr.iter().sum::<f64>(), thr.iter().map(|x| x * x).sum::<f64>());
+        json!({
+            "thr_mbps": s,
+            "owd_mean_ms": mean("owd_mean_ms"),
+            "owd_p95_ms": mean("owd_p95_ms"),
+            "retransmits": flows.iter().filter_map(|f| f["retransmits"].as_u64()).sum::<u64>(),
+            "flow_mbps": thr,
+            "jain": if s2 > 0.0 { s * s / (flows.len() as f64 * s2) } else { 1.0 },
+            "flows_detail": flows,
+        })
+    };
+    v["owd_method"] = json!(owd_method);
+    v
 }
 
 /// Window over which the narrowest hop is taken, µs: about one RTT of a 6-hop chain.
@@ -410,6 +478,28 @@ pub fn report(rows: &[Value], out: &Path) -> Result<PathBuf> {
         leocc_trace::out::write_atomic(&out.join(format!("{e}.svg")), svg.as_bytes()).map_err(|e| anyhow!("{e}"))?;
         md.push_str(&format!("![{e}]({e}.svg)\n\n"));
     }
+    let ls = labels("fairness");
+    if !ls.is_empty() {
+        md.push_str("## fairness\n\nTwo flows of each protocol at once over the same chain (seed 003's Fig. 15, equal RTTs): \
+                     each flow's throughput and Jain's index over the two.\n\n| variant | flow throughputs Mbit/s | total Mbit/s | Jain | mean OWD ms | runs |\n|---|---|---|---|---|---|\n");
+        let mut jains = Vec::new();
+        for l in &ls {
+            let is = |r: &Value| r["experiment"] == "fairness" && r["variant"] == l.as_str();
+            let flows: Vec<String> = rows
+                .iter()
+                .filter(|r| is(r))
+                .filter_map(|r| r["flow_mbps"].as_array().map(|a| a.iter().filter_map(Value::as_f64).map(|x| format!("{x:.1}")).collect::<Vec<_>>().join(" / ")))
+                .collect();
+            let f = |v: Option<f64>, d: usize| v.map_or("-".into(), |v| format!("{v:.d$}"));
+            let n = rows.iter().filter(|r| is(r) && r.get("error").is_none()).count();
+            let j = field(rows, is, "jain");
+            md.push_str(&format!("| {l} | {} | {} | {} | {} | {n} |\n", flows.join("; "), f(field(rows, is, "thr_mbps"), 1), f(j, 3), f(field(rows, is, "owd_mean_ms"), 1)));
+            jains.push(j.map(|v| (v, v, v)));
+        }
+        let svg = bars("fairness: Jain's index of two flows (1 = equal shares)", "Jain's index", &ls, &[("Jain".to_string(), jains)]);
+        leocc_trace::out::write_atomic(&out.join("fairness.svg"), svg.as_bytes()).map_err(|e| anyhow!("{e}"))?;
+        md.push_str("\n![fairness](fairness.svg)\n\n");
+    }
     let p = out.join("summary.md");
     leocc_trace::out::write_atomic(&p, md.as_bytes()).map_err(|e| anyhow!("{e}"))?;
     Ok(p)
@@ -463,14 +553,16 @@ pub fn evaluate(cfg: &EvalConfig, out: &Path) -> Result<PathBuf> {
             Err(e) => {
                 eprintln!("leotp eval:   failed: {e:#}");
                 json!({"experiment": r.experiment, "variant": r.variant.label(), "hops": r.hops, "loss": r.loss, "seed": r.seed,
-                       "duration_s": r.duration_s, "mbps": r.mbps, "error": format!("{e:#}")})
+                       "duration_s": r.duration_s, "mbps": r.mbps, "flows": r.flows, "error": format!("{e:#}")})
             }
         };
         rows.push(row);
         let text: String = rows.iter().map(|r| format!("{r}\n")).collect();
         leocc_trace::out::write_atomic(&out.join("results.jsonl"), text.as_bytes()).map_err(|e| anyhow!("{e}"))?;
     }
-    let _ = std::fs::remove_file(out.join("leotp-get.json"));
+    for k in 0..FAIRNESS_FLOWS.max(1) {
+        let _ = std::fs::remove_file(out.join(format!("leotp-get-{k}.json")));
+    }
     if kept > 0 && todo.is_empty() {
         eprintln!("leotp eval: nothing to run; summary and plots rebuilt");
     }
@@ -512,6 +604,26 @@ pub fn report_from(files: &[PathBuf], experiments: &[String], out: &Path) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fairness_runs_two_flows_and_combines_them() {
+        let runs = plan("fairness", 20.0, 30.0, 1, true).unwrap();
+        assert_eq!(runs.iter().map(|r| r.variant.label()).collect::<Vec<_>>(), ["leotp", "cubic", "bbr", "leocc"]);
+        assert!(runs.iter().all(|r| r.flows == 2 && r.hops == 6));
+        let one = combine(vec![json!({"thr_mbps": 10.0, "owd_mean_ms": 50.0, "retransmits": 3})], "m");
+        assert_eq!((one["thr_mbps"].as_f64(), one.get("jain")), (Some(10.0), None));
+        let two = combine(vec![json!({"thr_mbps": 12.0, "owd_mean_ms": 40.0, "retransmits": 1}), json!({"thr_mbps": 4.0, "owd_mean_ms": 60.0, "retransmits": 2})], "m");
+        assert_eq!(two["thr_mbps"].as_f64(), Some(16.0));
+        assert_eq!(two["owd_mean_ms"].as_f64(), Some(50.0));
+        assert_eq!(two["retransmits"].as_u64(), Some(3));
+        assert!((two["jain"].as_f64().unwrap() - 256.0 / (2.0 * 160.0)).abs() < 1e-12);
+        // A fairness run's record is not mistaken for a one-flow run of the same cell.
+        let single = Run { flows: 1, ..runs[0].clone() };
+        let mut row = json!({"experiment": "fairness", "variant": "leotp", "hops": 6, "loss": 0.01, "seed": 1, "duration_s": 20.0, "mbps": 30.0, "flows": 2});
+        assert!(runs[0].is_recorded_in(&row) && !single.is_recorded_in(&row));
+        row["flows"] = json!(null);
+        assert!(single.is_recorded_in(&row), "records from before the flows field are one-flow runs");
+    }
 
     #[test]
     fn a_run_finds_its_own_record_and_no_other() {

@@ -68,8 +68,8 @@ pub fn run(cfg: &ConsumerConfig, stop: &AtomicBool) -> Result<Report, String> {
     if !packet::valid_name(cfg.name.as_bytes()) {
         return Err(format!("content name {:?}: must be 1..={} printable ASCII characters without spaces", cfg.name, packet::MAX_NAME_LEN));
     }
-    if cfg.name == crate::producer::BULK_NAME && cfg.duration.is_none() {
-        return Err("`bulk` never ends: give a duration".into());
+    if crate::producer::is_bulk(&cfg.name) && cfg.duration.is_none() {
+        return Err(format!("`{}` never ends: give a duration", cfg.name));
     }
     let bind: SocketAddr = if cfg.first_hop.is_ipv4() { "0.0.0.0:0" } else { "[::]:0" }.parse().expect("literal address");
     let sock = net::bind(bind).map_err(|e| format!("bind: {e}"))?;

@@ -14,6 +14,14 @@ use std::time::Duration;
 
 /// Name of the endless synthetic source every producer serves.
 pub const BULK_NAME: &str = "bulk";
+/// Further synthetic sources, `bulk-1`, `bulk-2`...: distinct content (mid-nodes cache and
+/// aggregate by name), so that several consumers of one producer are separate flows.
+const BULK_PREFIX: &str = "bulk-";
+
+/// Whether `name` is one of the synthetic sources (`bulk`, `bulk-X`).
+pub fn is_bulk(name: &str) -> bool {
+    name == BULK_NAME || name.strip_prefix(BULK_PREFIX).is_some_and(|rest| !rest.is_empty())
+}
 /// How long the loop sleeps waiting for input before checking the stop flag.
 const IDLE_POLL: Duration = Duration::from_millis(50);
 
@@ -63,7 +71,7 @@ impl Producer {
             if len.div_ceil(SEGMENT_BYTES as u64) >= u64::from(UNBOUNDED) {
                 return Err(format!("{}: too large for LEOTP v1 (at most {} bytes)", p.display(), (u64::from(UNBOUNDED) - 1) * SEGMENT_BYTES as u64));
             }
-            if name == BULK_NAME || map.insert(name.clone(), FileContent { file, len }).is_some() {
+            if is_bulk(&name) || map.insert(name.clone(), FileContent { file, len }).is_some() {
                 return Err(format!("{}: content name {name:?} is served twice", p.display()));
             }
         }
@@ -103,7 +111,7 @@ impl Producer {
             self.counters.unsolicited += 1;
             return;
         }
-        let total = if p.name == BULK_NAME {
+        let total = if is_bulk(p.name) {
             UNBOUNDED
         } else if let Some(f) = self.files.get(p.name) {
             f.segments()
@@ -149,4 +157,16 @@ pub fn content_name(p: &Path) -> Result<String, String> {
         return Err(format!("{}: the base name must be 1..={} printable ASCII characters without spaces to be a LEOTP name", p.display(), packet::MAX_NAME_LEN));
     }
     Ok(name.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_synthetic_sources_are_bulk_and_bulk_dash_anything() {
+        for (name, bulk) in [("bulk", true), ("bulk-2", true), ("bulk-a", true), ("bulk-", false), ("bulky", false), ("video.mp4", false)] {
+            assert_eq!(is_bulk(name), bulk, "{name}");
+        }
+    }
 }

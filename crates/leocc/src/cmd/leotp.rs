@@ -29,8 +29,8 @@ pub struct EvalArgs {
     /// Output directory.
     #[arg(short, long)]
     pub out: PathBuf,
-    /// Experiments, comma separated: headline, loss, ablation, hops.
-    #[arg(long, value_delimiter = ',', default_value = "headline,loss,ablation,hops")]
+    /// Experiments, comma separated: headline, loss, ablation, hops, fairness.
+    #[arg(long, value_delimiter = ',', default_value = "headline,loss,ablation,hops,fairness")]
     pub experiment: Vec<String>,
     /// Seconds per run.
     #[arg(long, default_value_t = leocc_eval::leotp::DEFAULT_DURATION_S)]
@@ -74,7 +74,8 @@ pub struct ServeArgs {
 pub struct GetArgs {
     /// First hop: a mid-node or the producer, HOST[:PORT] (port 5301 by default).
     pub first_hop: String,
-    /// Content name: a file's base name, or `bulk`.
+    /// Content name: a file's base name, or `bulk` (also `bulk-1`, `bulk-2`...: separate
+    /// endless sources, for several flows from one producer).
     #[arg(default_value = "bulk")]
     pub name: String,
     /// Write the content here (a file transfer).
@@ -209,7 +210,7 @@ pub fn run(c: LeotpCmd) -> anyhow::Result<()> {
         }
         LeotpCmd::Get(a) => {
             let first_hop = resolve(&a.first_hop).map_err(|e| anyhow!("first hop: {e}"))?;
-            let time = match (a.time, a.name == leocc_leotp::producer::BULK_NAME) {
+            let time = match (a.time, leocc_leotp::producer::is_bulk(&a.name)) {
                 (Some(t), _) => Some(seconds("--time", t)?),
                 (None, true) => Some(Duration::from_secs(10)),
                 (None, false) => None,
