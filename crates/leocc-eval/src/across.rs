@@ -8,7 +8,7 @@
 //! paper's ratios), then summarised the same way, with the share of traces where LeoCC is ahead.
 
 use crate::report::{cc_color, DELAY_RIVALS, THROUGHPUT_RIVALS};
-use crate::results::{CellKey, Record};
+use crate::results::{nearest_rank as quantile, CellKey, Record};
 use leocc_plot::{esc, Axis, Chart, Series, Style};
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -141,11 +141,6 @@ impl<'a> Group<'a> {
         }
         format!("<figure>{}</figure>", c.svg())
     }
-}
-
-/// The q-quantile of sorted `v` (nearest rank).
-fn quantile(v: &[f64], q: f64) -> f64 {
-    v[((q * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1]
 }
 
 /// "median [p10, p90]" of `v` scaled, or "–" when empty.

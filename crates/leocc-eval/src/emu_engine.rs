@@ -111,15 +111,23 @@ fn kernel_params(settings: &[String], ccs: &[String]) -> Result<Option<leocc_ker
     if !ccs.iter().any(|c| c == "leocc") {
         bail!("parameters {} given, but no LeoCC flow runs", settings.join(" "));
     }
-    let mut p = leocc_kernel::params::Params::default();
-    for s in settings {
-        let (cc, setting) = leocc_sim::cc::parse_setting(s).map_err(|e| anyhow!("--param '{s}': {e}"))?;
-        if cc != "leocc" {
-            bail!("--param '{s}': in the emulator only LeoCC (BPF) takes parameters; the kernel's {cc} has none to set");
-        }
-        p.apply([setting.as_str()]).map_err(|e| anyhow!("--param '{s}': {e}"))?;
-    }
+    let p = apply_leocc_settings("--param", leocc_kernel::params::Params::default(), settings)?;
     Ok(Some(leocc_kernel::params::ParamsGuard::set(&p)?))
+}
+
+/// `base` with the `leocc.NAME=VALUE` settings applied, each range-checked as `leocc sim
+/// --param` checks it; `option` names the command-line option in errors. Only LeoCC has
+/// parameters in the kernel: a setting for another control is an error.
+pub fn apply_leocc_settings(option: &str, base: leocc_kernel::params::Params, settings: &[String]) -> Result<leocc_kernel::params::Params> {
+    let mut p = base;
+    for s in settings {
+        let (cc, setting) = leocc_sim::cc::parse_setting(s).map_err(|e| anyhow!("{option} '{s}': {e}"))?;
+        if cc != "leocc" {
+            bail!("{option} '{s}': only LeoCC (BPF) takes parameters in the kernel; {cc} has none to set");
+        }
+        p.apply([setting.as_str()]).map_err(|e| anyhow!("{option} '{s}': {e}"))?;
+    }
+    Ok(p)
 }
 
 /// Set by SIGINT/SIGTERM/SIGHUP: the run stops its flows, removes its namespaces and fails,
@@ -420,7 +428,7 @@ fn pct(v: &[f64], q: f64) -> f64 {
     }
     let mut s = v.to_vec();
     s.sort_by(f64::total_cmp);
-    s[((q * s.len() as f64).ceil() as usize).clamp(1, s.len()) - 1]
+    crate::results::nearest_rank(&s, q)
 }
 
 #[cfg(test)]

@@ -324,14 +324,13 @@ fn combine(flows: Vec<Value>, owd_method: &str) -> Value {
             let xs: Vec<f64> = flows.iter().filter_map(|f| f[k].as_f64()).collect();
             (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
         };
-        let (s, s2) = (thr.iter().sum::<f64>(), thr.iter().map(|x| x * x).sum::<f64>());
         json!({
-            "thr_mbps": s,
+            "thr_mbps": thr.iter().sum::<f64>(),
             "owd_mean_ms": mean("owd_mean_ms"),
             "owd_p95_ms": mean("owd_p95_ms"),
             "retransmits": flows.iter().filter_map(|f| f["retransmits"].as_u64()).sum::<u64>(),
             "flow_mbps": thr,
-            "jain": if s2 > 0.0 { s * s / (flows.len() as f64 * s2) } else { 1.0 },
+            "jain": leocc_sim::metrics::jain(&thr),
             "flows_detail": flows,
         })
     };

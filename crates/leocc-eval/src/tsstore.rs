@@ -33,6 +33,8 @@ use std::sync::Arc;
 pub const TS_DIR: &str = "ts";
 /// The key-value metadata entry of a part that lists its run keys, one per line.
 const RUNS_KEY: &str = "leocc.runs";
+/// The columns [`Store::read`] takes from a part (what the report's charts draw).
+const READ_COLUMNS: [&str; 5] = ["key", "t_s", "flow", "throughput_mbps", "rtt_ms"];
 /// Rows per row group: about 1 MB of values, small enough that reading one run touches
 /// little, large enough that a 100 k-run part's footer stays small (1,200 rows per 120 s run).
 const ROW_GROUP_ROWS: usize = 131_072;
@@ -190,6 +192,12 @@ fn write_part(path: &Path, tables: &BTreeMap<String, (Csv, PathBuf)>) -> Result<
         .set_compression(Compression::SNAPPY)
         .set_key_value_metadata(Some(vec![KeyValue::new(RUNS_KEY.into(), keys.join("\n"))]))
         .build();
+    // Where each of the part's columns is in each run's CSV (None: the run lacks it), found
+    // once per run rather than once per cell.
+    let col_of: BTreeMap<&str, Vec<Option<usize>>> = tables
+        .iter()
+        .map(|(k, (t, _))| (k.as_str(), columns.iter().map(|(name, _)| t.header.iter().position(|h| h == name)).collect()))
+        .collect();
     // All rows of the part in key order, as (key, csv, row index).
     let rows: Vec<(&str, &Csv, usize)> =
         tables.iter().flat_map(|(k, (t, _))| (0..t.rows.len()).map(move |i| (k.as_str(), t, i))).collect();
@@ -202,10 +210,10 @@ fn write_part(path: &Path, tables: &BTreeMap<String, (Csv, PathBuf)>) -> Result<
             let key: Vec<ByteArray> = group.iter().map(|(k, _, _)| ByteArray::from(k.as_bytes().to_vec())).collect();
             col.typed::<ByteArrayType>().write_batch(&key, None, None)?;
             col.close()?;
-            for (name, kind) in &columns {
+            for (j, (_, kind)) in columns.iter().enumerate() {
                 let cells: Vec<Option<&str>> = group
                     .iter()
-                    .map(|(_, t, i)| t.header.iter().position(|h| h == name).map(|c| t.rows[*i][c].as_str()).filter(|v| !v.is_empty()))
+                    .map(|(k, t, i)| col_of[k][j].map(|c| t.rows[*i][c].as_str()).filter(|v| !v.is_empty()))
                     .collect();
                 let def: Vec<i16> = cells.iter().map(|c| i16::from(c.is_some())).collect();
                 let mut col = rg.next_column()?.context("parquet: fewer columns than the schema")?;
@@ -304,6 +312,11 @@ fn open_part(p: &Path) -> Result<SerializedFileReader<std::fs::File>> {
 /// can hold it.
 fn read_run(path: &Path, key: &str) -> Result<Vec<TsRow>> {
     let reader = open_part(path)?;
+    // Only the columns a chart needs: the others (the control's state, a long string per
+    // row) would be decompressed and decoded for nothing.
+    let schema = reader.metadata().file_metadata().schema();
+    let wanted: Vec<_> = schema.get_fields().iter().filter(|f| READ_COLUMNS.contains(&f.name())).cloned().collect();
+    let projection = parquet::schema::types::Type::group_type_builder(schema.name()).with_fields(wanted).build()?;
     let mut out = Vec::new();
     for g in 0..reader.num_row_groups() {
         let may_hold = match reader.metadata().row_group(g).column(0).statistics() {
@@ -315,7 +328,7 @@ fn read_run(path: &Path, key: &str) -> Result<Vec<TsRow>> {
         if !may_hold {
             continue;
         }
-        for row in reader.get_row_group(g)?.get_row_iter(None)? {
+        for row in reader.get_row_group(g)?.get_row_iter(Some(projection.clone()))? {
             let row = row?;
             let mut r = TsRow::default();
             let mut this_run = false;

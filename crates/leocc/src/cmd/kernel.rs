@@ -169,15 +169,10 @@ fn params(a: ParamsArgs) -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    let mut p = if a.reset { Params::default() } else { current.unwrap_or_default() };
-    for s in &a.set {
-        let (cc, setting) = leocc_sim::cc::parse_setting(s).map_err(|e| anyhow::anyhow!("--set '{s}': {e}"))?;
-        if cc != "leocc" {
-            bail!("--set '{s}': the kernel's parameters are LeoCC's (leocc.NAME=VALUE); {cc} is not a BPF control of this project");
-        }
-        p.apply([setting.as_str()]).map_err(|e| anyhow::anyhow!("--set '{s}': {e}"))?;
-    }
-    let changed: Vec<&str> = Params::NAMES.iter().map(|(n, _)| *n).filter(|n| p.get(n) != Params::default().get(n)).collect();
+    let base = if a.reset { Params::default() } else { current.unwrap_or_default() };
+    let p = leocc_eval::emu_engine::apply_leocc_settings("--set", base, &a.set)?;
+    let defaults = Params::default();
+    let changed: Vec<&str> = Params::NAMES.iter().map(|(n, _)| *n).filter(|n| p.get(n) != defaults.get(n)).collect();
     if changed.is_empty() {
         write_params(None)?;
         println!("new LeoCC flows start from the defaults");
