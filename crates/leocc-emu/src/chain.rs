@@ -18,11 +18,13 @@ use crate::engine::{self, DirCounters, Direction, Io, Segment};
 use crate::error::{EmuError, Result};
 use crate::netns::{self, NetNs};
 use crate::owned::{own_group, terminate_group};
+use crate::pcap::{self, SharedPcap};
 use crate::stage::{DelaySource, QueueLimit, Stage, StageConfig};
 use crate::tun::Tun;
 use leocc_trace::{LinkModel, OPPORTUNITY_BYTES};
 use std::net::Ipv4Addr;
 use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
 use std::process::{Child, Command};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -67,12 +69,16 @@ pub struct ChainConfig {
     /// Real-time priority for the 2 × hops engine threads (off by default: on a small
     /// machine that many SCHED_FIFO threads starve the endpoints).
     pub realtime: bool,
+    /// Directory for `client.pcap` (every packet node 0 sends and receives, as the hop's
+    /// engine reads or writes it) and `server.pcap` (node H's): both ends of the path on one
+    /// clock, for one-way delays measured the same way whatever the protocol.
+    pub pcap_dir: Option<PathBuf>,
 }
 
 impl ChainConfig {
     /// Defaults around the hops.
     pub fn new(hops: Vec<HopConfig>) -> ChainConfig {
-        ChainConfig { hops, queue: QueueLimit { packets: Some(crate::emulator::DEFAULT_QUEUE_PACKETS), bytes: None }, loss: 0.0, seed: 1, spin_us: clock::DEFAULT_SPIN_US, realtime: false }
+        ChainConfig { hops, queue: QueueLimit { packets: Some(crate::emulator::DEFAULT_QUEUE_PACKETS), bytes: None }, loss: 0.0, seed: 1, spin_us: clock::DEFAULT_SPIN_US, realtime: false, pcap_dir: None }
     }
 
     fn stage(&self, m: &LinkModel, seed: u64) -> StageConfig {
@@ -92,6 +98,7 @@ pub struct Chain {
     threads: Vec<JoinHandle<Direction>>,
     clock: EmuClock,
     nodes: Vec<Node>,
+    pcaps: Vec<SharedPcap>,
 }
 
 /// Statistics of one hop direction.
@@ -153,19 +160,27 @@ impl Chain {
             };
             nodes.push(Node { ns, down, up });
         }
+        let (pcap_client, pcap_server) = match &cfg.pcap_dir {
+            Some(dir) => (Some(pcap::create_shared(dir, "client.pcap")?), Some(pcap::create_shared(dir, "server.pcap")?)),
+            None => (None, None),
+        };
         let clock = EmuClock::start();
         let stop = Arc::new(AtomicBool::new(false));
-        let mut chain = Chain { stop: stop.clone(), threads: Vec::new(), clock, nodes };
+        let pcaps = [&pcap_client, &pcap_server].into_iter().flatten().cloned().collect();
+        let mut chain = Chain { stop: stop.clone(), threads: Vec::new(), clock, nodes, pcaps };
         for (i, hop) in cfg.hops.iter().enumerate() {
             let fd = |n: &Node, up: bool| if up { n.up.as_ref() } else { n.down.as_ref() }.map(|t| t.raw_fd()).expect("every hop end has its device");
             let (a, b) = (&chain.nodes[i], &chain.nodes[i + 1]);
             let seed = |k: u64| cfg.seed.wrapping_add((4 * i as u64 + k) * SEED_STRIDE);
+            // The client's capture at hop 0, the server's at hop H-1 (the same hop if H = 1).
+            let at_client = if i == 0 { pcap_client.clone() } else { None };
+            let at_server = if i + 1 == h { pcap_server.clone() } else { None };
             let dirs = [
-                ("up", hop_direction("up", cfg.stage(&hop.up, seed(1)), seed(2)), fd(a, true), fd(b, false)),
-                ("down", hop_direction("down", cfg.stage(&hop.down, seed(3)), seed(4)), fd(b, false), fd(a, true)),
+                ("up", hop_direction("up", cfg.stage(&hop.up, seed(1)), seed(2)), fd(a, true), fd(b, false), at_client.clone(), at_server.clone()),
+                ("down", hop_direction("down", cfg.stage(&hop.down, seed(3)), seed(4)), fd(b, false), fd(a, true), at_server, at_client),
             ];
-            for (name, dir, in_fd, out_fd) in dirs {
-                let io = Io { in_fd, out_fd, pcap_in: None, pcap_out: None, pop_addr: Ipv4Addr::UNSPECIFIED, spin_us: cfg.spin_us, realtime: cfg.realtime };
+            for (name, dir, in_fd, out_fd, pcap_in, pcap_out) in dirs {
+                let io = Io { in_fd, out_fd, pcap_in, pcap_out, pop_addr: Ipv4Addr::UNSPECIFIED, spin_us: cfg.spin_us, realtime: cfg.realtime };
                 let stop = stop.clone();
                 let t = std::thread::Builder::new()
                     .name(format!("leocc-hop{i}-{name}"))
@@ -223,7 +238,8 @@ impl Chain {
         c
     }
 
-    /// Stops the threads, removes namespaces and devices, returns per-hop statistics.
+    /// Stops the threads, completes the captures, removes namespaces and devices, returns
+    /// per-hop statistics.
     pub fn stop(mut self) -> Vec<HopDirSummary> {
         let dirs = self.join();
         dirs.iter()
@@ -248,7 +264,10 @@ impl Chain {
 
     fn join(&mut self) -> Vec<Direction> {
         self.stop.store(true, Ordering::Relaxed);
-        self.threads.drain(..).filter_map(|h| h.join().ok()).collect()
+        let dirs = self.threads.drain(..).filter_map(|h| h.join().ok()).collect();
+        // The engine threads are joined, so these are the last references.
+        pcap::finish_shared(std::mem::take(&mut self.pcaps), "leocc chain");
+        dirs
     }
 }
 

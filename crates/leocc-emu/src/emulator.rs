@@ -19,7 +19,7 @@ use crate::engine::{self, DirCounters, Direction, Hist, Io, PopResponder, Segmen
 use crate::error::{EmuError, Result};
 use crate::eventlog::EventLog;
 use crate::netns::{self, NetNs};
-use crate::pcap::PcapWriter;
+use crate::pcap::{self, SharedPcap};
 use crate::stage::{percentile, DelaySource, QueueLimit, Stage, StageConfig};
 use crate::tun::Tun;
 use leocc_trace::{LinkModel, OPPORTUNITY_BYTES};
@@ -28,7 +28,7 @@ use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
 /// The client's address (the satellite user, behind the dish).
@@ -148,7 +148,7 @@ pub struct Emulator {
     stop: Arc<AtomicBool>,
     threads: Vec<JoinHandle<Direction>>,
     clock: EmuClock,
-    pcaps: Vec<Arc<Mutex<PcapWriter>>>,
+    pcaps: Vec<SharedPcap>,
     client_tun: Tun,
     server_tun: Tun,
     server_ns: NetNs,
@@ -165,14 +165,7 @@ impl Emulator {
         let client_tun = Tun::create_in(&client_ns, CLIENT_DEV, &format!("{CLIENT_ADDR}/{PREFIX_LEN}"))?;
         let server_tun = Tun::create_in(&server_ns, SERVER_DEV, &format!("{SERVER_ADDR}/{PREFIX_LEN}"))?;
         let (pcap_client, pcap_server) = match &cfg.pcap_dir {
-            Some(dir) => {
-                std::fs::create_dir_all(dir).map_err(|e| EmuError::io(format!("create {}", dir.display()), e))?;
-                let open = |n: &str| {
-                    let p = dir.join(n);
-                    PcapWriter::create(&p).map(|w| Some(Arc::new(Mutex::new(w)))).map_err(|e| EmuError::io(format!("create {}", p.display()), e))
-                };
-                (open("client.pcap")?, open("server.pcap")?)
-            }
+            Some(dir) => (Some(pcap::create_shared(dir, "client.pcap")?), Some(pcap::create_shared(dir, "server.pcap")?)),
             None => (None, None),
         };
         let clock = EmuClock::start();
@@ -258,13 +251,7 @@ impl Emulator {
     pub fn stop(mut self) -> Summary {
         let dirs = self.join_threads();
         // The engine threads are joined, so these are the last references.
-        for p in std::mem::take(&mut self.pcaps) {
-            if let Some(w) = Arc::try_unwrap(p).ok().and_then(|m| m.into_inner().ok()) {
-                if let Err(e) = w.finish() {
-                    eprintln!("leocc emu: warning: could not write the capture: {e}");
-                }
-            }
-        }
+        pcap::finish_shared(std::mem::take(&mut self.pcaps), "leocc emu");
         let tun_drops = [(&self.client_ns, CLIENT_DEV), (&self.server_ns, SERVER_DEV)]
             .iter()
             .map(|(ns, dev)| device_tx_drops(ns, dev).unwrap_or(0))

@@ -15,12 +15,12 @@
 
 use crate::clock::{self, EmuClock};
 use crate::packet::{self, Class};
-use crate::pcap::PcapWriter;
+use crate::pcap::SharedPcap;
 use crate::stage::{Stage, StageConfig, Verdict};
 use crate::tun::{self, MAX_PACKET};
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// Packets read from the input device per loop iteration before the schedule is run again.
 const READ_BATCH: usize = 64;
@@ -223,9 +223,9 @@ pub struct Io {
     /// Device packets go out on.
     pub out_fd: i32,
     /// pcap of the input side.
-    pub pcap_in: Option<Arc<Mutex<PcapWriter>>>,
+    pub pcap_in: Option<SharedPcap>,
     /// pcap of the output side.
-    pub pcap_out: Option<Arc<Mutex<PcapWriter>>>,
+    pub pcap_out: Option<SharedPcap>,
     /// The PoP's address.
     pub pop_addr: Ipv4Addr,
     /// Spin margin before deadlines, µs.
@@ -234,7 +234,7 @@ pub struct Io {
     pub realtime: bool,
 }
 
-fn capture(p: &Option<Arc<Mutex<PcapWriter>>>, clock: &EmuClock, t_us: u64, pkt: &[u8]) {
+fn capture(p: &Option<SharedPcap>, clock: &EmuClock, t_us: u64, pkt: &[u8]) {
     if let Some(w) = p {
         if let Ok(mut w) = w.lock() {
             let _ = w.write(clock.unix_us_at(t_us), pkt);
@@ -350,7 +350,7 @@ fn step(d: &mut Direction, io: &Io, clock: &EmuClock, now: u64, pool: &mut Pool)
     }
 }
 
-fn write_out(c: &mut DirCounters, fd: i32, pcap: &Option<Arc<Mutex<PcapWriter>>>, clock: &EmuClock, release_us: u64, pkt: Pkt, pool: &mut Pool) {
+fn write_out(c: &mut DirCounters, fd: i32, pcap: &Option<SharedPcap>, clock: &EmuClock, release_us: u64, pkt: Pkt, pool: &mut Pool) {
     let ok = tun::write_packet(fd, pkt.as_ref());
     let now_ns = clock.now_ns();
     c.release_error.record(now_ns.saturating_sub(release_us * 1000));

@@ -9,15 +9,19 @@
 //! once, equal RTTs, Fig. 15). Data flows server → client (a download) for every protocol.
 //!
 //! What is measured: throughput is goodput at the receiver (LEOTP's consumer report; iperf3's
-//! `sum_received`). LEOTP's one-way delay is measured per segment from the producer's
-//! timestamp (one machine, one clock). Kernel TCP's is estimated as iperf3's smoothed RTT
-//! samples (every 100 ms, from the sender) minus the chain's reverse-path base delay (the sum
-//! of the hops' uplink delays at that moment), as `emu_engine` does for one hop.
+//! `sum_received`). One-way delay is measured the same way for every protocol, from the
+//! chain's captures at its two ends (`pathdelay`): per delivered data packet, from the first
+//! time the server sent that data; so are the retransmitted packets' delay (Fig. 10) and the
+//! sender's traffic per delivered byte (Fig. 11). The endpoints' own estimates are kept beside
+//! it (`owd_endpoint_*`): LEOTP's per segment from the producer's timestamp, kernel TCP's as
+//! iperf3's smoothed RTT every 100 ms minus the chain's reverse-path base delay.
 
 use anyhow::{anyhow, bail, Context, Result};
 use leocc_emu::chain::{node_addr, Chain, ChainConfig, HopConfig};
 use leocc_emu::owned::{die_with_parent, own_group, terminate_group};
 use leocc_emu::QueueLimit;
+use crate::pathdelay;
+use crate::results::nearest_rank;
 use leocc_trace::isl::{self, ChainSpec};
 use leocc_trace::{Dir, LinkModel};
 use serde_json::{json, Value};
@@ -178,6 +182,8 @@ pub fn run(r: &Run, exe: &Path, scratch: &Path) -> Result<Value> {
     let mut cfg = ChainConfig::new(hops);
     cfg.loss = r.loss;
     cfg.seed = r.seed;
+    let capture = scratch.join("capture");
+    cfg.pcap_dir = Some(capture.clone());
     cfg.queue = QueueLimit { packets: Some(leocc_emu::emulator::DEFAULT_QUEUE_PACKETS), bytes: None };
     for ns in leocc_emu::netns::leftover_namespaces() {
         let _ = leocc_emu::netns::remove(&ns);
@@ -299,6 +305,9 @@ pub fn run(r: &Run, exe: &Path, scratch: &Path) -> Result<Value> {
     }
     let hops_summary: Vec<String> = chain.stop().iter().map(|s| s.to_string()).collect();
     let mut v = result?;
+    let path = pathdelay::analyse(&capture.join("server.pcap"), node_addr(r.hops), &capture.join("client.pcap"), node_addr(0));
+    let _ = std::fs::remove_dir_all(&capture);
+    record_path_delay(&mut v, &path.context("measuring one-way delay from the chain's captures")?);
     v["experiment"] = json!(r.experiment);
     v["variant"] = json!(r.variant.label());
     v["hops"] = json!(r.hops);
@@ -334,8 +343,42 @@ fn combine(flows: Vec<Value>, owd_method: &str) -> Value {
             "flows_detail": flows,
         })
     };
-    v["owd_method"] = json!(owd_method);
+    // The endpoints' own delay measurement, kept beside the path's (record_path_delay).
+    for (from, to) in [("owd_mean_ms", "owd_endpoint_mean_ms"), ("owd_p95_ms", "owd_endpoint_p95_ms")] {
+        if let Some(x) = v.as_object_mut().and_then(|o| o.remove(from)) {
+            v[to] = x;
+        }
+    }
+    v["owd_endpoint_method"] = json!(owd_method);
     v
+}
+
+/// Quantiles of the retransmitted packets' delay kept per run (0 %, 5 %, .., 100 %): enough
+/// for the CDF of Fig. 10 without storing every packet.
+const RETX_QUANTILES: usize = 21;
+
+/// Puts the path's one-way delay (the same measurement for every protocol) into a run's
+/// record: mean and p95 over every delivered data packet, the retransmitted packets' share,
+/// mean and quantiles (Fig. 10), and the sender's traffic per delivered byte (Fig. 11).
+fn record_path_delay(v: &mut Value, p: &pathdelay::PathDelay) {
+    let mean = |x: &[f64]| (!x.is_empty()).then(|| x.iter().sum::<f64>() / x.len() as f64);
+    let sorted = |x: &[f64]| {
+        let mut s = x.to_vec();
+        s.sort_by(f64::total_cmp);
+        s
+    };
+    let all = sorted(&p.owd_ms);
+    let retx = sorted(&p.retx_owd_ms);
+    v["owd_method"] = json!("path: server capture to client capture, per data packet, from the data's first copy");
+    v["owd_mean_ms"] = json!(mean(&all));
+    v["owd_p95_ms"] = json!((!all.is_empty()).then(|| nearest_rank(&all, 0.95)));
+    v["delivered_pkts"] = json!(p.delivered_pkts);
+    v["retx_pkts"] = json!(p.retx_owd_ms.len());
+    v["retx_share"] = json!((p.delivered_pkts > 0).then(|| p.retx_owd_ms.len() as f64 / p.delivered_pkts as f64));
+    v["retx_owd_mean_ms"] = json!(mean(&retx));
+    v["retx_owd_quantiles_ms"] = json!((!retx.is_empty()).then(|| (0..RETX_QUANTILES).map(|k| nearest_rank(&retx, k as f64 / (RETX_QUANTILES - 1) as f64)).collect::<Vec<f64>>()));
+    v["sender_traffic_ratio"] = json!(p.sender_traffic_ratio());
+    v["path_unmatched_pkts"] = json!(p.unmatched);
 }
 
 /// Window over which the narrowest hop is taken, µs: about one RTT of a 6-hop chain.
@@ -398,7 +441,9 @@ pub fn report(rows: &[Value], out: &Path) -> Result<PathBuf> {
         if ls.is_empty() {
             continue;
         }
-        md.push_str(&format!("## {e}\n\n| variant | throughput Mbit/s | mean OWD ms | p95 OWD ms | retransmits | bottleneck Mbit/s | runs |\n|---|---|---|---|---|---|---|\n"));
+        md.push_str(&format!(
+            "## {e}\n\n| variant | throughput Mbit/s | mean OWD ms | p95 OWD ms | retransmitted pkts % | their mean OWD ms | sender retransmits | bottleneck Mbit/s | runs |\n|---|---|---|---|---|---|---|---|---|\n"
+        ));
         let mut thr = Vec::new();
         let mut owd = Vec::new();
         for l in &ls {
@@ -406,7 +451,8 @@ pub fn report(rows: &[Value], out: &Path) -> Result<PathBuf> {
             let (t, o, p, x) = (field(rows, is, "thr_mbps"), field(rows, is, "owd_mean_ms"), field(rows, is, "owd_p95_ms"), field(rows, is, "retransmits"));
             let f = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.1}"));
             let n = rows.iter().filter(|r| is(r) && r.get("error").is_none()).count();
-            md.push_str(&format!("| {l} | {} | {} | {} | {} | {} | {n} |\n", f(t), f(o), f(p), f(x), f(field(rows, is, "bottleneck_mbps"))));
+            let share = field(rows, is, "retx_share").map(|v| v * 100.0);
+            md.push_str(&format!("| {l} | {} | {} | {} | {} | {} | {} | {} | {n} |\n", f(t), f(o), f(p), f(share), f(field(rows, is, "retx_owd_mean_ms")), f(x), f(field(rows, is, "bottleneck_mbps"))));
             thr.push(t.map(|v| (v, v, v)));
             owd.push(o.map(|v| (v, v, v)));
         }
@@ -427,6 +473,9 @@ pub fn report(rows: &[Value], out: &Path) -> Result<PathBuf> {
             let svg = c.svg();
             leocc_trace::out::write_atomic(&out.join(format!("{e}-scatter.svg")), svg.as_bytes()).map_err(|e| anyhow!("{e}"))?;
             md.push_str(&format!("![{e}: throughput against mean one-way delay]({e}-scatter.svg)\n\n"));
+            let svg = retx_cdf(rows, e, &ls);
+            leocc_trace::out::write_atomic(&out.join(format!("{e}-retx-owd.svg")), svg.as_bytes()).map_err(|e| anyhow!("{e}"))?;
+            md.push_str(&format!("![{e}: one-way delay of retransmitted packets]({e}-retx-owd.svg)\n\n"));
         }
         // Two charts: Mbit/s and ms on one axis would flatten one of them.
         for (name, title, unit, vals) in [("throughput", "throughput", "Mbit/s", thr), ("owd", "mean one-way delay", "ms", owd)] {
@@ -441,12 +490,14 @@ pub fn report(rows: &[Value], out: &Path) -> Result<PathBuf> {
         if ls.is_empty() {
             continue;
         }
-        md.push_str(&format!("## {e}\n\n| variant | {xlabel} | throughput Mbit/s | mean OWD ms | runs |\n|---|---|---|---|---|\n"));
+        md.push_str(&format!("## {e}\n\n| variant | {xlabel} | throughput Mbit/s | mean OWD ms | sender traffic % of delivered | runs |\n|---|---|---|---|---|---|\n"));
         let mut thr_series = Vec::new();
         let mut owd_series = Vec::new();
+        let mut cost_series = Vec::new();
         for (i, l) in ls.iter().enumerate() {
             let mut pts = Vec::new();
             let mut opts = Vec::new();
+            let mut cpts = Vec::new();
             let mut xs: Vec<f64> = rows.iter().filter(|r| r["experiment"] == e && r["variant"] == l.as_str()).filter_map(|r| r[xkey].as_f64()).collect();
             xs.sort_by(f64::total_cmp);
             xs.dedup();
@@ -461,11 +512,17 @@ pub fn report(rows: &[Value], out: &Path) -> Result<PathBuf> {
                 if let Some(o) = o {
                     opts.push((x, o));
                 }
+                let cost = field(rows, at, "sender_traffic_ratio").map(|r| r * 100.0);
+                if let Some(c) = cost {
+                    cpts.push((x, c));
+                }
                 let n = rows.iter().filter(|r| at(r)).count();
-                md.push_str(&format!("| {l} | {x} | {} | {} | {n} |\n", t.map_or("-".into(), |v| format!("{v:.1}")), o.map_or("-".into(), |v| format!("{v:.1}"))));
+                let f = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.1}"));
+                md.push_str(&format!("| {l} | {x} | {} | {} | {} | {n} |\n", f(t), f(o), f(cost)));
             }
             thr_series.push(Series::new(l.clone(), color(i), Style::Line, pts));
             owd_series.push(Series::new(l.clone(), color(i), Style::Line, opts));
+            cost_series.push(Series::new(l.clone(), color(i), Style::Line, cpts));
         }
         md.push('\n');
         let x = if xkey == "loss" { "random loss per hop, %" } else { "hops" };
@@ -473,7 +530,14 @@ pub fn report(rows: &[Value], out: &Path) -> Result<PathBuf> {
         c1.series = thr_series;
         let mut c2 = Chart::new(format!("{e}: mean one-way delay"), Axis::new(x), Axis::new("ms"));
         c2.series = owd_series;
-        let svg = leocc_plot::stack(&format!("LEOTP vs kernel TCP: {e}"), &[c1, c2]);
+        let mut charts = vec![c1, c2];
+        if e == "loss" {
+            // Seed 003's Fig. 11: what the sender pays for the losses.
+            let mut c3 = Chart::new("loss: traffic the server sent, % of the bytes delivered (100 = nothing sent twice)", Axis::new(x), Axis::new("%"));
+            c3.series = cost_series;
+            charts.push(c3);
+        }
+        let svg = leocc_plot::stack(&format!("LEOTP vs kernel TCP: {e}"), &charts);
         leocc_trace::out::write_atomic(&out.join(format!("{e}.svg")), svg.as_bytes()).map_err(|e| anyhow!("{e}"))?;
         md.push_str(&format!("![{e}]({e}.svg)\n\n"));
     }
@@ -502,6 +566,27 @@ pub fn report(rows: &[Value], out: &Path) -> Result<PathBuf> {
     let p = out.join("summary.md");
     leocc_trace::out::write_atomic(&p, md.as_bytes()).map_err(|e| anyhow!("{e}"))?;
     Ok(p)
+}
+
+/// Seed 003's Fig. 10: the CDF of the retransmitted packets' one-way delay per protocol,
+/// from each run's quantiles (every run of a protocol weighs the same).
+fn retx_cdf(rows: &[Value], experiment: &str, labels: &[String]) -> String {
+    use leocc_plot::{color, Axis, Chart, Series, Style};
+    let mut c = Chart::new(format!("{experiment}: one-way delay of retransmitted packets (CDF, from the path captures)"), Axis::new("one-way delay (ms)"), Axis::new("fraction of retransmitted packets"));
+    c.height = 340;
+    for (i, l) in labels.iter().enumerate() {
+        let mut v: Vec<f64> = rows
+            .iter()
+            .filter(|r| r["experiment"] == experiment && r["variant"] == l.as_str())
+            .filter_map(|r| r["retx_owd_quantiles_ms"].as_array())
+            .flat_map(|q| q.iter().filter_map(Value::as_f64))
+            .collect();
+        v.sort_by(f64::total_cmp);
+        let n = v.len() as f64;
+        let pts = v.iter().enumerate().map(|(k, &x)| (x, (k + 1) as f64 / n)).collect();
+        c.series.push(Series::new(l.clone(), color(i), Style::Line, pts));
+    }
+    c.svg()
 }
 
 /// What `leocc leotp eval` runs.
@@ -613,7 +698,8 @@ mod tests {
         assert_eq!((one["thr_mbps"].as_f64(), one.get("jain")), (Some(10.0), None));
         let two = combine(vec![json!({"thr_mbps": 12.0, "owd_mean_ms": 40.0, "retransmits": 1}), json!({"thr_mbps": 4.0, "owd_mean_ms": 60.0, "retransmits": 2})], "m");
         assert_eq!(two["thr_mbps"].as_f64(), Some(16.0));
-        assert_eq!(two["owd_mean_ms"].as_f64(), Some(50.0));
+        assert_eq!(two["owd_endpoint_mean_ms"].as_f64(), Some(50.0));
+        assert!(two.get("owd_mean_ms").is_none(), "the path's measurement, not the endpoints', fills owd_mean_ms");
         assert_eq!(two["retransmits"].as_u64(), Some(3));
         assert!((two["jain"].as_f64().unwrap() - 256.0 / (2.0 * 160.0)).abs() < 1e-12);
         // A fairness run's record is not mistaken for a one-flow run of the same cell.
@@ -656,15 +742,20 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("leotp-report-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let rows = vec![
-            json!({"experiment": "headline", "variant": "leotp", "thr_mbps": 20.0, "owd_mean_ms": 40.0, "owd_p95_ms": 60.0, "retransmits": 3}),
+            json!({"experiment": "headline", "variant": "leotp", "thr_mbps": 20.0, "owd_mean_ms": 40.0, "owd_p95_ms": 60.0, "retransmits": 3,
+                   "retx_share": 0.1, "retx_owd_mean_ms": 80.0, "retx_owd_quantiles_ms": [50.0, 70.0, 160.0]}),
             json!({"experiment": "headline", "variant": "bbr", "thr_mbps": 18.0, "owd_mean_ms": 90.0, "owd_p95_ms": 120.0, "retransmits": 30}),
-            json!({"experiment": "loss", "variant": "leotp", "loss": 0.02, "thr_mbps": 19.0, "owd_mean_ms": 41.0}),
+            json!({"experiment": "loss", "variant": "leotp", "loss": 0.02, "thr_mbps": 19.0, "owd_mean_ms": 41.0, "sender_traffic_ratio": 1.02}),
         ];
         let md = std::fs::read_to_string(report(&rows, &dir).unwrap()).unwrap();
-        assert!(md.contains("| leotp | 20.0 | 40.0 | 60.0 | 3.0 | - | 1 |"), "{md}");
-        assert!(md.contains("| bbr | 18.0 | 90.0"));
-        assert!(md.contains("| leotp | 2 | 19.0 | 41.0 | 1 |"), "{md}");
-        assert!(dir.join("headline-throughput.svg").exists() && dir.join("headline-owd.svg").exists() && dir.join("loss.svg").exists());
+        assert!(md.contains("| leotp | 20.0 | 40.0 | 60.0 | 10.0 | 80.0 | 3.0 | - | 1 |"), "{md}");
+        assert!(md.contains("| bbr | 18.0 | 90.0 | 120.0 | - | - | 30.0"), "{md}");
+        assert!(md.contains("| leotp | 2 | 19.0 | 41.0 | 102.0 | 1 |"), "{md}");
+        for f in ["headline-throughput.svg", "headline-owd.svg", "headline-retx-owd.svg", "loss.svg"] {
+            assert!(dir.join(f).exists(), "{f}");
+        }
+        let cdf = std::fs::read_to_string(dir.join("headline-retx-owd.svg")).unwrap();
+        assert!(cdf.contains("leotp") && cdf.contains("<path"), "Fig. 10 draws LEOTP's CDF");
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

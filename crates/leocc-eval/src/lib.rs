@@ -16,6 +16,7 @@ pub mod emu_engine;
 pub mod emu_quic;
 pub mod leotp;
 pub mod matrix;
+pub mod pathdelay;
 pub mod ray;
 pub mod report;
 pub mod results;

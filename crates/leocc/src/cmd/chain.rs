@@ -49,6 +49,9 @@ pub struct ChainArgs {
     /// Run the engine threads at real-time priority.
     #[arg(long)]
     pub realtime: bool,
+    /// Capture both ends of the path into DIR/client.pcap and DIR/server.pcap (one clock).
+    #[arg(long, value_name = "DIR")]
+    pub pcap: Option<PathBuf>,
     /// The command run in the client node.
     #[arg(last = true, required = true)]
     pub cmd: Vec<String>,
@@ -76,6 +79,7 @@ pub fn run(a: ChainArgs) -> anyhow::Result<()> {
     cfg.loss = a.loss;
     cfg.seed = a.seed;
     cfg.realtime = a.realtime;
+    cfg.pcap_dir = a.pcap.clone();
     cfg.queue = QueueLimit { packets: (a.queue > 0).then_some(a.queue), bytes: None };
     let spec = ChainShellSpec { cmd: a.cmd.clone(), server_cmd: a.server_cmd.clone(), node_cmd: a.node_cmd.clone() };
     let (code, summary) = chain::run(&cfg, &spec).map_err(|e| anyhow!("{e}"))?;
