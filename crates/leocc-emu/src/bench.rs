@@ -12,6 +12,14 @@
 //!    droptail drop means the arrivals came in bursts: a late engine or a preempted sender)
 //!    (target >= 1 Gbit/s).
 //! 4. CPU: both engine threads' CPU time at 100 Mbit/s, % of one core.
+//! 5. The realistic path: kernel TCP (cubic, then bbr; iperf3) through a capacity trace
+//!    varying around 1.5 Gbit/s, 10 ms one-way delay, 0.2 % random loss and a 500-packet
+//!    queue: goodput ÷ offered capacity and the release error (target: bbr >= 90 %).
+//!
+//! With offloads on (the default) the UDP sender hands the kernel up to `GSO_SEGMENTS`
+//! datagrams per send with UDP segmentation offload, as GSO-capable senders do (kernel TCP's
+//! TSO does the same by itself); `--no-offload` measures the packet-by-packet path, sender
+//! and engine both, so the two can be compared side by side.
 
 use crate::clock;
 use crate::emulator::{EmuConfig, Emulator, Side, Summary, SERVER_ADDR};
@@ -39,6 +47,21 @@ const MAX_UNINTENDED_LOSS: f64 = 0.001;
 const WARMUP_US: u64 = 500_000;
 /// Queue for the benchmark runs, packets (deep enough that pacing bursts never overflow).
 const BENCH_QUEUE: usize = 2000;
+/// Datagrams per send with UDP GSO: 44 x 1472 bytes stays under a UDP datagram's 64 KB.
+const GSO_SEGMENTS: u64 = 44;
+/// The realistic path: random loss, droptail queue (packets), and its capacity steps
+/// (Mbit/s, 200 ms each, mean 1500 Mbit/s).
+const REAL_LOSS: f64 = 0.002;
+const REAL_QUEUE: usize = 500;
+const REAL_STEPS_MBPS: [f64; 5] = [1500.0, 1800.0, 1200.0, 1650.0, 1350.0];
+/// iperf3 port of the realistic case.
+const TCP_PORT: u16 = 9373;
+/// TCP buffer ceiling in the benchmark namespaces, bytes: the default 6 MB would cap a flow
+/// below the path's 3.75 MB bandwidth-delay product plus queue once the kernel's overhead
+/// share is taken off.
+const TCP_BUF_MAX: u32 = 64 << 20;
+/// What mahimahi reached on this machine when the issue was written (delay + link shells).
+const MAHIMAHI: &str = "mahimahi on this machine: cubic 0.54 Gbit/s, bbr 0.64 Gbit/s through delay + link shells; 1.94 Gbit/s with no delay shell";
 
 /// Benchmark parameters.
 #[derive(Debug, Clone)]
@@ -49,6 +72,10 @@ pub struct BenchOptions {
     pub rates_mbps: Vec<f64>,
     /// Spin margin, µs.
     pub spin_us: u64,
+    /// TUN offloads in the emulator, and UDP GSO in the benchmark's sender.
+    pub offload: bool,
+    /// Run the realistic-path case (kernel TCP through iperf3).
+    pub tcp: bool,
 }
 
 /// A constant-rate link model at `mbps`, with `BENCH_DELAY_US` delay.
@@ -57,6 +84,19 @@ pub fn constant_link(mbps: f64) -> Result<LinkModel> {
     let n = (1_000_000.0 / gap_us).round().max(1.0) as u64;
     let times: Vec<u64> = (1..=n).map(|i| ((i as f64 * gap_us).round() as u64).min(1_000_000)).collect();
     link_from(times, 1_000_000)
+}
+
+/// The realistic path's capacity: steps of `REAL_STEPS_MBPS`, 200 ms each (a 1 s period).
+fn realistic_link() -> Result<LinkModel> {
+    const STEP_US: u64 = 200_000;
+    let mut times = Vec::new();
+    for (k, r) in REAL_STEPS_MBPS.iter().enumerate() {
+        let gap = PKT_BITS / r;
+        let n = (STEP_US as f64 / gap) as u64;
+        times.extend((1..=n).map(|i| k as u64 * STEP_US + (i as f64 * gap) as u64));
+    }
+    let cap = Capacity::new(times, Some(1_000_000)).map_err(EmuError::msg)?;
+    Ok(LinkModel::new(&cap, DelaySeries::constant(BENCH_DELAY_US), Loss::Constant(0.0), &[], 1000))
 }
 
 /// A link whose capacity steps every 100 ms through 24..240 Mbit/s (a 1 s period).
@@ -90,10 +130,12 @@ struct Flow {
     summary: Summary,
 }
 
-fn run_flow(up: LinkModel, rate_bps: f64, seconds: f64, spin_us: u64) -> Result<Flow> {
+fn run_flow(up: LinkModel, rate_bps: f64, seconds: f64, o: &BenchOptions) -> Result<Flow> {
     let mut cfg = EmuConfig::new(up.clone(), up);
     cfg.queue = QueueLimit { packets: Some(BENCH_QUEUE), bytes: None };
-    cfg.spin_us = spin_us;
+    cfg.spin_us = o.spin_us;
+    cfg.offload = o.offload;
+    let gso = o.offload;
     let emu = Emulator::start(&cfg)?;
     let clock = emu.clock();
     let stop = Arc::new(AtomicBool::new(false));
@@ -119,10 +161,14 @@ fn run_flow(up: LinkModel, rate_bps: f64, seconds: f64, spin_us: u64) -> Result<
     let tx = emu.spawn_in(Side::Client, "bench-tx", move || -> std::io::Result<(u64, u64, u64, u64)> {
         let s = UdpSocket::bind("0.0.0.0:0")?;
         s.connect(SocketAddr::new(SERVER_ADDR.into(), PORT))?;
+        if gso {
+            set_udp_segment(&s)?;
+        }
+        let per_send = if gso { GSO_SEGMENTS } else { 1 };
         clock::tighten_timer_slack();
         // A preempted sender bursts, and the model rightly drops the burst: keep it on time.
         clock::try_realtime();
-        let payload = [0u8; PAYLOAD];
+        let payload = vec![0u8; PAYLOAD * per_send as usize];
         let start_us = clock.now_us();
         let t0 = Instant::now();
         let (mut sent, mut errors) = (0u64, 0u64);
@@ -130,9 +176,10 @@ fn run_flow(up: LinkModel, rate_bps: f64, seconds: f64, spin_us: u64) -> Result<
         while t0.elapsed() < total {
             let due = (rate_bps * t0.elapsed().as_secs_f64() / PKT_BITS) as u64;
             while sent + errors < due {
-                match s.send(&payload) {
-                    Ok(_) => sent += 1,
-                    Err(_) => errors += 1,
+                let k = (due - sent - errors).min(per_send);
+                match s.send(&payload[..PAYLOAD * k as usize]) {
+                    Ok(_) => sent += k,
+                    Err(_) => errors += k,
                 }
             }
             std::thread::sleep(Duration::from_micros(200));
@@ -146,6 +193,19 @@ fn run_flow(up: LinkModel, rate_bps: f64, seconds: f64, spin_us: u64) -> Result<
     let (arrivals_us, rcvbuf_errors) = join(rx)?;
     let summary = emu.stop();
     Ok(Flow { sent, send_errors, arrivals_us, rcvbuf_errors, start_us, end_us, summary })
+}
+
+/// Makes every send on `s` larger than one datagram leave as `PAYLOAD`-byte datagrams, cut
+/// by the kernel (UDP GSO) or, with offloads, by the emulator.
+fn set_udp_segment(s: &UdpSocket) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let size: libc::c_int = PAYLOAD as libc::c_int;
+    // SAFETY: setsockopt with a valid int option value.
+    let r = unsafe { libc::setsockopt(s.as_raw_fd(), libc::SOL_UDP, libc::UDP_SEGMENT, (&size as *const libc::c_int).cast(), std::mem::size_of::<libc::c_int>() as u32) };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Receive buffer of the benchmark receiver, bytes: 100 ms at 2.5 Gbit/s, so that a
@@ -183,6 +243,8 @@ pub struct BenchReport {
     pub max_rate_mbps: f64,
     /// Engine CPU at 100 Mbit/s, % of one core (both threads).
     pub cpu_percent_100m: f64,
+    /// Realistic path: (congestion control, goodput ÷ offered capacity, release p99 µs).
+    pub tcp: Vec<(String, f64, u64)>,
 }
 
 /// Runs all measurements, printing as it goes.
@@ -192,7 +254,8 @@ pub fn run(o: &BenchOptions) -> Result<BenchReport> {
 
     println!("== capacity fidelity and release error (capacity stepping 24..240 Mbit/s every 100 ms, UDP at 300 Mbit/s)");
     let link = stepped_link()?;
-    let f = run_flow(link.clone(), 300e6, o.seconds, o.spin_us)?;
+    println!("offloads {} (sender {})", if o.offload { "on" } else { "off" }, if o.offload { "UDP GSO" } else { "one datagram per send" });
+    let f = run_flow(link.clone(), 300e6, o.seconds, o)?;
     let (a, b) = (f.start_us + WARMUP_US, f.end_us);
     let offered = link.count_before(b) - link.count_before(a);
     let received = f.arrivals_us.iter().filter(|&&t| t >= a + BENCH_DELAY_US && t < b + BENCH_DELAY_US).count() as u64;
@@ -213,7 +276,7 @@ pub fn run(o: &BenchOptions) -> Result<BenchReport> {
 
     println!("== highest constant rate with < 0.1 % unintended loss (sender paced at 90 % of the rate)");
     for &mbps in &o.rates_mbps {
-        let f = run_flow(constant_link(mbps)?, mbps * 1e6 * PACE_SHARE, o.seconds, o.spin_us)?;
+        let f = run_flow(constant_link(mbps)?, mbps * 1e6 * PACE_SHARE, o.seconds, o)?;
         let up = &f.summary.uplink;
         let modelled = up.dropped_queue + up.dropped_loss;
         let attempted = f.sent + f.send_errors;
@@ -224,13 +287,16 @@ pub fn run(o: &BenchOptions) -> Result<BenchReport> {
         let model_share = modelled as f64 / attempted.max(1) as f64;
         let ok = loss < MAX_UNINTENDED_LOSS && model_share < MAX_UNINTENDED_LOSS;
         println!(
-            "{mbps:7.0} Mbit/s link: sent {attempted} (send errors {}), received {received} ({goodput:.0} Mbit/s), receiver socket overflow {}, model drops {modelled}, unintended loss {:.3} % (TUN queue {}), engine cpu {:.0} % + {:.0} %, release p99 {} us -> {}",
+            "{mbps:7.0} Mbit/s link: sent {attempted} (send errors {}), received {received} ({goodput:.0} Mbit/s), receiver socket overflow {}, model drops {modelled}, unintended loss {:.3} % (TUN queue {}), engine cpu {:.0} % + {:.0} % ({:.0} % per Gbit/s), {:.1} packets per read, {:.1} per write, release p99 {} us -> {}",
             f.send_errors,
             f.rcvbuf_errors,
             loss * 100.0,
             up.unmodelled_drops,
             up.cpu_percent,
             f.summary.downlink.cpu_percent,
+            up.cpu_percent / (goodput / 1000.0).max(1e-9),
+            up.packets_per_read,
+            up.packets_per_write,
             up.release_error_us[1].unwrap_or(0),
             if ok { "sustained" } else { "NOT sustained" }
         );
@@ -241,12 +307,82 @@ pub fn run(o: &BenchOptions) -> Result<BenchReport> {
     println!("highest sustained rate: {:.0} Mbit/s (target >= 1000)", rep.max_rate_mbps);
 
     println!("== CPU at 100 Mbit/s (120 Mbit/s link)");
-    let f = run_flow(constant_link(120.0)?, 100e6, o.seconds, o.spin_us)?;
+    let f = run_flow(constant_link(120.0)?, 100e6, o.seconds, o)?;
     rep.cpu_percent_100m = f.summary.uplink.cpu_percent + f.summary.downlink.cpu_percent;
     println!(
         "engine CPU {:.1} % of one core (uplink thread {:.1} %, downlink thread {:.1} %) with spin margin {} us",
         rep.cpu_percent_100m, f.summary.uplink.cpu_percent, f.summary.downlink.cpu_percent, o.spin_us
     );
+
+    if o.tcp {
+        let mean: f64 = REAL_STEPS_MBPS.iter().sum::<f64>() / REAL_STEPS_MBPS.len() as f64;
+        println!(
+            "== realistic path: kernel TCP (iperf3) through {mean:.0} Mbit/s mean capacity ({:.0}..{:.0} in 200 ms steps), {} ms one-way delay, {} % loss, {REAL_QUEUE}-packet queue",
+            REAL_STEPS_MBPS.iter().cloned().fold(f64::INFINITY, f64::min),
+            REAL_STEPS_MBPS.iter().cloned().fold(0.0, f64::max),
+            BENCH_DELAY_US / 1000,
+            REAL_LOSS * 100.0
+        );
+        for cc in ["cubic", "bbr"] {
+            match tcp_case(cc, o) {
+                Ok((goodput_mbps, f)) => {
+                    let up = &f.uplink;
+                    let share = goodput_mbps / mean;
+                    println!(
+                        "{cc:>5}: goodput {goodput_mbps:.0} Mbit/s = {:.1} % of the offered capacity (payload ceiling 96.5 %); model drops {} (queue) + {} (loss); unintended {}; engine cpu {:.0} % + {:.0} %, {:.1} packets per read, {:.1} per write; release p99 {} us{}",
+                        share * 100.0,
+                        up.dropped_queue,
+                        up.dropped_loss,
+                        up.unmodelled_drops,
+                        up.cpu_percent,
+                        f.downlink.cpu_percent,
+                        up.packets_per_read,
+                        up.packets_per_write,
+                        up.release_error_us[1].unwrap_or(0),
+                        if cc == "bbr" { " (target: bbr >= 90 %)" } else { "" }
+                    );
+                    rep.tcp.push((cc.to_string(), share, up.release_error_us[1].unwrap_or(0)));
+                }
+                Err(e) => println!("{cc:>5}: not measured: {e}"),
+            }
+        }
+        println!("({MAHIMAHI})");
+    }
     Ok(rep)
+}
+
+/// One kernel TCP flow, client to server, through the realistic path for `o.seconds`:
+/// iperf3's goodput (Mbit/s) and the emulator's summary.
+fn tcp_case(cc: &str, o: &BenchOptions) -> Result<(f64, Summary)> {
+    let link = realistic_link()?;
+    let mut cfg = EmuConfig::new(link.clone(), link);
+    cfg.queue = QueueLimit { packets: Some(REAL_QUEUE), bytes: None };
+    cfg.loss = REAL_LOSS;
+    cfg.spin_us = o.spin_us;
+    cfg.offload = o.offload;
+    let emu = Emulator::start(&cfg)?;
+    for side in [Side::Client, Side::Server] {
+        let buf = format!("4096 131072 {TCP_BUF_MAX}");
+        join(emu.spawn_in(side, "bench-sysctl", move || -> std::io::Result<()> {
+            std::fs::write("/proc/sys/net/ipv4/tcp_rmem", &buf)?;
+            std::fs::write("/proc/sys/net/ipv4/tcp_wmem", &buf)
+        })?)?;
+    }
+    let mut server = emu.command(Side::Server, "iperf3");
+    crate::owned::own_group(crate::owned::die_with_parent(server.args(["-s", "-1", "-p", &TCP_PORT.to_string()]))).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
+    let mut server = server.spawn().map_err(|e| EmuError::io("start iperf3 -s", e))?;
+    crate::shell::wait_until_listening(server.id());
+    let secs = format!("{}", o.seconds.ceil().max(2.0));
+    let out = crate::owned::die_with_parent(emu.command(Side::Client, "iperf3").args(["-c", &SERVER_ADDR.to_string(), "-p", &TCP_PORT.to_string(), "-t", &secs, "-C", cc, "-J"]))
+        .output()
+        .map_err(|e| EmuError::io("run iperf3 -c", e));
+    crate::owned::terminate_group(&mut server);
+    let summary = emu.stop();
+    let v: serde_json::Value = serde_json::from_slice(&out?.stdout).map_err(|e| EmuError::msg(format!("iperf3 output: {e}")))?;
+    if let Some(err) = v["error"].as_str() {
+        return Err(EmuError::msg(format!("iperf3: {err}")));
+    }
+    let bps = v["end"]["sum_received"]["bits_per_second"].as_f64().ok_or_else(|| EmuError::msg("iperf3 reported no received rate"))?;
+    Ok((bps / 1e6, summary))
 }
 

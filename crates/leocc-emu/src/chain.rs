@@ -73,12 +73,14 @@ pub struct ChainConfig {
     /// engine reads or writes it) and `server.pcap` (node H's): both ends of the path on one
     /// clock, for one-way delays measured the same way whatever the protocol.
     pub pcap_dir: Option<PathBuf>,
+    /// TUN offloads on every device (see `EmuConfig::offload`).
+    pub offload: bool,
 }
 
 impl ChainConfig {
     /// Defaults around the hops.
     pub fn new(hops: Vec<HopConfig>) -> ChainConfig {
-        ChainConfig { hops, queue: QueueLimit { packets: Some(crate::emulator::DEFAULT_QUEUE_PACKETS), bytes: None }, loss: 0.0, seed: 1, spin_us: clock::DEFAULT_SPIN_US, realtime: false, pcap_dir: None }
+        ChainConfig { hops, queue: QueueLimit { packets: Some(crate::emulator::DEFAULT_QUEUE_PACKETS), bytes: None }, loss: 0.0, seed: 1, spin_us: clock::DEFAULT_SPIN_US, realtime: false, pcap_dir: None, offload: true }
     }
 
     fn stage(&self, m: &LinkModel, seed: u64) -> StageConfig {
@@ -146,12 +148,12 @@ impl Chain {
             let ns = NetNs::create(&format!("{base}-n{i}"))?;
             let addr = format!("{}/32", node_addr(i));
             let (down, up) = if i == 0 {
-                (None, Some(Tun::create_in(&ns, UP_DEV, &addr)?))
+                (None, Some(Tun::create_in(&ns, UP_DEV, &addr, cfg.offload)?))
             } else if i == h {
-                (Some(Tun::create_in(&ns, DOWN_DEV, &addr)?), None)
+                (Some(Tun::create_in(&ns, DOWN_DEV, &addr, cfg.offload)?), None)
             } else {
-                let d = Tun::create_unrouted_in(&ns, DOWN_DEV, &addr)?;
-                let u = Tun::create_unrouted_in(&ns, UP_DEV, "")?;
+                let d = Tun::create_unrouted_in(&ns, DOWN_DEV, &addr, cfg.offload)?;
+                let u = Tun::create_unrouted_in(&ns, UP_DEV, "", cfg.offload)?;
                 for j in (0..=h).filter(|&j| j != i) {
                     ns.ip(&["route", "add", &format!("{}/32", node_addr(j)), "dev", if j < i { DOWN_DEV } else { UP_DEV }])?;
                 }
@@ -180,7 +182,7 @@ impl Chain {
                 ("down", hop_direction("down", cfg.stage(&hop.down, seed(3)), seed(4)), fd(b, false), fd(a, true), at_server, at_client),
             ];
             for (name, dir, in_fd, out_fd, pcap_in, pcap_out) in dirs {
-                let io = Io { in_fd, out_fd, pcap_in, pcap_out, pop_addr: Ipv4Addr::UNSPECIFIED, spin_us: cfg.spin_us, realtime: cfg.realtime };
+                let io = Io { in_fd, out_fd, pcap_in, pcap_out, pop_addr: Ipv4Addr::UNSPECIFIED, spin_us: cfg.spin_us, realtime: cfg.realtime, vnet: cfg.offload };
                 let stop = stop.clone();
                 let t = std::thread::Builder::new()
                     .name(format!("leocc-hop{i}-{name}"))

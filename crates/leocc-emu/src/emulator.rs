@@ -73,6 +73,9 @@ pub struct EmuConfig {
     pub spin_us: u64,
     /// Run the engine threads at real-time priority (SCHED_FIFO) when permitted.
     pub realtime: bool,
+    /// TUN offloads (`offload`): the kernel hands over TCP/UDP super-packets, one read each,
+    /// which the engine cuts into packets. On by default; off reads packet by packet.
+    pub offload: bool,
     /// Trace name for log headers.
     pub label: String,
 }
@@ -93,6 +96,7 @@ impl EmuConfig {
             pcap_dir: None,
             spin_us: clock::DEFAULT_SPIN_US,
             realtime: true,
+            offload: true,
             label: String::new(),
         }
     }
@@ -162,8 +166,8 @@ impl Emulator {
         let base = netns::unique_base();
         let client_ns = NetNs::create(&format!("{base}-c"))?;
         let server_ns = NetNs::create(&format!("{base}-s"))?;
-        let client_tun = Tun::create_in(&client_ns, CLIENT_DEV, &format!("{CLIENT_ADDR}/{PREFIX_LEN}"))?;
-        let server_tun = Tun::create_in(&server_ns, SERVER_DEV, &format!("{SERVER_ADDR}/{PREFIX_LEN}"))?;
+        let client_tun = Tun::create_in(&client_ns, CLIENT_DEV, &format!("{CLIENT_ADDR}/{PREFIX_LEN}"), cfg.offload)?;
+        let server_tun = Tun::create_in(&server_ns, SERVER_DEV, &format!("{SERVER_ADDR}/{PREFIX_LEN}"), cfg.offload)?;
         let (pcap_client, pcap_server) = match &cfg.pcap_dir {
             Some(dir) => (Some(pcap::create_shared(dir, "client.pcap")?), Some(pcap::create_shared(dir, "server.pcap")?)),
             None => (None, None),
@@ -174,8 +178,8 @@ impl Emulator {
         attach_log(&mut down, &cfg.downlink_log, &format!("downlink [{}]", cfg.label), &clock)?;
         let stop = Arc::new(AtomicBool::new(false));
         let pcaps: Vec<_> = [&pcap_client, &pcap_server].into_iter().flatten().cloned().collect();
-        let up_io = Io { in_fd: client_tun.raw_fd(), out_fd: server_tun.raw_fd(), pcap_in: pcap_client.clone(), pcap_out: pcap_server.clone(), pop_addr: POP_ADDR, spin_us: cfg.spin_us, realtime: cfg.realtime };
-        let down_io = Io { in_fd: server_tun.raw_fd(), out_fd: client_tun.raw_fd(), pcap_in: pcap_server, pcap_out: pcap_client, pop_addr: POP_ADDR, spin_us: cfg.spin_us, realtime: cfg.realtime };
+        let up_io = Io { in_fd: client_tun.raw_fd(), out_fd: server_tun.raw_fd(), pcap_in: pcap_client.clone(), pcap_out: pcap_server.clone(), pop_addr: POP_ADDR, spin_us: cfg.spin_us, realtime: cfg.realtime, vnet: cfg.offload };
+        let down_io = Io { in_fd: server_tun.raw_fd(), out_fd: client_tun.raw_fd(), pcap_in: pcap_server, pcap_out: pcap_client, pop_addr: POP_ADDR, spin_us: cfg.spin_us, realtime: cfg.realtime, vnet: cfg.offload };
         let mut threads = Vec::new();
         for (name, dir, io) in [("leocc-emu-up", up, up_io), ("leocc-emu-down", down, down_io)] {
             let (stop, clock) = (stop.clone(), clock);
@@ -364,6 +368,10 @@ pub struct DirSummary {
     pub written_pkts: u64,
     /// CPU use of the direction's thread, % of one core.
     pub cpu_percent: f64,
+    /// Packets per read from the input device (above 1 when offloads hand over super-packets).
+    pub packets_per_read: f64,
+    /// Packets per write to the output device (above 1 when segments were merged).
+    pub packets_per_write: f64,
 }
 
 impl DirSummary {
@@ -395,6 +403,8 @@ impl DirSummary {
             pop_replies: pop.map_or(0, |p| p.answered),
             written_pkts: d.counters.written_pkts,
             cpu_percent: d.counters.cpu_us as f64 / 1e6 / duration_s * 100.0,
+            packets_per_read: d.counters.read_pkts as f64 / d.counters.read_calls.max(1) as f64,
+            packets_per_write: d.counters.written_pkts as f64 / d.counters.write_calls.max(1) as f64,
         }
     }
 }

@@ -14,6 +14,7 @@
 //! reaches its release time and records how late it was (the release error).
 
 use crate::clock::{self, EmuClock};
+use crate::offload::{self, Coalescer, Csum, VnetHdr, VNET_HDR_LEN};
 use crate::packet::{self, Class};
 use crate::pcap::SharedPcap;
 use crate::stage::{Stage, StageConfig, Verdict};
@@ -33,6 +34,8 @@ const HIST_BUCKETS: usize = 10_000;
 pub struct Pkt {
     buf: Box<[u8; MAX_PACKET]>,
     len: usize,
+    /// The transport checksum the receiving side's "hardware" completes (offload on).
+    csum: Option<Csum>,
 }
 
 impl AsRef<[u8]> for Pkt {
@@ -44,6 +47,14 @@ impl AsRef<[u8]> for Pkt {
 impl Pkt {
     fn bytes_mut(&mut self) -> &mut [u8] {
         &mut self.buf[..self.len]
+    }
+
+    /// Completes a partial checksum, so that the bytes are the packet as a wire would carry
+    /// it (for a capture).
+    fn finish_checksum(&mut self) {
+        if let Some(c) = self.csum.take() {
+            offload::complete_checksum(&mut self.buf[..self.len], c);
+        }
     }
 }
 
@@ -165,10 +176,14 @@ impl PopResponder {
 /// Per-direction counters beyond the stages'.
 #[derive(Clone, Default)]
 pub struct DirCounters {
-    /// Packets read from the input device.
+    /// Packets read from the input device (after splitting super-packets).
     pub read_pkts: u64,
+    /// Reads from the input device that returned something (one per super-packet).
+    pub read_calls: u64,
     /// Packets written to the output device.
     pub written_pkts: u64,
+    /// Writes to the output device (fewer than packets when segments were merged).
+    pub write_calls: u64,
     /// Bytes written to the output device.
     pub written_bytes: u64,
     /// Packets dropped as malformed.
@@ -232,6 +247,8 @@ pub struct Io {
     pub spin_us: u64,
     /// Run the thread at real-time priority (if permitted).
     pub realtime: bool,
+    /// Both devices carry virtio-net headers and may hand over super-packets (`offload`).
+    pub vnet: bool,
 }
 
 fn capture(p: &Option<SharedPcap>, clock: &EmuClock, t_us: u64, pkt: &[u8]) {
@@ -264,10 +281,17 @@ pub fn run(mut d: Direction, io: Io, clock: EmuClock, stop: Arc<AtomicBool>) -> 
     }
     let cpu0 = clock::thread_cpu_us();
     let mut pool = Pool(Vec::new());
+    let mut big = if io.vnet { vec![0u8; offload::MAX_SUPER_PACKET] } else { Vec::new() };
+    // Merging needs partial checksums, which a capture would have completed.
+    let mut out = Merger { on: io.vnet && io.pcap_out.is_none(), co: Coalescer::default(), release_us: Vec::new(), bytes: 0 };
     while !stop.load(Ordering::Relaxed) {
-        read_batch(&mut d, &io, &clock, &mut pool);
+        if io.vnet {
+            read_offloaded(&mut d, &io, &clock, &mut pool, &mut big);
+        } else {
+            read_batch(&mut d, &io, &clock, &mut pool);
+        }
         let now = clock.now_us();
-        step(&mut d, &io, &clock, now, &mut pool);
+        step(&mut d, &io, &clock, now, &mut pool, &mut out);
         let next = [d.first.next_event(), d.second.next_event(), d.pop.as_ref().and_then(|p| min_opt(p.request.next_event(), p.reply.next_event()))]
             .into_iter()
             .fold(None, min_opt);
@@ -291,10 +315,42 @@ fn read_batch(d: &mut Direction, io: &Io, clock: &EmuClock, pool: &mut Pool) {
             return;
         };
         let t = clock.now_us();
-        let pkt = Pkt { buf, len };
+        let pkt = Pkt { buf, len, csum: None };
+        d.counters.read_calls += 1;
         d.counters.read_pkts += 1;
         capture(&io.pcap_in, clock, t, pkt.as_ref());
         accept(d, io, t, pkt, pool);
+    }
+}
+
+/// As `read_batch` for devices with offloads: each read may carry a super-packet, which is
+/// cut into the packets the link model serves, all arriving at the time of the read.
+fn read_offloaded(d: &mut Direction, io: &Io, clock: &EmuClock, pool: &mut Pool, big: &mut [u8]) {
+    for _ in 0..READ_BATCH {
+        let Some(n) = tun::read_packet(io.in_fd, big) else { return };
+        let t = clock.now_us();
+        d.counters.read_calls += 1;
+        if n < VNET_HDR_LEN {
+            d.counters.malformed += 1;
+            continue;
+        }
+        let h = VnetHdr::parse(&big[..VNET_HDR_LEN]);
+        let split = offload::split(&h, &big[VNET_HDR_LEN..n], MAX_PACKET, |piece| {
+            let mut buf = pool.take();
+            let (a, b) = (piece.headers.len(), piece.len());
+            buf[..a].copy_from_slice(piece.headers);
+            buf[a..b].copy_from_slice(piece.payload);
+            let mut pkt = Pkt { buf, len: b, csum: piece.csum };
+            d.counters.read_pkts += 1;
+            if io.pcap_in.is_some() {
+                pkt.finish_checksum();
+                capture(&io.pcap_in, clock, t, pkt.as_ref());
+            }
+            accept(d, io, t, pkt, pool);
+        });
+        if split.is_err() {
+            d.counters.malformed += 1;
+        }
     }
 }
 
@@ -322,7 +378,7 @@ fn accept(d: &mut Direction, io: &Io, t: u64, pkt: Pkt, pool: &mut Pool) {
 }
 
 /// Runs the schedule up to `now`: hands packets between segments and writes due ones.
-fn step(d: &mut Direction, io: &Io, clock: &EmuClock, now: u64, pool: &mut Pool) {
+fn step(d: &mut Direction, io: &Io, clock: &EmuClock, now: u64, pool: &mut Pool, out: &mut Merger) {
     d.first.advance(now);
     while let Some((t, pkt)) = d.first.pop_due(now) {
         let class = if d.satellite_is(false) { packet::classify(pkt.as_ref(), io.pop_addr) } else { Class::Data };
@@ -330,8 +386,14 @@ fn step(d: &mut Direction, io: &Io, clock: &EmuClock, now: u64, pool: &mut Pool)
     }
     d.second.advance(now);
     while let Some((t, pkt)) = d.second.pop_due(now) {
-        write_out(&mut d.counters, io.out_fd, &io.pcap_out, clock, t, pkt, pool);
+        if out.on {
+            out.push(&mut d.counters, io.out_fd, clock, t, pkt, pool);
+        } else {
+            write_out(&mut d.counters, io.out_fd, io.vnet, &io.pcap_out, clock, t, pkt, pool);
+        }
     }
+    // Nothing waits past the step it was due in.
+    out.flush(&mut d.counters, io.out_fd, clock);
     if let Some(pop) = d.pop.as_mut() {
         pop.request.advance(now);
         while let Some((t, mut pkt)) = pop.request.pop_due(now) {
@@ -345,13 +407,64 @@ fn step(d: &mut Direction, io: &Io, clock: &EmuClock, now: u64, pool: &mut Pool)
         pop.reply.advance(now);
         while let Some((t, pkt)) = pop.reply.pop_due(now) {
             pop.answered += 1;
-            write_out(&mut d.counters, io.in_fd, &io.pcap_in, clock, t, pkt, pool);
+            write_out(&mut d.counters, io.in_fd, io.vnet, &io.pcap_in, clock, t, pkt, pool);
         }
     }
 }
 
-fn write_out(c: &mut DirCounters, fd: i32, pcap: &Option<SharedPcap>, clock: &EmuClock, release_us: u64, pkt: Pkt, pool: &mut Pool) {
-    let ok = tun::write_packet(fd, pkt.as_ref());
+/// The output side with offloads: segments of one TCP connection released in the same step
+/// leave in one write (`offload::Coalescer`); everything else as it comes, in order.
+struct Merger {
+    on: bool,
+    co: Coalescer,
+    /// Release times of the gathered segments, µs (for the release error at the write).
+    release_us: Vec<u64>,
+    /// Their bytes, as separate packets.
+    bytes: u64,
+}
+
+impl Merger {
+    fn push(&mut self, c: &mut DirCounters, fd: i32, clock: &EmuClock, release_us: u64, pkt: Pkt, pool: &mut Pool) {
+        for attempt in 0..2 {
+            if self.co.try_add(pkt.as_ref(), pkt.csum) {
+                self.release_us.push(release_us);
+                self.bytes += pkt.len as u64;
+                pool.give(pkt);
+                return;
+            }
+            if attempt == 0 {
+                self.flush(c, fd, clock);
+            }
+        }
+        write_out(c, fd, true, &None, clock, release_us, pkt, pool);
+    }
+
+    fn flush(&mut self, c: &mut DirCounters, fd: i32, clock: &EmuClock) {
+        let Some((hdr, bytes)) = self.co.take() else { return };
+        let ok = tun::write_packet_vnet(fd, &hdr, bytes);
+        let now_ns = clock.now_ns();
+        let n = self.release_us.len() as u64;
+        for r in self.release_us.drain(..) {
+            c.release_error.record(now_ns.saturating_sub(r * 1000));
+        }
+        c.write_calls += 1;
+        if ok {
+            c.written_pkts += n;
+            c.written_bytes += self.bytes;
+        } else {
+            c.write_errors += n;
+        }
+        self.bytes = 0;
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn write_out(c: &mut DirCounters, fd: i32, vnet: bool, pcap: &Option<SharedPcap>, clock: &EmuClock, release_us: u64, mut pkt: Pkt, pool: &mut Pool) {
+    if pcap.is_some() {
+        pkt.finish_checksum();
+    }
+    let ok = if vnet { tun::write_packet_vnet(fd, &VnetHdr::for_packet(pkt.csum), pkt.as_ref()) } else { tun::write_packet(fd, pkt.as_ref()) };
+    c.write_calls += 1;
     let now_ns = clock.now_ns();
     c.release_error.record(now_ns.saturating_sub(release_us * 1000));
     if ok {

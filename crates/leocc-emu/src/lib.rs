@@ -12,7 +12,7 @@
 //! Module map: `stage` is the link model in virtual time (pure, unit-tested); `engine` runs
 //! the stages on two threads against the wall clock; `emulator` builds namespaces, devices and
 //! threads and summarises; `shell` runs a command behind the link; `record` is the recorder;
-//! `bench` measures accuracy and speed. `netns`, `tun`, `packet`, `pcap`, `eventlog`, `clock`
+//! `bench` measures accuracy and speed. `netns`, `tun`, `offload`, `packet`, `pcap`, `eventlog`, `clock`
 //! are the plumbing; `owned` makes every child die with the command that started it.
 
 pub mod bench;
@@ -23,6 +23,7 @@ pub mod engine;
 pub mod error;
 pub mod eventlog;
 pub mod netns;
+pub mod offload;
 pub mod owned;
 pub mod packet;
 pub mod pcap;

@@ -25,20 +25,21 @@ pub struct Tun {
 
 impl Tun {
     /// Creates TUN device `name` inside `ns`, gives it `addr_cidr`, a default route and
-    /// brings it up.
-    pub fn create_in(ns: &NetNs, name: &str, addr_cidr: &str) -> Result<Tun> {
-        let tun = Tun::create_unrouted_in(ns, name, addr_cidr)?;
+    /// brings it up. With `offload`, reads and writes carry a virtio-net header and the
+    /// kernel may hand over TCP/UDP super-packets (`offload` module).
+    pub fn create_in(ns: &NetNs, name: &str, addr_cidr: &str, offload: bool) -> Result<Tun> {
+        let tun = Tun::create_unrouted_in(ns, name, addr_cidr, offload)?;
         ns.ip(&["route", "add", "default", "dev", name])?;
         Ok(tun)
     }
 
     /// As `create_in`, without the default route (a namespace with two devices, a hop of
     /// `chain`, routes per destination instead). `addr_cidr` may be empty: no address.
-    pub fn create_unrouted_in(ns: &NetNs, name: &str, addr_cidr: &str) -> Result<Tun> {
+    pub fn create_unrouted_in(ns: &NetNs, name: &str, addr_cidr: &str, offload: bool) -> Result<Tun> {
         let fd = std::thread::scope(|s| {
             s.spawn(|| -> Result<OwnedFd> {
                 ns.enter_current_thread()?;
-                let fd = open_tun(name)?;
+                let fd = open_tun(name, offload)?;
                 disable_ipv6(name);
                 Ok(fd)
             })
@@ -71,7 +72,7 @@ fn disable_ipv6(dev: &str) {
     let _ = std::fs::write(format!("/proc/sys/net/ipv6/conf/{dev}/disable_ipv6"), "1");
 }
 
-fn open_tun(name: &str) -> Result<OwnedFd> {
+fn open_tun(name: &str, offload: bool) -> Result<OwnedFd> {
     if name.len() >= libc::IFNAMSIZ {
         return Err(EmuError::msg(format!("TUN name {name:?} is too long")));
     }
@@ -87,10 +88,15 @@ fn open_tun(name: &str) -> Result<OwnedFd> {
     for (dst, src) in ifr.ifr_name.iter_mut().zip(name.bytes()) {
         *dst = src as libc::c_char;
     }
-    ifr.ifr_ifru.ifru_flags = (libc::IFF_TUN | libc::IFF_NO_PI) as libc::c_short;
+    let vnet = if offload { libc::IFF_VNET_HDR } else { 0 };
+    ifr.ifr_ifru.ifru_flags = (libc::IFF_TUN | libc::IFF_NO_PI | vnet) as libc::c_short;
     // SAFETY: TUNSETIFF reads and writes the ifreq we pass.
     if unsafe { libc::ioctl(fd.as_raw_fd(), libc::TUNSETIFF, &mut ifr as *mut libc::ifreq) } < 0 {
         return Err(EmuError::os(format!("ioctl TUNSETIFF {name}")));
+    }
+    // SAFETY: TUNSETOFFLOAD takes the feature bits by value.
+    if offload && unsafe { libc::ioctl(fd.as_raw_fd(), libc::TUNSETOFFLOAD, crate::offload::TUN_FEATURES as libc::c_ulong) } < 0 {
+        return Err(EmuError::os(format!("ioctl TUNSETOFFLOAD {name}")));
     }
     Ok(fd)
 }
@@ -104,6 +110,15 @@ pub fn read_packet(fd: i32, buf: &mut [u8]) -> Option<usize> {
     } else {
         Some(n as usize)
     }
+}
+
+/// Writes one packet behind a virtio-net header (a device with offloads); false if the
+/// kernel refused it.
+pub fn write_packet_vnet(fd: i32, hdr: &[u8; crate::offload::VNET_HDR_LEN], pkt: &[u8]) -> bool {
+    let iov = [libc::iovec { iov_base: hdr.as_ptr() as *mut libc::c_void, iov_len: hdr.len() }, libc::iovec { iov_base: pkt.as_ptr() as *mut libc::c_void, iov_len: pkt.len() }];
+    // SAFETY: both iovecs point into live buffers of the given lengths; writev only reads.
+    let n = unsafe { libc::writev(fd, iov.as_ptr(), 2) };
+    n == (hdr.len() + pkt.len()) as isize
 }
 
 /// Writes one packet; false if the kernel refused it.

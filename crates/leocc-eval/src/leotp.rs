@@ -6,7 +6,9 @@
 //! capacity: LEOTP vs Cubic, BBR and LeoCC; its per-run scatter is Fig. 14), `loss`
 //! (throughput against random loss, Fig. 12), `ablation` (Table II: in-network retransmission
 //! × hop-by-hop CC), `hops` (3-10 hops, Fig. 17-18), `fairness` (two flows of a protocol at
-//! once, equal RTTs, Fig. 15). Data flows server → client (a download) for every protocol.
+//! once, equal RTTs, Fig. 15), `fairness-rtt` (the same with one flow's receiver half-way
+//! along the chain: unequal RTTs, Fig. 16). Data flows server → client (a download) for every
+//! protocol.
 //!
 //! What is measured: throughput is goodput at the receiver (LEOTP's consumer report; iperf3's
 //! `sum_received`). One-way delay is measured the same way for every protocol, from the
@@ -33,9 +35,15 @@ pub const DEFAULT_DURATION_S: f64 = 20.0;
 /// Median capacity of every hop, Mbit/s, unless told otherwise.
 pub const DEFAULT_MBPS: f64 = 30.0;
 /// The experiments, in the order they run.
-pub const EXPERIMENTS: [&str; 5] = ["headline", "loss", "ablation", "hops", "fairness"];
+pub const EXPERIMENTS: [&str; 6] = ["headline", "loss", "ablation", "hops", "fairness", "fairness-rtt"];
 /// Flows of one protocol in the fairness experiment (seed 003's Fig. 15: two flows, equal RTTs).
 const FAIRNESS_FLOWS: usize = 2;
+/// Node of the second flow's receiver in `fairness-rtt`: 3 of the 6 hops from the producer,
+/// so its RTT is about half the first flow's, and the two share hops 3-5.
+const NEAR_NODE: usize = 3;
+/// Capacity of the hops only the far flow crosses in `fairness-rtt`, × the others': the flows
+/// should compete where they share the path, not be limited apart.
+const UNSHARED_CAPACITY: f64 = 2.0;
 /// iperf3 and LEOTP port.
 const PORT: u16 = 5301;
 /// iperf3 interval, s (RTT samples for the OWD estimate).
@@ -153,7 +161,7 @@ pub fn plan(experiment: &str, duration_s: f64, mbps: f64, seed: u64, with_leocc:
                 }
             }
         }
-        "fairness" => {
+        "fairness" | "fairness-rtt" => {
             let mut vs = vec!["leotp", "cubic", "bbr"];
             if with_leocc {
                 vs.push("leocc");
@@ -170,8 +178,24 @@ pub fn plan(experiment: &str, duration_s: f64, mbps: f64, seed: u64, with_leocc:
 fn hop_models(r: &Run) -> Result<Vec<HopConfig>> {
     // Long enough that the schedule does not loop within a run.
     let secs = (r.duration_s.ceil() as u64 + 10).max(30);
-    let traces = isl::chain(&ChainSpec { hops: r.hops, duration_ms: secs * 1000, median_mbps: r.mbps, loss: 0.0, seed: r.seed }).map_err(|e| anyhow!(e))?;
+    let gen = |mbps: f64| isl::chain(&ChainSpec { hops: r.hops, duration_ms: secs * 1000, median_mbps: mbps, loss: 0.0, seed: r.seed }).map_err(|e| anyhow!(e));
+    let mut traces = gen(r.mbps)?;
+    if r.experiment == "fairness-rtt" {
+        // Same seed, same geometry and handovers: only the capacity of the far flow's own
+        // hops is scaled.
+        let wide = gen(r.mbps * UNSHARED_CAPACITY)?;
+        traces[..NEAR_NODE].clone_from_slice(&wide[..NEAR_NODE]);
+    }
     Ok(traces.iter().map(|t| HopConfig { up: t.link(Dir::Up), down: t.link(Dir::Down) }).collect())
+}
+
+/// The node flow `k` of run `r` receives at: node 0, except the second flow of `fairness-rtt`.
+fn receiver_node(r: &Run, k: usize) -> usize {
+    if r.experiment == "fairness-rtt" && k == 1 {
+        NEAR_NODE
+    } else {
+        0
+    }
 }
 
 /// Runs one cell; returns its JSON record.
@@ -225,8 +249,9 @@ pub fn run(r: &Run, exe: &Path, scratch: &Path) -> Result<Value> {
                     let json = scratch.join(format!("leotp-get-{k}.json"));
                     let _ = std::fs::remove_file(&json);
                     let name = if k == 0 { "bulk".to_string() } else { format!("bulk-{}", k + 1) };
-                    let mut c = chain.command(0, &exe_s);
-                    c.args(["leotp", "get", &format!("{}:{PORT}", node_addr(1)), &name, "-t", &dur, "--json"]).arg(&json);
+                    let at = receiver_node(r, k);
+                    let mut c = chain.command(at, &exe_s);
+                    c.args(["leotp", "get", &format!("{}:{PORT}", node_addr(at + 1)), &name, "-t", &dur, "--json"]).arg(&json);
                     if !innet {
                         c.arg("--no-innet-retx");
                     }
@@ -252,8 +277,8 @@ pub fn run(r: &Run, exe: &Path, scratch: &Path) -> Result<Value> {
             }
             Variant::Tcp(cc) => {
                 let ports: Vec<u16> = (0..r.flows).map(|k| PORT + k as u16).collect();
-                for port in &ports {
-                    let s = spawn(chain.command(0, "iperf3").args(["-s", "-1", "-p", &port.to_string()]))?;
+                for (k, port) in ports.iter().enumerate() {
+                    let s = spawn(chain.command(receiver_node(r, k), "iperf3").args(["-s", "-1", "-p", &port.to_string()]))?;
                     leocc_emu::shell::wait_until_listening(s.id());
                     kids.push(s);
                 }
@@ -261,9 +286,10 @@ pub fn run(r: &Run, exe: &Path, scratch: &Path) -> Result<Value> {
                 let t0 = chain.clock().now_us();
                 let clients = ports
                     .iter()
-                    .map(|port| {
+                    .enumerate()
+                    .map(|(k, port)| {
                         die_with_parent(&mut chain.command(h, "iperf3"))
-                            .args(["-c", &node_addr(0).to_string(), "-p", &port.to_string(), "-t", &dur, "-C", cc, "-i", IPERF_INTERVAL_S, "-J"])
+                            .args(["-c", &node_addr(receiver_node(r, k)).to_string(), "-p", &port.to_string(), "-t", &dur, "-C", cc, "-i", IPERF_INTERVAL_S, "-J"])
                             .stdout(Stdio::piped())
                             .stderr(Stdio::null())
                             .spawn()
@@ -271,7 +297,7 @@ pub fn run(r: &Run, exe: &Path, scratch: &Path) -> Result<Value> {
                     })
                     .collect::<Result<Vec<Child>>>()?;
                 let mut flows = Vec::new();
-                for c in clients {
+                for (k, c) in clients.into_iter().enumerate() {
                     let out = c.wait_with_output().context("waiting for iperf3 -c")?;
                     let v: Value = serde_json::from_slice(&out.stdout).map_err(|e| anyhow!("iperf3 output: {e}"))?;
                     if let Some(err) = v["error"].as_str() {
@@ -283,7 +309,7 @@ pub fn run(r: &Run, exe: &Path, scratch: &Path) -> Result<Value> {
                     for iv in v["intervals"].as_array().into_iter().flatten() {
                         let Some(rtt_us) = iv["streams"][0]["rtt"].as_f64() else { continue };
                         let at = t0 + (iv["sum"]["end"].as_f64().unwrap_or(0.0) * 1e6) as u64;
-                        let back: u64 = ups.iter().map(|l| l.delay_us(at)).sum();
+                        let back: u64 = ups[receiver_node(r, k)..].iter().map(|l| l.delay_us(at)).sum();
                         owd.push((rtt_us - back as f64).max(0.0) / 1000.0);
                     }
                     let mean = (!owd.is_empty()).then(|| owd.iter().sum::<f64>() / owd.len() as f64);
@@ -541,13 +567,25 @@ pub fn report(rows: &[Value], out: &Path) -> Result<PathBuf> {
         leocc_trace::out::write_atomic(&out.join(format!("{e}.svg")), svg.as_bytes()).map_err(|e| anyhow!("{e}"))?;
         md.push_str(&format!("![{e}]({e}.svg)\n\n"));
     }
-    let ls = labels("fairness");
-    if !ls.is_empty() {
-        md.push_str("## fairness\n\nTwo flows of each protocol at once over the same chain (seed 003's Fig. 15, equal RTTs): \
-                     each flow's throughput and Jain's index over the two.\n\n| variant | flow throughputs Mbit/s | total Mbit/s | Jain | mean OWD ms | runs |\n|---|---|---|---|---|---|\n");
+    for (e, what) in [
+        ("fairness", "Two flows of each protocol at once over the same chain (seed 003's Fig. 15, equal RTTs)"),
+        (
+            "fairness-rtt",
+            "Two flows of each protocol at once, the second received at node 3, half-way along the chain (seed 003's Fig. 16, unequal RTTs; \
+             the hops only the far flow crosses have twice the capacity, so that the flows compete on the shared half; \
+             the delay is the far flow's, the only one both end captures see)",
+        ),
+    ] {
+        let ls = labels(e);
+        if ls.is_empty() {
+            continue;
+        }
+        md.push_str(&format!(
+            "## {e}\n\n{what}: each flow's throughput (far / near) and Jain's index over the two.\n\n| variant | flow throughputs Mbit/s | total Mbit/s | Jain | mean OWD ms | runs |\n|---|---|---|---|---|---|\n"
+        ));
         let mut jains = Vec::new();
         for l in &ls {
-            let is = |r: &Value| r["experiment"] == "fairness" && r["variant"] == l.as_str();
+            let is = |r: &Value| r["experiment"] == e && r["variant"] == l.as_str();
             let flows: Vec<String> = rows
                 .iter()
                 .filter(|r| is(r))
@@ -559,9 +597,9 @@ pub fn report(rows: &[Value], out: &Path) -> Result<PathBuf> {
             md.push_str(&format!("| {l} | {} | {} | {} | {} | {n} |\n", flows.join("; "), f(field(rows, is, "thr_mbps"), 1), f(j, 3), f(field(rows, is, "owd_mean_ms"), 1)));
             jains.push(j.map(|v| (v, v, v)));
         }
-        let svg = bars("fairness: Jain's index of two flows (1 = equal shares)", "Jain's index", &ls, &[("Jain".to_string(), jains)]);
-        leocc_trace::out::write_atomic(&out.join("fairness.svg"), svg.as_bytes()).map_err(|e| anyhow!("{e}"))?;
-        md.push_str("\n![fairness](fairness.svg)\n\n");
+        let svg = bars(&format!("{e}: Jain's index of two flows (1 = equal shares)"), "Jain's index", &ls, &[("Jain".to_string(), jains)]);
+        leocc_trace::out::write_atomic(&out.join(format!("{e}.svg")), svg.as_bytes()).map_err(|e| anyhow!("{e}"))?;
+        md.push_str(&format!("\n![{e}]({e}.svg)\n\n"));
     }
     let p = out.join("summary.md");
     leocc_trace::out::write_atomic(&p, md.as_bytes()).map_err(|e| anyhow!("{e}"))?;
@@ -694,6 +732,18 @@ mod tests {
         let runs = plan("fairness", 20.0, 30.0, 1, true).unwrap();
         assert_eq!(runs.iter().map(|r| r.variant.label()).collect::<Vec<_>>(), ["leotp", "cubic", "bbr", "leocc"]);
         assert!(runs.iter().all(|r| r.flows == 2 && r.hops == 6));
+        assert!(runs.iter().all(|r| (receiver_node(r, 0), receiver_node(r, 1)) == (0, 0)), "equal RTTs: both at node 0");
+        let rtt = plan("fairness-rtt", 20.0, 30.0, 1, false).unwrap();
+        assert!(rtt.iter().all(|r| r.flows == 2 && (receiver_node(r, 0), receiver_node(r, 1)) == (0, NEAR_NODE)));
+        // The far flow's own hops are wider; the shared ones and every delay are the same.
+        let (eq, un) = (hop_models(&runs[0]).unwrap(), hop_models(&rtt[0]).unwrap());
+        let cap = |h: &HopConfig| h.down.mean_capacity_bps(0, 10_000_000);
+        for i in 0..6 {
+            let ratio = cap(&un[i]) / cap(&eq[i]);
+            let want = if i < NEAR_NODE { UNSHARED_CAPACITY } else { 1.0 };
+            assert!((ratio - want).abs() < 0.05, "hop {i}: {ratio}");
+            assert_eq!(un[i].down.delay_us(5_000_000), eq[i].down.delay_us(5_000_000));
+        }
         let one = combine(vec![json!({"thr_mbps": 10.0, "owd_mean_ms": 50.0, "retransmits": 3})], "m");
         assert_eq!((one["thr_mbps"].as_f64(), one.get("jain")), (Some(10.0), None));
         let two = combine(vec![json!({"thr_mbps": 12.0, "owd_mean_ms": 40.0, "retransmits": 1}), json!({"thr_mbps": 4.0, "owd_mean_ms": 60.0, "retransmits": 2})], "m");

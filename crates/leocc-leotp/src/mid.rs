@@ -4,6 +4,13 @@
 //! that comes back and forwards it to whoever asked. Holes on its upstream hop are repaired
 //! from the upstream neighbour's cache and announced downstream with a Void Packet Header.
 //!
+//! Interests are lost too, and a lost interest costs more than lost data: no node above the
+//! loss ever asked for the range, so the hole seen downstream one round trip later must be
+//! fetched from the producer, another round trip away. A requester asks for new segments in
+//! order, so a mid-node that sees a downstream neighbour's new requests jump ahead knows the
+//! range in between was asked for and lost on the way, and fetches it at once (interest-gap
+//! recovery: our addition, not in the seed; part of in-network retransmission).
+//!
 //! Addressing is explicit next-hop configuration: the node listens on one address and knows
 //! its upstream neighbour's; downstream neighbours are whoever sends interests. See
 //! docs/leotp.md for why (and for TPROXY, which this kernel has built in).
@@ -77,6 +84,8 @@ pub struct Mid {
     cache: Cache,
     pit: HashMap<(Arc<str>, u32), PitEntry>,
     names: HashMap<String, Arc<str>>,
+    /// Per downstream neighbour and content, the segment its next new request should start at.
+    next_new: HashMap<(SocketAddr, Arc<str>), u32>,
     /// What happened so far.
     pub counters: Counters,
     /// Data bytes forwarded downstream (payload), from cache or upstream.
@@ -104,6 +113,7 @@ impl Mid {
             sock,
             pit: HashMap::new(),
             names: HashMap::new(),
+            next_new: HashMap::new(),
             counters: Counters::default(),
             forwarded_bytes: 0,
             cpu_us: 0,
@@ -216,9 +226,28 @@ impl Mid {
         }
     }
 
+    /// The range a downstream neighbour asked for in interests that never arrived: the gap
+    /// between where its new requests should have continued and where this one starts.
+    fn interest_gap(&mut self, name: &Arc<str>, from: SocketAddr, start: u32, end: u32) -> std::ops::Range<u32> {
+        let key = (from, name.clone());
+        let expected = self.next_new.get(&key).copied();
+        if expected.is_none() && self.next_new.len() >= crate::MAX_FLOWS * MAX_FACES {
+            return 0..0;
+        }
+        let next = expected.map_or(end, |e| e.max(end));
+        self.next_new.insert(key, next);
+        match expected {
+            // Bounded like any one request: a spoofed jump cannot make the node fetch more.
+            Some(e) if start > e => e.max(start.saturating_sub(packet::MAX_RANGE))..start,
+            _ => 0..0,
+        }
+    }
+
     fn on_interest(&mut self, now: u64, name: &Arc<str>, p: &Packet, from: SocketAddr) {
         let retx = p.flags & FLAG_RETX != 0;
-        for seg in p.start..p.end {
+        let gap = if retx || !self.cfg.innet_retx { 0..0 } else { self.interest_gap(name, from, p.start, p.end) };
+        self.counters.interest_gaps += u64::from(gap.end - gap.start);
+        for seg in gap.chain(p.start..p.end) {
             if let Some(s) = self.cache.get(name, seg) {
                 let d = Packet { kind: Kind::Data, flags: 0, name, start: seg, end: s.total, timestamp_us: s.timestamp_us, hold_us: 0, backlog: self.req.backlog() as u32, payload: &s.payload };
                 d.encode(&mut self.out);
@@ -311,5 +340,47 @@ fn send(sock: &UdpSocket, buf: &[u8], to: SocketAddr, c: &mut Counters) {
     match sock.send_to(buf, to) {
         Ok(_) => c.tx_packets += 1,
         Err(_) => c.send_errors += 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(innet_retx: bool) -> Mid {
+        // The upstream address is never sent to: requests are only queued here.
+        let mut cfg = MidConfig::new("127.0.0.1:0".parse().unwrap(), "127.0.0.1:9".parse().unwrap());
+        cfg.innet_retx = innet_retx;
+        Mid::bind(cfg).unwrap()
+    }
+
+    fn interest(start: u32, end: u32, flags: u8) -> Vec<u8> {
+        let mut b = Vec::new();
+        Packet::interest("bulk", start, end, flags, 0).encode(&mut b);
+        b
+    }
+
+    #[test]
+    fn a_jump_in_new_requests_fetches_what_the_lost_interests_asked_for() {
+        let mut m = node(true);
+        let (a, b): (SocketAddr, SocketAddr) = ("10.0.0.1:5301".parse().unwrap(), "10.0.0.2:5301".parse().unwrap());
+        m.handle(0, &interest(0, 4, 0), a);
+        m.handle(1, &interest(8, 12, 0), a);
+        assert_eq!(m.counters.interest_gaps, 4, "4..8 were asked for and lost");
+        assert_eq!(m.req.backlog(), 12);
+        // A repeated request says nothing about order; another neighbour keeps its own place;
+        // an overlapping or older new request is no gap.
+        m.handle(2, &interest(20, 22, FLAG_RETX), a);
+        m.handle(3, &interest(30, 32, 0), b);
+        m.handle(4, &interest(10, 14, 0), a);
+        assert_eq!(m.counters.interest_gaps, 4);
+        // A far jump fetches at most one request's worth.
+        m.handle(5, &interest(100_000, 100_001, 0), a);
+        assert_eq!(m.counters.interest_gaps, 4 + u64::from(packet::MAX_RANGE));
+        // Without in-network retransmission (the ablation), nothing is inferred.
+        let mut off = node(false);
+        off.handle(0, &interest(0, 4, 0), a);
+        off.handle(1, &interest(8, 12, 0), a);
+        assert_eq!((off.counters.interest_gaps, off.req.backlog()), (0, 8));
     }
 }

@@ -49,6 +49,9 @@ pub struct ChainArgs {
     /// Run the engine threads at real-time priority.
     #[arg(long)]
     pub realtime: bool,
+    /// Read the devices packet by packet: no TUN offloads.
+    #[arg(long)]
+    pub no_offload: bool,
     /// Capture both ends of the path into DIR/client.pcap and DIR/server.pcap (one clock).
     #[arg(long, value_name = "DIR")]
     pub pcap: Option<PathBuf>,
@@ -80,6 +83,7 @@ pub fn run(a: ChainArgs) -> anyhow::Result<()> {
     cfg.seed = a.seed;
     cfg.realtime = a.realtime;
     cfg.pcap_dir = a.pcap.clone();
+    cfg.offload = !a.no_offload;
     cfg.queue = QueueLimit { packets: (a.queue > 0).then_some(a.queue), bytes: None };
     let spec = ChainShellSpec { cmd: a.cmd.clone(), server_cmd: a.server_cmd.clone(), node_cmd: a.node_cmd.clone() };
     let (code, summary) = chain::run(&cfg, &spec).map_err(|e| anyhow!("{e}"))?;

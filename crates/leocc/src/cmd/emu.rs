@@ -57,6 +57,10 @@ pub struct EmuArgs {
     /// Keep the engine threads at normal priority (default: SCHED_FIFO when permitted).
     #[arg(long)]
     no_realtime: bool,
+    /// Read the devices packet by packet: no TUN offloads (default: the kernel hands over
+    /// TCP/UDP super-packets, which the emulator cuts into packets).
+    #[arg(long)]
+    no_offload: bool,
     /// Remove namespaces left by leocc processes that no longer exist, and kill the processes
     /// still running in them, then exit.
     #[arg(long)]
@@ -121,6 +125,7 @@ fn config(a: &EmuArgs) -> anyhow::Result<EmuConfig> {
     cfg.seed = a.seed;
     cfg.spin_us = a.spin_us;
     cfg.realtime = !a.no_realtime;
+    cfg.offload = !a.no_offload;
     if let Some(base) = &a.log {
         cfg.uplink_log = Some(with_suffix(base, "up"));
         cfg.downlink_log = Some(with_suffix(base, "down"));
@@ -167,6 +172,12 @@ pub struct BenchEmuArgs {
     /// Busy-wait margin before each release time, µs.
     #[arg(long, default_value_t = DEFAULT_SPIN_US)]
     spin_us: u64,
+    /// Measure the packet-by-packet path: no TUN offloads, no UDP GSO in the sender.
+    #[arg(long)]
+    no_offload: bool,
+    /// Skip the realistic-path case (kernel TCP through iperf3).
+    #[arg(long)]
+    no_tcp: bool,
 }
 
 /// Runs the benchmark.
@@ -174,7 +185,7 @@ pub fn bench(a: BenchEmuArgs) -> anyhow::Result<()> {
     if !(a.seconds.is_finite() && a.seconds > 0.0) {
         bail!("--seconds must be positive");
     }
-    let opts = leocc_emu::bench::BenchOptions { seconds: a.seconds, rates_mbps: a.rates, spin_us: a.spin_us };
+    let opts = leocc_emu::bench::BenchOptions { seconds: a.seconds, rates_mbps: a.rates, spin_us: a.spin_us, offload: !a.no_offload, tcp: !a.no_tcp };
     leocc_emu::bench::run(&opts)?;
     Ok(())
 }

@@ -29,8 +29,8 @@ pub struct EvalArgs {
     /// Output directory.
     #[arg(short, long)]
     pub out: PathBuf,
-    /// Experiments, comma separated: headline, loss, ablation, hops, fairness.
-    #[arg(long, value_delimiter = ',', default_value = "headline,loss,ablation,hops,fairness")]
+    /// Experiments, comma separated: headline, loss, ablation, hops, fairness, fairness-rtt.
+    #[arg(long, value_delimiter = ',', default_value = "headline,loss,ablation,hops,fairness,fairness-rtt")]
     pub experiment: Vec<String>,
     /// Seconds per run.
     #[arg(long, default_value_t = leocc_eval::leotp::DEFAULT_DURATION_S)]
