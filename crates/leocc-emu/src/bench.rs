@@ -13,8 +13,9 @@
 //!    (target >= 1 Gbit/s).
 //! 4. CPU: both engine threads' CPU time at 100 Mbit/s, % of one core.
 //! 5. The realistic path: kernel TCP (cubic, then bbr; iperf3) through a capacity trace
-//!    varying around 1.5 Gbit/s, 10 ms one-way delay, 0.2 % random loss and a 500-packet
-//!    queue: goodput ÷ offered capacity and the release error (target: bbr >= 90 %).
+//!    varying ±20 % around 1.5 Gbit/s (`--tcp-mbps`), 10 ms one-way delay, 0.2 % random loss
+//!    and a 500-packet queue: goodput ÷ offered capacity and the release error (target: bbr
+//!    >= 90 %).
 //!
 //! With offloads on (the default) the UDP sender hands the kernel up to `GSO_SEGMENTS`
 //! datagrams per send with UDP segmentation offload, as GSO-capable senders do (kernel TCP's
@@ -49,11 +50,13 @@ const WARMUP_US: u64 = 500_000;
 const BENCH_QUEUE: usize = 2000;
 /// Datagrams per send with UDP GSO: 44 x 1472 bytes stays under a UDP datagram's 64 KB.
 const GSO_SEGMENTS: u64 = 44;
-/// The realistic path: random loss, droptail queue (packets), and its capacity steps
-/// (Mbit/s, 200 ms each, mean 1500 Mbit/s).
+/// The realistic path: random loss, droptail queue (packets), and its capacity steps (share
+/// of the mean, 200 ms each).
 const REAL_LOSS: f64 = 0.002;
 const REAL_QUEUE: usize = 500;
-const REAL_STEPS_MBPS: [f64; 5] = [1500.0, 1800.0, 1200.0, 1650.0, 1350.0];
+const REAL_STEPS: [f64; 5] = [1.0, 1.2, 0.8, 1.1, 0.9];
+/// Mean capacity of the realistic path unless told otherwise, Mbit/s.
+pub const DEFAULT_TCP_MBPS: f64 = 1500.0;
 /// iperf3 port of the realistic case.
 const TCP_PORT: u16 = 9373;
 /// TCP buffer ceiling in the benchmark namespaces, bytes: the default 6 MB would cap a flow
@@ -76,6 +79,8 @@ pub struct BenchOptions {
     pub offload: bool,
     /// Run the realistic-path case (kernel TCP through iperf3).
     pub tcp: bool,
+    /// Mean capacity of the realistic path, Mbit/s.
+    pub tcp_mbps: f64,
 }
 
 /// A constant-rate link model at `mbps`, with `BENCH_DELAY_US` delay.
@@ -86,12 +91,12 @@ pub fn constant_link(mbps: f64) -> Result<LinkModel> {
     link_from(times, 1_000_000)
 }
 
-/// The realistic path's capacity: steps of `REAL_STEPS_MBPS`, 200 ms each (a 1 s period).
-fn realistic_link() -> Result<LinkModel> {
+/// The realistic path's capacity: `REAL_STEPS` of `mean_mbps`, 200 ms each (a 1 s period).
+fn realistic_link(mean_mbps: f64) -> Result<LinkModel> {
     const STEP_US: u64 = 200_000;
     let mut times = Vec::new();
-    for (k, r) in REAL_STEPS_MBPS.iter().enumerate() {
-        let gap = PKT_BITS / r;
+    for (k, r) in REAL_STEPS.iter().enumerate() {
+        let gap = PKT_BITS / (r * mean_mbps);
         let n = (STEP_US as f64 / gap) as u64;
         times.extend((1..=n).map(|i| k as u64 * STEP_US + (i as f64 * gap) as u64));
     }
@@ -315,11 +320,11 @@ pub fn run(o: &BenchOptions) -> Result<BenchReport> {
     );
 
     if o.tcp {
-        let mean: f64 = REAL_STEPS_MBPS.iter().sum::<f64>() / REAL_STEPS_MBPS.len() as f64;
+        let mean = o.tcp_mbps;
         println!(
             "== realistic path: kernel TCP (iperf3) through {mean:.0} Mbit/s mean capacity ({:.0}..{:.0} in 200 ms steps), {} ms one-way delay, {} % loss, {REAL_QUEUE}-packet queue",
-            REAL_STEPS_MBPS.iter().cloned().fold(f64::INFINITY, f64::min),
-            REAL_STEPS_MBPS.iter().cloned().fold(0.0, f64::max),
+            REAL_STEPS.iter().cloned().fold(f64::INFINITY, f64::min) * mean,
+            REAL_STEPS.iter().cloned().fold(0.0, f64::max) * mean,
             BENCH_DELAY_US / 1000,
             REAL_LOSS * 100.0
         );
@@ -354,7 +359,7 @@ pub fn run(o: &BenchOptions) -> Result<BenchReport> {
 /// One kernel TCP flow, client to server, through the realistic path for `o.seconds`:
 /// iperf3's goodput (Mbit/s) and the emulator's summary.
 fn tcp_case(cc: &str, o: &BenchOptions) -> Result<(f64, Summary)> {
-    let link = realistic_link()?;
+    let link = realistic_link(o.tcp_mbps)?;
     let mut cfg = EmuConfig::new(link.clone(), link);
     cfg.queue = QueueLimit { packets: Some(REAL_QUEUE), bytes: None };
     cfg.loss = REAL_LOSS;

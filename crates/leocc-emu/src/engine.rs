@@ -276,15 +276,14 @@ impl Pool {
 /// Runs one direction until `stop` is set; returns it with its statistics.
 pub fn run(mut d: Direction, io: Io, clock: EmuClock, stop: Arc<AtomicBool>) -> Direction {
     clock::tighten_timer_slack();
-    if io.realtime {
-        clock::try_realtime();
-    }
+    let mut priority = clock::Priority::start(io.realtime, clock.now_ns());
     let cpu0 = clock::thread_cpu_us();
     let mut pool = Pool(Vec::new());
     let mut big = if io.vnet { vec![0u8; offload::MAX_SUPER_PACKET] } else { Vec::new() };
     // Merging needs partial checksums, which a capture would have completed.
     let mut out = Merger { on: io.vnet && io.pcap_out.is_none(), co: Coalescer::default(), release_us: Vec::new(), bytes: 0 };
     while !stop.load(Ordering::Relaxed) {
+        priority.update(clock.now_ns());
         if io.vnet {
             read_offloaded(&mut d, &io, &clock, &mut pool, &mut big);
         } else {

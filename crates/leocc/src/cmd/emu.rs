@@ -178,6 +178,9 @@ pub struct BenchEmuArgs {
     /// Skip the realistic-path case (kernel TCP through iperf3).
     #[arg(long)]
     no_tcp: bool,
+    /// Mean capacity of the realistic path, Mbit/s.
+    #[arg(long, default_value_t = leocc_emu::bench::DEFAULT_TCP_MBPS)]
+    tcp_mbps: f64,
 }
 
 /// Runs the benchmark.
@@ -185,7 +188,10 @@ pub fn bench(a: BenchEmuArgs) -> anyhow::Result<()> {
     if !(a.seconds.is_finite() && a.seconds > 0.0) {
         bail!("--seconds must be positive");
     }
-    let opts = leocc_emu::bench::BenchOptions { seconds: a.seconds, rates_mbps: a.rates, spin_us: a.spin_us, offload: !a.no_offload, tcp: !a.no_tcp };
+    if !(a.tcp_mbps.is_finite() && (1.0..=100_000.0).contains(&a.tcp_mbps)) {
+        bail!("--tcp-mbps {}: must be in 1..=100000", a.tcp_mbps);
+    }
+    let opts = leocc_emu::bench::BenchOptions { seconds: a.seconds, rates_mbps: a.rates, spin_us: a.spin_us, offload: !a.no_offload, tcp: !a.no_tcp, tcp_mbps: a.tcp_mbps };
     leocc_emu::bench::run(&opts)?;
     Ok(())
 }
