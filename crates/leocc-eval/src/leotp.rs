@@ -573,7 +573,7 @@ pub fn report(rows: &[Value], out: &Path) -> Result<PathBuf> {
             "fairness-rtt",
             "Two flows of each protocol at once, the second received at node 3, half-way along the chain (seed 003's Fig. 16, unequal RTTs; \
              the hops only the far flow crosses have twice the capacity, so that the flows compete on the shared half; \
-             the delay is the far flow's, the only one both end captures see)",
+             flows listed far / near; the delay is the far flow's, the only one both end captures see)",
         ),
     ] {
         let ls = labels(e);
@@ -581,7 +581,7 @@ pub fn report(rows: &[Value], out: &Path) -> Result<PathBuf> {
             continue;
         }
         md.push_str(&format!(
-            "## {e}\n\n{what}: each flow's throughput (far / near) and Jain's index over the two.\n\n| variant | flow throughputs Mbit/s | total Mbit/s | Jain | mean OWD ms | runs |\n|---|---|---|---|---|---|\n"
+            "## {e}\n\n{what}: each flow's throughput and Jain's index over the two.\n\n| variant | flow throughputs Mbit/s | total Mbit/s | Jain | mean OWD ms | runs |\n|---|---|---|---|---|---|\n"
         ));
         let mut jains = Vec::new();
         for l in &ls {
@@ -610,7 +610,7 @@ pub fn report(rows: &[Value], out: &Path) -> Result<PathBuf> {
 /// from each run's quantiles (every run of a protocol weighs the same).
 fn retx_cdf(rows: &[Value], experiment: &str, labels: &[String]) -> String {
     use leocc_plot::{color, Axis, Chart, Series, Style};
-    let mut c = Chart::new(format!("{experiment}: one-way delay of retransmitted packets (CDF, from the path captures)"), Axis::new("one-way delay (ms)"), Axis::new("fraction of retransmitted packets"));
+    let mut c = Chart::new(format!("{experiment}: one-way delay of retransmitted packets (CDF, from the path captures)"), Axis::new("one-way delay (ms, log scale)").log(), Axis::new("fraction of retransmitted packets"));
     c.height = 340;
     for (i, l) in labels.iter().enumerate() {
         let mut v: Vec<f64> = rows
