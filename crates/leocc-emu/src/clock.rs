@@ -6,6 +6,10 @@
 //! device without blocking, until T. With the thread's timer slack set to 1 ns the kernel
 //! wakes the sleeper within tens of µs; the spin absorbs that lateness. The spin margin is a
 //! trade of CPU for precision, measured by `leocc bench-emu`.
+//!
+//! The engine threads run at SCHED_FIFO so that ordinary processes do not delay a release,
+//! but not while one is saturated: the kernel's RT throttling would stop it for 50 ms every
+//! second (`Priority`).
 
 /// Default spin margin before a deadline, µs.
 pub const DEFAULT_SPIN_US: u64 = 20;

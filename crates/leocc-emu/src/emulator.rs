@@ -71,7 +71,8 @@ pub struct EmuConfig {
     pub pcap_dir: Option<PathBuf>,
     /// Spin margin before deadlines, µs.
     pub spin_us: u64,
-    /// Run the engine threads at real-time priority (SCHED_FIFO) when permitted.
+    /// Run the engine threads at real-time priority (SCHED_FIFO) when permitted, except
+    /// while one is saturated (`clock::Priority`).
     pub realtime: bool,
     /// TUN offloads (`offload`): the kernel hands over TCP/UDP super-packets, one read each,
     /// which the engine cuts into packets. On by default; off reads packet by packet.

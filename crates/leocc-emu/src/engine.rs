@@ -12,6 +12,10 @@
 //! the satellite delay only, never the data queue. Between segments, packets are handed over
 //! at their exact virtual release time; a thread writes a packet out when the wall clock
 //! reaches its release time and records how late it was (the release error).
+//!
+//! With offloads (`offload`), one read may carry a TCP/UDP super-packet, which is cut into
+//! the packets the stages serve, and packets of one flow due in the same step leave in one
+//! write. A thread's scheduling class follows its load (`clock::Priority`).
 
 use crate::clock::{self, EmuClock};
 use crate::offload::{self, Coalescer, Csum, VnetHdr, VNET_HDR_LEN};
@@ -245,7 +249,7 @@ pub struct Io {
     pub pop_addr: Ipv4Addr,
     /// Spin margin before deadlines, µs.
     pub spin_us: u64,
-    /// Run the thread at real-time priority (if permitted).
+    /// Run the thread at real-time priority while it is not saturated (`clock::Priority`).
     pub realtime: bool,
     /// Both devices carry virtio-net headers and may hand over super-packets (`offload`).
     pub vnet: bool,

@@ -167,7 +167,7 @@ pub struct BenchEmuArgs {
     #[arg(long, default_value_t = 5.0)]
     seconds: f64,
     /// Constant rates to try for the highest loss-free rate, Mbit/s.
-    #[arg(long, value_delimiter = ',', default_values_t = vec![250.0, 500.0, 1000.0, 1500.0, 2000.0])]
+    #[arg(long, value_delimiter = ',', default_values_t = vec![500.0, 1000.0, 1500.0, 2000.0, 3000.0])]
     rates: Vec<f64>,
     /// Busy-wait margin before each release time, µs.
     #[arg(long, default_value_t = DEFAULT_SPIN_US)]
