@@ -384,7 +384,9 @@ fn combine(flows: Vec<Value>, owd_method: &str) -> Value {
 const RETX_QUANTILES: usize = 21;
 
 /// Puts the path's one-way delay (the same measurement for every protocol) into a run's
-/// record: mean and p95 over every delivered data packet, the retransmitted packets' share,
+/// record: mean and p95 over every delivered data packet, the same for the in-order delay
+/// (what a stream-reading application waits, head-of-line blocking included), the
+/// retransmitted packets' share,
 /// mean and quantiles (Fig. 10), and the sender's traffic per delivered byte (Fig. 11).
 fn record_path_delay(v: &mut Value, p: &pathdelay::PathDelay) {
     let mean = |x: &[f64]| (!x.is_empty()).then(|| x.iter().sum::<f64>() / x.len() as f64);
@@ -395,9 +397,12 @@ fn record_path_delay(v: &mut Value, p: &pathdelay::PathDelay) {
     };
     let all = sorted(&p.owd_ms);
     let retx = sorted(&p.retx_owd_ms);
+    let inorder = sorted(&p.inorder_ms);
     v["owd_method"] = json!("path: server capture to client capture, per data packet, from the data's first copy");
     v["owd_mean_ms"] = json!(mean(&all));
     v["owd_p95_ms"] = json!((!all.is_empty()).then(|| nearest_rank(&all, 0.95)));
+    v["inorder_mean_ms"] = json!(mean(&inorder));
+    v["inorder_p95_ms"] = json!((!inorder.is_empty()).then(|| nearest_rank(&inorder, 0.95)));
     v["delivered_pkts"] = json!(p.delivered_pkts);
     v["retx_pkts"] = json!(p.retx_owd_ms.len());
     v["retx_share"] = json!((p.delivered_pkts > 0).then(|| p.retx_owd_ms.len() as f64 / p.delivered_pkts as f64));
@@ -468,19 +473,22 @@ pub fn report(rows: &[Value], out: &Path) -> Result<PathBuf> {
             continue;
         }
         md.push_str(&format!(
-            "## {e}\n\n| variant | throughput Mbit/s | mean OWD ms | p95 OWD ms | retransmitted pkts % | their mean OWD ms | sender retransmits | bottleneck Mbit/s | runs |\n|---|---|---|---|---|---|---|---|---|\n"
+            "## {e}\n\n| variant | throughput Mbit/s | mean OWD ms | p95 OWD ms | in-order delay mean / p95 ms | retransmitted pkts % | their mean OWD ms | sender retransmits | bottleneck Mbit/s | runs |\n|---|---|---|---|---|---|---|---|---|---|\n"
         ));
         let mut thr = Vec::new();
         let mut owd = Vec::new();
+        let mut inorder_means = Vec::new();
         for l in &ls {
             let is = |r: &Value| exp(if e == "headline" { "headline" } else { "ablation" })(r) && r["variant"] == l.as_str();
             let (t, o, p, x) = (field(rows, is, "thr_mbps"), field(rows, is, "owd_mean_ms"), field(rows, is, "owd_p95_ms"), field(rows, is, "retransmits"));
             let f = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.1}"));
             let n = rows.iter().filter(|r| is(r) && r.get("error").is_none()).count();
             let share = field(rows, is, "retx_share").map(|v| v * 100.0);
-            md.push_str(&format!("| {l} | {} | {} | {} | {} | {} | {} | {} | {n} |\n", f(t), f(o), f(p), f(share), f(field(rows, is, "retx_owd_mean_ms")), f(x), f(field(rows, is, "bottleneck_mbps"))));
+            let inorder = format!("{} / {}", f(field(rows, is, "inorder_mean_ms")), f(field(rows, is, "inorder_p95_ms")));
+            md.push_str(&format!("| {l} | {} | {} | {} | {inorder} | {} | {} | {} | {} | {n} |\n", f(t), f(o), f(p), f(share), f(field(rows, is, "retx_owd_mean_ms")), f(x), f(field(rows, is, "bottleneck_mbps"))));
             thr.push(t.map(|v| (v, v, v)));
             owd.push(o.map(|v| (v, v, v)));
+            inorder_means.push(field(rows, is, "inorder_mean_ms").map(|v| (v, v, v)));
         }
         md.push('\n');
         if e == "headline" {
@@ -503,9 +511,11 @@ pub fn report(rows: &[Value], out: &Path) -> Result<PathBuf> {
             leocc_trace::out::write_atomic(&out.join(format!("{e}-retx-owd.svg")), svg.as_bytes()).map_err(|e| anyhow!("{e}"))?;
             md.push_str(&format!("![{e}: one-way delay of retransmitted packets]({e}-retx-owd.svg)\n\n"));
         }
-        // Two charts: Mbit/s and ms on one axis would flatten one of them.
-        for (name, title, unit, vals) in [("throughput", "throughput", "Mbit/s", thr), ("owd", "mean one-way delay", "ms", owd)] {
-            let svg = bars(&format!("{e}: {title} ({unit})"), unit, &ls, &[(title.to_string(), vals)]);
+        // Two charts: Mbit/s and ms on one axis would flatten one of them. The delay chart puts
+        // the network's view (one-way delay) beside a stream reader's (in-order delay).
+        let delays = vec![("one-way (network)".to_string(), owd), ("in-order (application)".to_string(), inorder_means)];
+        for (name, title, unit, series) in [("throughput", "throughput", "Mbit/s", vec![("throughput".to_string(), thr)]), ("owd", "mean delay", "ms", delays)] {
+            let svg = bars(&format!("{e}: {title} ({unit})"), unit, &ls, &series);
             leocc_trace::out::write_atomic(&out.join(format!("{e}-{name}.svg")), svg.as_bytes()).map_err(|e| anyhow!("{e}"))?;
             md.push_str(&format!("![{e} {title}]({e}-{name}.svg)\n"));
         }
@@ -793,13 +803,13 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let rows = vec![
             json!({"experiment": "headline", "variant": "leotp", "thr_mbps": 20.0, "owd_mean_ms": 40.0, "owd_p95_ms": 60.0, "retransmits": 3,
-                   "retx_share": 0.1, "retx_owd_mean_ms": 80.0, "retx_owd_quantiles_ms": [50.0, 70.0, 160.0]}),
+                   "retx_share": 0.1, "retx_owd_mean_ms": 80.0, "retx_owd_quantiles_ms": [50.0, 70.0, 160.0], "inorder_mean_ms": 45.0, "inorder_p95_ms": 70.0}),
             json!({"experiment": "headline", "variant": "bbr", "thr_mbps": 18.0, "owd_mean_ms": 90.0, "owd_p95_ms": 120.0, "retransmits": 30}),
             json!({"experiment": "loss", "variant": "leotp", "loss": 0.02, "thr_mbps": 19.0, "owd_mean_ms": 41.0, "sender_traffic_ratio": 1.02}),
         ];
         let md = std::fs::read_to_string(report(&rows, &dir).unwrap()).unwrap();
-        assert!(md.contains("| leotp | 20.0 | 40.0 | 60.0 | 10.0 | 80.0 | 3.0 | - | 1 |"), "{md}");
-        assert!(md.contains("| bbr | 18.0 | 90.0 | 120.0 | - | - | 30.0"), "{md}");
+        assert!(md.contains("| leotp | 20.0 | 40.0 | 60.0 | 45.0 / 70.0 | 10.0 | 80.0 | 3.0 | - | 1 |"), "{md}");
+        assert!(md.contains("| bbr | 18.0 | 90.0 | 120.0 | - / - | - | - | 30.0"), "{md}");
         assert!(md.contains("| leotp | 2 | 19.0 | 41.0 | 102.0 | 1 |"), "{md}");
         for f in ["headline-throughput.svg", "headline-owd.svg", "headline-retx-owd.svg", "loss.svg"] {
             assert!(dir.join(f).exists(), "{f}");

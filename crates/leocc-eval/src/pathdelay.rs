@@ -18,10 +18,16 @@
 //! covered by either was recovered. (Out-of-order arrival is no such sign for LEOTP: a
 //! mid-node answers some requests from its cache while others still wait upstream.) The
 //! sender's traffic per delivered byte (Fig. 11) counts every copy the server sent.
+//!
+//! The one-way delay is the network's. An application reading a byte stream sees more: data
+//! that arrives after a hole waits until the hole is filled (head-of-line blocking). The
+//! *in-order delay* of a packet is the time from its first sending until it and everything
+//! before it in its flow has arrived; it is computed for both protocols alike, from the same
+//! captures, so neither the network's nor the application's view is left out.
 
 use anyhow::{anyhow, Result};
 use leocc_emu::pcap::PcapReader;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::Ipv4Addr;
 use std::path::Path;
 
@@ -37,14 +43,15 @@ enum Flow {
     Leotp(String),
 }
 
-/// One data packet: its flow, its position in the flow (TCP sequence number, LEOTP segment)
-/// and its length on the wire.
+/// One data packet: its flow, its position in the flow (TCP sequence number, LEOTP segment),
+/// how far it extends (payload bytes for TCP, one segment for LEOTP) and its length on the wire.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Data {
     src: Ipv4Addr,
     dst: Ipv4Addr,
     flow: Flow,
     pos: u32,
+    len: u32,
     wire_bytes: u64,
 }
 
@@ -81,20 +88,20 @@ fn seen(ip: &[u8]) -> Option<Seen> {
     let (src, dst) = (Ipv4Addr::new(ip[12], ip[13], ip[14], ip[15]), Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19]));
     let l4 = &ip[ihl..total];
     let port = |at: usize| u16::from_be_bytes([l4[at], l4[at + 1]]);
-    let (flow, pos) = match ip[9] {
+    let (flow, pos, len) = match ip[9] {
         IPPROTO_TCP if l4.len() >= 20 => {
             let doff = usize::from(l4[12] >> 4) * 4;
             if doff < 20 || doff >= l4.len() {
                 return None; // no payload (pure ACK, SYN, FIN) or malformed
             }
-            (Flow::Tcp(src, port(0), dst, port(2)), u32::from_be_bytes([l4[4], l4[5], l4[6], l4[7]]))
+            (Flow::Tcp(src, port(0), dst, port(2)), u32::from_be_bytes([l4[4], l4[5], l4[6], l4[7]]), (l4.len() - doff) as u32)
         }
         IPPROTO_UDP if l4.len() >= 8 => {
             use leocc_leotp::packet::{parse, Kind, FLAG_RETX};
             let p = parse(&l4[8..]).ok()?;
             let flow = Flow::Leotp(p.name.to_string());
             match p.kind {
-                Kind::Data => (flow, p.start),
+                Kind::Data => (flow, p.start, 1),
                 Kind::Void => return Some(Seen::Recovery { flow, start: p.start, end: p.end }),
                 Kind::Interest if p.flags & FLAG_RETX != 0 => return Some(Seen::Recovery { flow, start: p.start, end: p.end }),
                 Kind::Interest => return None,
@@ -102,7 +109,7 @@ fn seen(ip: &[u8]) -> Option<Seen> {
         }
         _ => return None,
     };
-    Some(Seen::Data(Data { src, dst, flow, pos, wire_bytes: total as u64 }))
+    Some(Seen::Data(Data { src, dst, flow, pos, len, wire_bytes: total as u64 }))
 }
 
 /// Whether `a` comes before `b` in a flow (serial-number order, so TCP's wrap is harmless).
@@ -127,6 +134,9 @@ pub struct PathDelay {
     pub owd_ms: Vec<f64>,
     /// One-way delay of the delivered packets that filled a hole (retransmitted), ms.
     pub retx_owd_ms: Vec<f64>,
+    /// In-order delay of every packet an application could read by the end of the capture:
+    /// from its first sending until it and all data before it in its flow had arrived, ms.
+    pub inorder_ms: Vec<f64>,
 }
 
 impl PathDelay {
@@ -141,6 +151,7 @@ impl PathDelay {
 /// do). A malformed capture is an error naming the file; packets that are not data are skipped.
 pub fn analyse(server_pcap: &Path, server: Ipv4Addr, client_pcap: &Path, client: Ipv4Addr) -> Result<PathDelay> {
     let mut first_sent: HashMap<(Flow, u32), u64> = HashMap::new();
+    let mut streams: HashMap<Flow, InOrder> = HashMap::new();
     let mut out = PathDelay::default();
     for rec in PcapReader::open(server_pcap).map_err(|e| anyhow!("{e}"))? {
         let rec = rec.map_err(|e| anyhow!("{e}"))?;
@@ -150,6 +161,7 @@ pub fn analyse(server_pcap: &Path, server: Ipv4Addr, client_pcap: &Path, client:
         };
         out.sent_pkts += 1;
         out.sent_bytes += d.wire_bytes;
+        streams.entry(d.flow.clone()).and_modify(|s| s.start_at(d.pos)).or_insert_with(|| InOrder::new(d.pos));
         first_sent.entry((d.flow, d.pos)).or_insert(rec.unix_us);
     }
     let mut highest: HashMap<Flow, u32> = HashMap::new();
@@ -165,6 +177,10 @@ pub fn analyse(server_pcap: &Path, server: Ipv4Addr, client_pcap: &Path, client:
             }
             _ => continue,
         };
+        if let Some(stream) = streams.get_mut(&d.flow) {
+            let sent_us = first_sent.get(&(d.flow.clone(), d.pos)).copied();
+            stream.arrive(d.pos, d.len, sent_us, rec.unix_us, &mut out.inorder_ms);
+        }
         // Taking the entry out makes later copies of the same data count as nothing.
         let key = (d.flow, d.pos);
         let Some(sent_us) = first_sent.remove(&key) else {
@@ -196,6 +212,55 @@ pub fn analyse(server_pcap: &Path, server: Ipv4Addr, client_pcap: &Path, client:
         }
     }
     Ok(out)
+}
+
+/// A flow as a receiving application reads it: in stream order, each packet handed over once
+/// everything before it has arrived. Positions are kept relative to the flow's first data
+/// (the lowest position the server sent), so TCP's sequence wrap does not matter.
+#[derive(Debug)]
+struct InOrder {
+    start: u32,
+    /// Relative position up to which the application has read.
+    next: u64,
+    /// Arrived ahead of a hole: relative start -> (relative end, first sending time if known).
+    waiting: BTreeMap<u64, (u64, Option<u64>)>,
+}
+
+impl InOrder {
+    fn new(start: u32) -> InOrder {
+        InOrder { start, next: 0, waiting: BTreeMap::new() }
+    }
+
+    /// Moves the flow's start back if the server sent data before `pos` (called while reading
+    /// the server's capture, before any arrival).
+    fn start_at(&mut self, pos: u32) {
+        if before(pos, self.start) {
+            self.start = pos;
+        }
+    }
+
+    /// A data packet arrived at `now_us`: pushes the in-order delay of every packet it makes
+    /// readable (itself, if nothing is missing before it, and those that waited behind it).
+    fn arrive(&mut self, pos: u32, len: u32, sent_us: Option<u64>, now_us: u64, delays: &mut Vec<f64>) {
+        let rel = u64::from(pos.wrapping_sub(self.start));
+        let end = rel + u64::from(len);
+        if end <= self.next {
+            return; // a copy of data already read
+        }
+        self.waiting.entry(rel).or_insert((end, sent_us));
+        while let Some(entry) = self.waiting.first_entry() {
+            if *entry.key() > self.next {
+                break; // a hole before it
+            }
+            let (end, sent_us) = entry.remove();
+            if end > self.next {
+                self.next = end;
+                if let Some(sent) = sent_us {
+                    delays.push(now_us.saturating_sub(sent) as f64 / 1000.0);
+                }
+            }
+        }
+    }
 }
 
 /// Whether a received packet with no sent record is a duplicate of data already delivered
@@ -284,6 +349,7 @@ mod tests {
         assert_eq!((p.sent_pkts, p.delivered_pkts, p.unmatched), (3, 2, 0), "{p:?}");
         assert_eq!(p.owd_ms, vec![40.0, 350.0]);
         assert_eq!(p.retx_owd_ms, vec![350.0], "the resent segment filled a hole; its delay counts from its first copy");
+        assert_eq!(p.inorder_ms, vec![350.0, 340.0], "2448 arrived at 50 ms but waited for 1000 (head-of-line blocking)");
         assert!((p.sender_traffic_ratio().unwrap() - 1.5).abs() < 1e-12);
         std::fs::remove_dir_all(d).unwrap();
     }
@@ -302,8 +368,26 @@ mod tests {
         assert_eq!((p.delivered_pkts, p.unmatched), (3, 1), "segment 9 was never sent by the server");
         assert_eq!(p.owd_ms, vec![28.0, 32.0, 89.0]);
         assert_eq!(p.retx_owd_ms, vec![89.0]);
+        assert_eq!(p.inorder_ms, vec![32.0, 89.0, 88.0], "2 waits for 0 and then for 1; 9 (never sent) waits for 3..9 for ever");
         assert_eq!(p.sender_traffic_ratio(), Some(1.0));
         std::fs::remove_dir_all(d).unwrap();
+    }
+
+    #[test]
+    fn in_order_delay_follows_resegmented_retransmissions_and_ignores_copies() {
+        let mut s = InOrder::new(u32::MAX - 999); // the stream starts just before the wrap
+        let mut d = Vec::new();
+        let seg = |k: u32| (u32::MAX - 999).wrapping_add(k * 1000);
+        s.arrive(seg(1), 1000, Some(10_000), 20_000, &mut d);
+        s.arrive(seg(2), 1000, Some(11_000), 21_000, &mut d);
+        assert!(d.is_empty(), "both wait for the first kilobyte");
+        // The lost first segment comes back merged with the second (the kernel resegmented it).
+        s.arrive(seg(0), 2000, Some(9_000), 60_000, &mut d);
+        assert_eq!(d, vec![51.0, 49.0], "the merged packet is timed once (the second segment, inside it, is not timed again); the third follows");
+        s.arrive(seg(1), 1000, Some(10_000), 61_000, &mut d);
+        assert_eq!(d.len(), 2, "a late copy of read data changes nothing");
+        s.arrive(seg(3), 1000, None, 62_000, &mut d);
+        assert_eq!((d.len(), s.next), (2, 4000), "data with no sending time is read but not timed");
     }
 
     #[test]
