@@ -28,6 +28,8 @@ pub struct Counters {
     pub holes_detected: u64,
     /// Segments re-requested from the upstream hop because of a hole.
     pub innet_retx_requests: u64,
+    /// Re-requests overtaken by the answer to a later request (lost again) and sent again.
+    pub repairs_lost: u64,
     /// Segments a downstream neighbour's lost interests had asked for, found by the gap in
     /// its sequence of new requests and fetched without waiting for the hole.
     pub interest_gaps: u64,

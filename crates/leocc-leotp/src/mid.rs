@@ -247,6 +247,10 @@ impl Mid {
         let retx = p.flags & FLAG_RETX != 0;
         let gap = if retx || !self.cfg.innet_retx { 0..0 } else { self.interest_gap(name, from, p.start, p.end) };
         self.counters.interest_gaps += u64::from(gap.end - gap.start);
+        // Repeated requests this node cannot answer from its cache: the requester is told
+        // (a VPH) that the segments are being fetched further up, so it does not take the
+        // slower answer for a lost re-request and ask again (see requester.rs).
+        let mut fetching: Vec<(u32, u32)> = Vec::new();
         for seg in gap.chain(p.start..p.end) {
             if let Some(s) = self.cache.get(name, seg) {
                 let d = Packet { kind: Kind::Data, flags: 0, name, start: seg, end: s.total, timestamp_us: s.timestamp_us, hold_us: 0, backlog: self.req.backlog() as u32, payload: &s.payload };
@@ -255,6 +259,12 @@ impl Mid {
                 self.forwarded_bytes += s.payload.len() as u64;
                 send(&self.sock, &self.out, from, &mut self.counters);
                 continue;
+            }
+            if retx && self.cfg.innet_retx {
+                match fetching.last_mut() {
+                    Some((_, end)) if *end == seg => *end += 1,
+                    _ => fetching.push((seg, seg + 1)),
+                }
             }
             let key = (name.clone(), seg);
             let pit_full = self.pit.len() >= MAX_PIT;
@@ -279,6 +289,11 @@ impl Mid {
             if forward && !self.req.want(Want { name: name.clone(), seg, retx }) {
                 self.counters.state_full += 1;
             }
+        }
+        for (a, b) in fetching {
+            Packet::void(name, a, b).encode(&mut self.out);
+            self.counters.void_sent += 1;
+            send(&self.sock, &self.out, from, &mut self.counters);
         }
         if !self.cfg.hop_cc {
             self.tick(now);
@@ -382,5 +397,18 @@ mod tests {
         off.handle(0, &interest(0, 4, 0), a);
         off.handle(1, &interest(8, 12, 0), a);
         assert_eq!((off.counters.interest_gaps, off.req.backlog()), (0, 8));
+    }
+
+    #[test]
+    fn a_repeated_request_it_cannot_answer_is_met_with_a_void() {
+        let mut m = node(true);
+        let requester: SocketAddr = "127.0.0.1:9".parse().unwrap();
+        m.handle(0, &interest(0, 4, 0), requester);
+        assert_eq!(m.counters.void_sent, 0);
+        m.handle(1, &interest(1, 3, FLAG_RETX), requester);
+        assert_eq!(m.counters.void_sent, 1, "one VPH for the range 1..3, which is fetched upstream");
+        let mut off = node(false);
+        off.handle(0, &interest(0, 4, FLAG_RETX), requester);
+        assert_eq!(off.counters.void_sent, 0, "no VPH without in-network retransmission");
     }
 }

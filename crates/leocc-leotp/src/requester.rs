@@ -8,6 +8,12 @@
 //! from its upstream neighbour, whose cache holds it if the loss was on this hop, and reports
 //! the range so the caller (a mid-node) can send a Void Packet Header downstream. A range
 //! covered by a VPH from upstream is being repaired further up: it is not reported again.
+//!
+//! The same reasoning covers the repairs themselves: a re-request travels the same FIFO hop,
+//! so when the answer to a request sent *after* it arrives first, the re-request or its
+//! answer was lost too, and it is sent again. Without this a twice-lost segment waits for
+//! the consumer's end-to-end timer (at least 300 ms), which at a few per cent loss per hop is
+//! most of the mean delay.
 
 use crate::counters::Counters;
 use crate::hopcc::{HopCc, HopCcConfig};
@@ -40,8 +46,19 @@ struct InFlight {
     sent_us: u64,
     /// Requested more than once (no RTT sample: Karn).
     retx: bool,
-    /// Covered by a VPH from upstream, or already re-requested: not a hole candidate.
-    repairing: bool,
+    /// Who repairs it, if it is known to be missing.
+    repair: Repair,
+}
+
+/// Who is repairing a segment known to be missing (then it is no hole candidate).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Repair {
+    /// Nobody: not known to be missing.
+    No,
+    /// A node upstream (its VPH said so): it retries, not this hop.
+    Upstream,
+    /// This hop, by re-requesting it: if the re-request is overtaken, it is sent again.
+    Here,
 }
 
 /// One segment to request.
@@ -80,6 +97,9 @@ pub struct Requester {
     /// What `backlog` holds, so a segment is queued once however often it is asked for.
     queued: HashSet<(Arc<str>, u32)>,
     in_flight: HashMap<(Arc<str>, u32), InFlight>,
+    /// Re-requests sent on the hop, in sending order, with their sending time: the ones an
+    /// answer to a later request overtakes were lost.
+    repairs: VecDeque<(Arc<str>, u32, u64)>,
     highest: HashMap<Arc<str>, u32>,
     credit: f64,
     upstream_backlog: u32,
@@ -99,6 +119,7 @@ impl Requester {
             backlog: VecDeque::new(),
             queued: HashSet::new(),
             in_flight: HashMap::new(),
+            repairs: VecDeque::new(),
             highest: HashMap::new(),
             // The first round may send the initial window at once, as TCP does.
             credit: crate::hopcc::INITIAL_CWND,
@@ -176,9 +197,13 @@ impl Requester {
                 }
             }
             for seg in start..end {
-                let e = self.in_flight.entry((name.clone(), seg)).or_insert(InFlight { sent_us: now_us, retx: false, repairing: false });
+                let e = self.in_flight.entry((name.clone(), seg)).or_insert(InFlight { sent_us: now_us, retx: false, repair: Repair::No });
                 e.retx |= retx || e.sent_us != now_us;
                 e.sent_us = now_us;
+                if retx && e.repair != Repair::Upstream && self.repairs.len() < MAX_IN_FLIGHT {
+                    e.repair = Repair::Here;
+                    self.repairs.push_back((name.clone(), seg, now_us));
+                }
             }
             Packet::interest(&name, start, end, if retx { FLAG_RETX } else { 0 }, now_us).encode(&mut self.buf);
             match sock.send_to(&self.buf, self.upstream) {
@@ -228,6 +253,9 @@ impl Requester {
         let Some(f) = self.in_flight.remove(&key) else { return out };
         out.expected = true;
         self.cc.on_delivery(now_us, (!f.retx).then(|| now_us.saturating_sub(f.sent_us).saturating_sub(u64::from(hold_us))));
+        if self.detect_holes {
+            self.retry_overtaken_repairs(f.sent_us, c);
+        }
         let highest = self.highest.get(name).copied();
         if let Some(h) = highest {
             if seg > h.saturating_add(1) && self.detect_holes {
@@ -235,8 +263,8 @@ impl Requester {
                 let mut run: Option<(u32, u32)> = None;
                 for s in from..seg {
                     let hole = match self.in_flight.get_mut(&(name.clone(), s)) {
-                        Some(e) if !e.repairing && e.sent_us <= f.sent_us => {
-                            e.repairing = true;
+                        Some(e) if e.repair == Repair::No && e.sent_us <= f.sent_us => {
+                            e.repair = Repair::Here;
                             true
                         }
                         _ => false,
@@ -271,11 +299,29 @@ impl Requester {
         out
     }
 
+    /// An answer to a request sent at `answered_sent_us` arrived: every re-request sent
+    /// before it and still unanswered was lost (the hop is FIFO), and is queued again.
+    fn retry_overtaken_repairs(&mut self, answered_sent_us: u64, c: &mut Counters) {
+        while let Some((name, seg, sent_us)) = self.repairs.front().cloned() {
+            if sent_us >= answered_sent_us {
+                break;
+            }
+            self.repairs.pop_front();
+            // Answered, re-sent since (a later entry stands for it), or taken over upstream:
+            // nothing to do.
+            let lost = self.in_flight.get(&(name.clone(), seg)).is_some_and(|e| e.repair == Repair::Here && e.sent_us == sent_us);
+            if lost {
+                c.repairs_lost += 1;
+                self.want(Want { name, seg, retx: true });
+            }
+        }
+    }
+
     /// A VPH from upstream: `[start, end)` of `name` is being repaired there.
     pub fn on_void(&mut self, name: &Arc<str>, start: u32, end: u32) {
         for s in start..end {
             if let Some(e) = self.in_flight.get_mut(&(name.clone(), s)) {
-                e.repairing = true;
+                e.repair = Repair::Upstream;
             }
         }
     }
@@ -288,5 +334,75 @@ impl Requester {
         }
         self.last_sweep_us = now_us;
         self.in_flight.retain(|_, f| now_us.saturating_sub(f.sent_us) < horizon);
+        self.repairs.retain(|r| now_us.saturating_sub(r.2) < horizon);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::{Kind, UNBOUNDED};
+
+    /// An unpaced requester: every queued request goes out at the next pump. Its upstream
+    /// (the discard port on loopback) never answers; the test plays the answers.
+    fn hop() -> (Requester, UdpSocket, Arc<str>) {
+        let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+        (Requester::new("127.0.0.1:9".parse().unwrap(), HopCcConfig::default(), false, true), sock, Arc::from("bulk"))
+    }
+
+    fn ask(r: &mut Requester, sock: &UdpSocket, name: &Arc<str>, segs: std::ops::Range<u32>, now: u64, c: &mut Counters) {
+        for seg in segs {
+            assert!(r.want(Want { name: name.clone(), seg, retx: false }));
+        }
+        r.pump(now, sock, c, &mut Vec::new());
+    }
+
+    fn answer(r: &mut Requester, name: &Arc<str>, seg: u32, now: u64, c: &mut Counters) -> Arrival {
+        let p = Packet { kind: Kind::Data, flags: 0, name, start: seg, end: UNBOUNDED, timestamp_us: 0, hold_us: 0, backlog: 0, payload: &[0u8; 10] };
+        r.on_data(now, name, &p, c)
+    }
+
+    #[test]
+    fn a_hole_is_re_requested_and_a_lost_re_request_again() {
+        let (mut r, sock, name) = hop();
+        let mut c = Counters::default();
+        ask(&mut r, &sock, &name, 0..4, 0, &mut c);
+        answer(&mut r, &name, 0, 9_000, &mut c);
+        let a = answer(&mut r, &name, 2, 10_000, &mut c);
+        assert_eq!(a.holes, vec![(1, 2)], "2 arrived, 1 (asked before it) did not");
+        r.pump(11_000, &sock, &mut c, &mut Vec::new()); // the re-request of 1
+        ask(&mut r, &sock, &name, 4..8, 12_000, &mut c);
+        // Answers to requests sent before the re-request say nothing about it.
+        assert!(answer(&mut r, &name, 3, 20_000, &mut c).holes.is_empty());
+        assert_eq!((c.repairs_lost, r.backlog()), (0, 0));
+        // 4 was asked for after the re-request and came first: the re-request was lost too.
+        assert!(answer(&mut r, &name, 4, 30_000, &mut c).holes.is_empty(), "no new VPH: downstream knows already");
+        assert_eq!((c.repairs_lost, r.backlog()), (1, 1));
+        r.pump(31_000, &sock, &mut c, &mut Vec::new());
+        // Its answer ends the matter: later answers retry nothing.
+        answer(&mut r, &name, 1, 40_000, &mut c);
+        answer(&mut r, &name, 5, 41_000, &mut c);
+        assert_eq!((c.repairs_lost, r.backlog(), c.holes_detected), (1, 0, 1));
+    }
+
+    #[test]
+    fn a_range_repaired_upstream_is_left_to_upstream() {
+        let (mut r, sock, name) = hop();
+        let mut c = Counters::default();
+        ask(&mut r, &sock, &name, 0..4, 0, &mut c);
+        answer(&mut r, &name, 0, 9_000, &mut c);
+        assert_eq!(answer(&mut r, &name, 2, 10_000, &mut c).holes, vec![(1, 2)]);
+        r.pump(11_000, &sock, &mut c, &mut Vec::new());
+        r.on_void(&name, 1, 2);
+        ask(&mut r, &sock, &name, 4..8, 12_000, &mut c);
+        answer(&mut r, &name, 3, 20_000, &mut c);
+        answer(&mut r, &name, 4, 30_000, &mut c);
+        assert_eq!((c.repairs_lost, r.backlog()), (0, 0), "upstream's VPH covers 1: it retries, not this hop");
+        // Without hole detection (the ablation) nothing is re-requested at all.
+        let mut off = Requester::new("127.0.0.1:9".parse().unwrap(), HopCcConfig::default(), false, false);
+        ask(&mut off, &sock, &name, 0..4, 0, &mut c);
+        answer(&mut off, &name, 0, 9_000, &mut c);
+        assert!(answer(&mut off, &name, 3, 10_000, &mut c).holes.is_empty());
+        assert_eq!(off.backlog(), 0);
     }
 }
