@@ -4,7 +4,7 @@
 //!
 //! Holes: a hop delivers a flow's segments in the order they were requested (the path is
 //! FIFO), so when segment s arrives while an earlier-requested segment r < s of the same flow
-//! is still in flight, r was lost on this hop or above it. The requester re-requests r once
+//! is still in flight, r was lost on this hop or above it. The requester re-requests r
 //! from its upstream neighbour, whose cache holds it if the loss was on this hop, and reports
 //! the range so the caller (a mid-node) can send a Void Packet Header downstream. A range
 //! covered by a VPH from upstream is being repaired further up: it is not reported again.
