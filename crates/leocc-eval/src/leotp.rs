@@ -484,11 +484,12 @@ pub fn report(rows: &[Value], out: &Path) -> Result<PathBuf> {
             let f = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.1}"));
             let n = rows.iter().filter(|r| is(r) && r.get("error").is_none()).count();
             let share = field(rows, is, "retx_share").map(|v| v * 100.0);
-            let inorder = format!("{} / {}", f(field(rows, is, "inorder_mean_ms")), f(field(rows, is, "inorder_p95_ms")));
+            let inorder_mean = field(rows, is, "inorder_mean_ms");
+            let inorder = format!("{} / {}", f(inorder_mean), f(field(rows, is, "inorder_p95_ms")));
             md.push_str(&format!("| {l} | {} | {} | {} | {inorder} | {} | {} | {} | {} | {n} |\n", f(t), f(o), f(p), f(share), f(field(rows, is, "retx_owd_mean_ms")), f(x), f(field(rows, is, "bottleneck_mbps"))));
             thr.push(t.map(|v| (v, v, v)));
             owd.push(o.map(|v| (v, v, v)));
-            inorder_means.push(field(rows, is, "inorder_mean_ms").map(|v| (v, v, v)));
+            inorder_means.push(inorder_mean.map(|v| (v, v, v)));
         }
         md.push('\n');
         if e == "headline" {

@@ -177,13 +177,13 @@ pub fn analyse(server_pcap: &Path, server: Ipv4Addr, client_pcap: &Path, client:
             }
             _ => continue,
         };
-        if let Some(stream) = streams.get_mut(&d.flow) {
-            let sent_us = first_sent.get(&(d.flow.clone(), d.pos)).copied();
-            stream.arrive(d.pos, d.len, sent_us, rec.unix_us, &mut out.inorder_ms);
-        }
         // Taking the entry out makes later copies of the same data count as nothing.
         let key = (d.flow, d.pos);
-        let Some(sent_us) = first_sent.remove(&key) else {
+        let first_copy = first_sent.remove(&key);
+        if let Some(stream) = streams.get_mut(&key.0) {
+            stream.arrive(key.1, d.len, first_copy, rec.unix_us, &mut out.inorder_ms);
+        }
+        let Some(sent_us) = first_copy else {
             out.unmatched += u64::from(!key_was_delivered(&highest, &key));
             continue;
         };

@@ -261,10 +261,7 @@ impl Mid {
                 continue;
             }
             if retx && self.cfg.innet_retx {
-                match fetching.last_mut() {
-                    Some((_, end)) if *end == seg => *end += 1,
-                    _ => fetching.push((seg, seg + 1)),
-                }
+                packet::push_segment(&mut fetching, seg);
             }
             let key = (name.clone(), seg);
             let pit_full = self.pit.len() >= MAX_PIT;
@@ -291,9 +288,7 @@ impl Mid {
             }
         }
         for (a, b) in fetching {
-            Packet::void(name, a, b).encode(&mut self.out);
-            self.counters.void_sent += 1;
-            send(&self.sock, &self.out, from, &mut self.counters);
+            self.send_void(name, a, b, &[from]);
         }
         if !self.cfg.hop_cc {
             self.tick(now);
@@ -342,11 +337,16 @@ impl Mid {
                     }
                 }
             }
-            Packet::void(name, a, b).encode(&mut self.out);
-            for f in faces {
-                self.counters.void_sent += 1;
-                send(&self.sock, &self.out, f, &mut self.counters);
-            }
+            self.send_void(name, a, b, &faces);
+        }
+    }
+
+    /// Sends one VPH for `[a, b)` of `name` to each of `faces`.
+    fn send_void(&mut self, name: &Arc<str>, a: u32, b: u32, faces: &[SocketAddr]) {
+        Packet::void(name, a, b).encode(&mut self.out);
+        for &f in faces {
+            self.counters.void_sent += 1;
+            send(&self.sock, &self.out, f, &mut self.counters);
         }
     }
 }

@@ -42,6 +42,15 @@ pub const MAX_PACKET: usize = HEADER_LEN + MAX_NAME_LEN + SEGMENT_BYTES;
 /// Most segments one interest or void may cover: a bound on the work a single (possibly
 /// spoofed) packet can cause at a node.
 pub const MAX_RANGE: u32 = 1024;
+/// Adds segment `seg` to `ranges` (`[start, end)`, in the order found): it extends the last
+/// range when it follows it, else starts a new one.
+pub fn push_segment(ranges: &mut Vec<(u32, u32)>, seg: u32) {
+    match ranges.last_mut() {
+        Some((_, end)) if *end == seg => *end += 1,
+        _ => ranges.push((seg, seg.saturating_add(1))),
+    }
+}
+
 /// `end` of a data packet whose content has no end (the bulk source).
 pub const UNBOUNDED: u32 = u32::MAX;
 /// Flag: this interest is a retransmission (consumer timeout or a mid-node's hole repair);

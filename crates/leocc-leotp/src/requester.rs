@@ -260,7 +260,6 @@ impl Requester {
         if let Some(h) = highest {
             if seg > h.saturating_add(1) && self.detect_holes {
                 let from = (h + 1).max(seg.saturating_sub(MAX_HOLE_SCAN));
-                let mut run: Option<(u32, u32)> = None;
                 for s in from..seg {
                     let hole = match self.in_flight.get_mut(&(name.clone(), s)) {
                         Some(e) if e.repair == Repair::No && e.sent_us <= f.sent_us => {
@@ -271,17 +270,9 @@ impl Requester {
                     };
                     if hole {
                         c.holes_detected += 1;
-                        run = match run {
-                            Some((a, b)) if b == s => Some((a, s + 1)),
-                            Some(r) => {
-                                out.holes.push(r);
-                                Some((s, s + 1))
-                            }
-                            None => Some((s, s + 1)),
-                        };
+                        crate::packet::push_segment(&mut out.holes, s);
                     }
                 }
-                out.holes.extend(run);
                 for &(a, b) in &out.holes {
                     for s in a..b {
                         c.innet_retx_requests += 1;
@@ -302,11 +293,8 @@ impl Requester {
     /// An answer to a request sent at `answered_sent_us` arrived: every re-request sent
     /// before it and still unanswered was lost (the hop is FIFO), and is queued again.
     fn retry_overtaken_repairs(&mut self, answered_sent_us: u64, c: &mut Counters) {
-        while let Some((name, seg, sent_us)) = self.repairs.front().cloned() {
-            if sent_us >= answered_sent_us {
-                break;
-            }
-            self.repairs.pop_front();
+        while self.repairs.front().is_some_and(|r| r.2 < answered_sent_us) {
+            let Some((name, seg, sent_us)) = self.repairs.pop_front() else { break };
             // Answered, re-sent since (a later entry stands for it), or taken over upstream:
             // nothing to do.
             let lost = self.in_flight.get(&(name.clone(), seg)).is_some_and(|e| e.repair == Repair::Here && e.sent_us == sent_us);
@@ -362,8 +350,9 @@ mod tests {
         r.on_data(now, name, &p, c)
     }
 
-    #[test]
-    fn a_hole_is_re_requested_and_a_lost_re_request_again() {
+    /// Segments 0..4 asked for at 0; 0 and 2 answered, so 1 is a hole, re-requested at
+    /// 11 ms.
+    fn with_a_re_requested_hole() -> (Requester, UdpSocket, Arc<str>, Counters) {
         let (mut r, sock, name) = hop();
         let mut c = Counters::default();
         ask(&mut r, &sock, &name, 0..4, 0, &mut c);
@@ -371,6 +360,12 @@ mod tests {
         let a = answer(&mut r, &name, 2, 10_000, &mut c);
         assert_eq!(a.holes, vec![(1, 2)], "2 arrived, 1 (asked before it) did not");
         r.pump(11_000, &sock, &mut c, &mut Vec::new()); // the re-request of 1
+        (r, sock, name, c)
+    }
+
+    #[test]
+    fn a_hole_is_re_requested_and_a_lost_re_request_again() {
+        let (mut r, sock, name, mut c) = with_a_re_requested_hole();
         ask(&mut r, &sock, &name, 4..8, 12_000, &mut c);
         // Answers to requests sent before the re-request say nothing about it.
         assert!(answer(&mut r, &name, 3, 20_000, &mut c).holes.is_empty());
@@ -387,12 +382,7 @@ mod tests {
 
     #[test]
     fn a_range_repaired_upstream_is_left_to_upstream() {
-        let (mut r, sock, name) = hop();
-        let mut c = Counters::default();
-        ask(&mut r, &sock, &name, 0..4, 0, &mut c);
-        answer(&mut r, &name, 0, 9_000, &mut c);
-        assert_eq!(answer(&mut r, &name, 2, 10_000, &mut c).holes, vec![(1, 2)]);
-        r.pump(11_000, &sock, &mut c, &mut Vec::new());
+        let (mut r, sock, name, mut c) = with_a_re_requested_hole();
         r.on_void(&name, 1, 2);
         ask(&mut r, &sock, &name, 4..8, 12_000, &mut c);
         answer(&mut r, &name, 3, 20_000, &mut c);
