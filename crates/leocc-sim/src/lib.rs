@@ -4,7 +4,8 @@
 //! - **Links** come from `leocc-trace`'s `LinkModel` (the same one the emulator replays):
 //!   delivery opportunities (mahimahi semantics), per-direction one-way delay, random loss,
 //!   ground-truth outages, and an optional terrestrial segment as a second bottleneck. Each
-//!   capacity hop has a droptail FIFO in packets or bytes ([`QueueLimit`]); see `sim`.
+//!   capacity hop has a FIFO limited in packets or bytes ([`QueueLimit`]) under a queue
+//!   discipline ([`Qdisc`]: drop-tail by default, drop-front or CoDel); see `sim`.
 //! - **TCP** (`tcp`): a Linux-like sender (tcp_rate.c delivery-rate samples, SACK scoreboard,
 //!   RACK loss detection, fast retransmit, RTO with backoff, pacing, cwnd) and a receiver
 //!   with delayed ACKs and SACK blocks. MSS 1448 payload bytes in 1500-byte packets.
@@ -24,6 +25,7 @@ pub mod cc;
 pub mod detector;
 pub mod event;
 pub mod metrics;
+pub use leocc_trace::qdisc::{Qdisc, QDISC_HELP, QDISC_NAMES};
 pub use leocc_trace::rng;
 pub mod sim;
 pub mod tcp;
@@ -50,7 +52,7 @@ pub enum SimError {
     Config(String),
 }
 
-/// Size limit of a droptail queue.
+/// Size limit of a bottleneck queue (what the queue discipline enforces).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum QueueLimit {
     /// At most this many packets.
@@ -247,6 +249,8 @@ pub struct Scenario {
     pub seed: u64,
     /// Queue limit of every capacity hop.
     pub queue: QueueLimit,
+    /// Queue discipline of every capacity hop (drop-tail by default).
+    pub qdisc: Qdisc,
     /// Random loss added on the data direction's satellite hop (on top of the trace's).
     pub loss: f64,
     /// Direction of the data: Down (server to satellite user, the default) or Up.
@@ -285,6 +289,7 @@ impl Scenario {
             duration_us,
             seed: 1,
             queue: QueueLimit::Packets(DEFAULT_QUEUE_PACKETS),
+            qdisc: Qdisc::DropTail,
             loss: 0.0,
             data_dir: Dir::Down,
             delack_segs: DEFAULT_DELACK_SEGS,

@@ -225,6 +225,8 @@ pub struct RunResult {
     pub queue_bytes: u64,
     /// The queue limit in ms of the data direction's mean capacity.
     pub queue_ms: f64,
+    /// The queue discipline of every capacity hop (`droptail`, `dropfront`, `codel`).
+    pub qdisc: crate::Qdisc,
     /// Per-flow results.
     pub flows: Vec<FlowResult>,
     /// Per-100 ms time series, when asked for (not part of the JSON line).

@@ -3,16 +3,22 @@
 //!
 //! Topology (data downlink, the default): server —[terrestrial]— PoP —[satellite down]— client
 //! for data, and client —[satellite up]— PoP —[terrestrial, delay only]— server for ACKs. With
-//! `data_dir = Up` the roles swap. Each capacity hop is a droptail FIFO served at the trace's
+//! `data_dir = Up` the roles swap. Each capacity hop is a FIFO served at the trace's
 //! delivery opportunities (mahimahi: each opportunity carries up to 1500 bytes; a packet may
 //! span opportunities, several small ones share one; an unused opportunity is lost), followed
 //! by the trace's one-way delay at departure time, kept FIFO (a packet never overtakes one
 //! that left earlier). Random loss (the trace's, plus `--loss` on the data direction) and
 //! ground-truth outages drop packets as they leave the transmitter.
+//!
+//! The queue limit is enforced by the scenario's queue discipline ([`Qdisc`]): drop-tail drops
+//! an arriving packet that does not fit; drop-front drops packets from the head (never the
+//! one being transmitted) until it fits; CoDel (`leocc_trace::qdisc::CoDel`, shared with the
+//! emulator) drops at dequeue from each packet's sojourn time, under the drop-tail limit.
 
 use std::collections::VecDeque;
 
 use leocc_trace::link::{Cursor, Held};
+use leocc_trace::qdisc::{CoDel, CoDelParams, CoDelQueue};
 use leocc_trace::{Dir, LinkModel, OPPORTUNITY_BYTES};
 
 use crate::cc::{new_controller, CcConfig, ReconfigEvent};
@@ -21,7 +27,7 @@ use crate::event::{Ev, EventQueue};
 use crate::metrics::{jain, mbps, FlowResult, FlowStats, RunResult, TsRow};
 use crate::rng::Rng;
 use crate::tcp::{ack_size, Body, Io, Packet, Receiver, Sender, DATA_PACKET_BYTES, INIT_CWND, MSS};
-use crate::{QueueLimit, ResolvedQueue, Scenario, SimError};
+use crate::{Qdisc, QueueLimit, ResolvedQueue, Scenario, SimError};
 
 /// Time-series interval (issue 4: per 100 ms).
 pub const SAMPLE_INTERVAL_US: u64 = 100_000;
@@ -39,8 +45,15 @@ struct Hop {
     /// Serves at delivery opportunities (false: a pure delay line).
     capacity: bool,
     limit: QueueLimit,
-    queue: VecDeque<Packet>,
+    qdisc: Qdisc,
+    /// CoDel's state, when the discipline is CoDel.
+    codel: Option<CoDel>,
+    /// Packets waiting, with the time each entered the queue (µs).
+    queue: VecDeque<(u64, Packet)>,
     queued_bytes: u64,
+    /// Packets the discipline dropped from the queue, to be counted (kept to save an
+    /// allocation per drop).
+    dropped: Vec<Packet>,
     head_sent: u32,
     service_at: Option<u64>,
     /// Where the hop is in its link's schedule (service times only move forward).
@@ -62,13 +75,16 @@ struct Hop {
 }
 
 impl Hop {
-    fn new(link: LinkModel, capacity: bool, limit: QueueLimit, extra_loss: f64, lossy: bool) -> Hop {
+    fn new(link: LinkModel, capacity: bool, limit: QueueLimit, qdisc: Qdisc, extra_loss: f64, lossy: bool) -> Hop {
         Hop {
             link,
             capacity,
             limit,
+            qdisc,
+            codel: (qdisc == Qdisc::CoDel).then(|| CoDel::new(CoDelParams::default())),
             queue: VecDeque::new(),
             queued_bytes: 0,
+            dropped: Vec::new(),
             head_sent: 0,
             service_at: None,
             cursor: Cursor::default(),
@@ -108,6 +124,50 @@ impl Hop {
             QueueLimit::Bytes(b) => self.queued_bytes + size as u64 > b,
             QueueLimit::Time(_) => unreachable!("World::new resolves a time limit to bytes"),
         }
+    }
+
+    /// Drop-front: drops packets from the head of the queue (not the one being transmitted)
+    /// into `dropped` until a packet of `size` fits, and says whether it does. When it could
+    /// not fit even into an otherwise empty queue, nothing is dropped and the answer is false.
+    fn make_room_at_front(&mut self, size: u32) -> bool {
+        let keep = usize::from(self.head_sent > 0);
+        let kept_bytes = if keep == 1 { self.queue.front().map_or(0, |(_, p)| p.size as u64) } else { 0 };
+        let possible = match self.limit {
+            QueueLimit::Packets(n) => (keep as u64) < n,
+            QueueLimit::Bytes(b) => kept_bytes + size as u64 <= b,
+            QueueLimit::Time(_) => unreachable!("World::new resolves a time limit to bytes"),
+        };
+        if !possible {
+            return false;
+        }
+        while self.full_for(size) {
+            let (_, p) = self.queue.remove(keep).expect("a full queue holds a packet after the one in service");
+            self.queued_bytes -= p.size as u64;
+            self.dropped.push(p);
+        }
+        true
+    }
+}
+
+/// The hop's queue as CoDel dequeues from it: the head leaves, drops go to `dropped`.
+struct HopFifo<'a> {
+    queue: &'a mut VecDeque<(u64, Packet)>,
+    queued_bytes: &'a mut u64,
+    dropped: &'a mut Vec<Packet>,
+}
+
+impl CoDelQueue for HopFifo<'_> {
+    type Item = (u64, Packet);
+    fn pop(&mut self) -> Option<((u64, Packet), u64)> {
+        let (t, p) = self.queue.pop_front()?;
+        *self.queued_bytes -= p.size as u64;
+        Some(((t, p), t))
+    }
+    fn backlog_bytes(&self) -> u64 {
+        *self.queued_bytes
+    }
+    fn discard(&mut self, (_, p): (u64, Packet)) {
+        self.dropped.push(p);
     }
 }
 
@@ -163,6 +223,7 @@ impl World {
         let terr = if sc.terrestrial { trace.terrestrial() } else { None };
         let queue = sc.queue.resolve(trace, data_dir).map_err(SimError::Config)?;
         let limit = queue.limit;
+        let qdisc = sc.qdisc;
         let mut hops = Vec::new();
         let mut data_route = Vec::new();
         let mut ack_route = Vec::new();
@@ -175,20 +236,20 @@ impl World {
         };
         if data_down {
             if let Some(t) = &terr {
-                data_route.push(push(&mut hops, Hop::new(t.clone(), true, limit, 0.0, true)));
+                data_route.push(push(&mut hops, Hop::new(t.clone(), true, limit, qdisc, 0.0, true)));
             }
-            data_route.push(push(&mut hops, Hop::new(sat_data, true, limit, sc.loss, true)));
-            ack_route.push(push(&mut hops, Hop::new(sat_ack, true, limit, 0.0, true)));
+            data_route.push(push(&mut hops, Hop::new(sat_data, true, limit, qdisc, sc.loss, true)));
+            ack_route.push(push(&mut hops, Hop::new(sat_ack, true, limit, qdisc, 0.0, true)));
             if let Some(t) = &terr {
-                ack_route.push(push(&mut hops, Hop::new(t.clone(), false, limit, 0.0, false)));
+                ack_route.push(push(&mut hops, Hop::new(t.clone(), false, limit, qdisc, 0.0, false)));
             }
         } else {
-            data_route.push(push(&mut hops, Hop::new(sat_data, true, limit, sc.loss, true)));
+            data_route.push(push(&mut hops, Hop::new(sat_data, true, limit, qdisc, sc.loss, true)));
             if let Some(t) = &terr {
-                data_route.push(push(&mut hops, Hop::new(t.clone(), true, limit, 0.0, true)));
-                ack_route.push(push(&mut hops, Hop::new(t.clone(), false, limit, 0.0, false)));
+                data_route.push(push(&mut hops, Hop::new(t.clone(), true, limit, qdisc, 0.0, true)));
+                ack_route.push(push(&mut hops, Hop::new(t.clone(), false, limit, qdisc, 0.0, false)));
             }
-            ack_route.push(push(&mut hops, Hop::new(sat_ack, true, limit, 0.0, true)));
+            ack_route.push(push(&mut hops, Hop::new(sat_ack, true, limit, qdisc, 0.0, true)));
         }
         let mut flows = Vec::new();
         for (i, f) in sc.flows.iter().enumerate() {
@@ -383,11 +444,15 @@ impl World {
             return;
         }
         if hop.full_for(p.size) {
-            self.count_drop(&p, DropKind::Queue);
-            return;
+            if hop.qdisc != Qdisc::DropFront || !hop.make_room_at_front(p.size) {
+                self.count_drop(&p, DropKind::Queue);
+                return;
+            }
+            self.count_discipline_drops(h);
         }
+        let hop = &mut self.hops[h];
         hop.queued_bytes += p.size as u64;
-        hop.queue.push_back(p);
+        hop.queue.push_back((now, p));
         if hop.service_at.is_none() {
             if let Some(t) = hop.link.next_opportunity_near(now, &mut hop.cursor) {
                 hop.service_at = Some(t);
@@ -407,13 +472,20 @@ impl World {
         let mut budget = here * OPPORTUNITY_BYTES as u64;
         let mut departed = std::mem::take(&mut hop.departing);
         while budget > 0 {
-            let Some(head) = hop.queue.front() else { break };
+            if let (Some(codel), 0) = (hop.codel.as_mut(), hop.head_sent) {
+                // The head is about to start transmission: CoDel drops or lets it go.
+                let mut fifo = HopFifo { queue: &mut hop.queue, queued_bytes: &mut hop.queued_bytes, dropped: &mut hop.dropped };
+                let Some((t, p)) = codel.dequeue(now, &mut fifo) else { break };
+                hop.queued_bytes += p.size as u64;
+                hop.queue.push_front((t, p));
+            }
+            let Some((_, head)) = hop.queue.front() else { break };
             let need = (head.size - hop.head_sent) as u64;
             let take = need.min(budget);
             budget -= take;
             hop.head_sent += take as u32;
             if hop.head_sent == head.size {
-                let mut p = hop.queue.pop_front().expect("head exists");
+                let (_, mut p) = hop.queue.pop_front().expect("head exists");
                 p.served_us = now;
                 hop.queued_bytes -= p.size as u64;
                 hop.head_sent = 0;
@@ -425,11 +497,25 @@ impl World {
                 hop.service_at = Some(t);
                 self.ev.push(t, Ev::HopService(h as u16));
             }
+        } else if let Some(codel) = hop.codel.as_mut() {
+            codel.on_empty();
+        }
+        if !self.hops[h].dropped.is_empty() {
+            self.count_discipline_drops(h);
         }
         for p in departed.drain(..) {
             self.depart(now, h, p);
         }
         self.hops[h].departing = departed;
+    }
+
+    /// Counts the packets hop `h`'s discipline dropped from its queue (queue drops).
+    fn count_discipline_drops(&mut self, h: usize) {
+        let mut dropped = std::mem::take(&mut self.hops[h].dropped);
+        for p in dropped.drain(..) {
+            self.count_drop(&p, DropKind::Queue);
+        }
+        self.hops[h].dropped = dropped;
     }
 
     fn depart(&mut self, now: u64, h: usize, p: Packet) {
@@ -609,7 +695,7 @@ impl World {
         self.hops
             .iter()
             .map(|h| {
-                h.queue.iter().chain(h.line.iter().map(|(_, p)| p)).filter(|p| p.flow as usize == f && p.route == 0).count() as u64
+                h.queue.iter().chain(h.line.iter()).map(|(_, p)| p).filter(|p| p.flow as usize == f && p.route == 0).count() as u64
             })
             .sum()
     }
@@ -726,6 +812,7 @@ impl World {
             queue: self.queue.given.to_string(),
             queue_bytes: self.queue.bytes,
             queue_ms: self.queue.ms,
+            qdisc: sc.qdisc,
             flows,
             timeseries: std::mem::take(&mut self.ts),
         }
@@ -773,12 +860,67 @@ fn ratio(a: f64, b: f64) -> f64 {
 mod tests {
     use std::sync::Arc;
 
-    use crate::{run, Scenario};
+    use super::*;
+    use crate::{constant_trace, run, Scenario};
 
     fn utilization(mahimahi: &str, duration_us: u64) -> (f64, Vec<f64>) {
         let t = leocc_trace::mahimahi::trace_from_capacity_file(std::path::Path::new("t"), mahimahi.as_bytes()).unwrap();
         let r = run(&Scenario::new(Arc::new(t), "t", "cubic", duration_us)).unwrap();
         (r.utilization, r.flows.iter().map(|f| f.utilization).collect())
+    }
+
+    fn data(seq: u64, size: u32) -> Packet {
+        Packet { flow: 0, size, sent_us: seq, route: 0, hop: 0, served_us: 0, body: Body::Data { seq, tx_index: seq } }
+    }
+
+    fn queued(hop: &Hop) -> Vec<u64> {
+        hop.queue.iter().map(|(_, p)| p.sent_us).collect()
+    }
+
+    fn dropped(hop: &mut Hop) -> Vec<u64> {
+        hop.dropped.drain(..).map(|p| p.sent_us).collect()
+    }
+
+    fn hop(limit: QueueLimit) -> Hop {
+        let link = constant_trace(12.0, 1000, 1_000_000, &[]).link(leocc_trace::Dir::Down);
+        Hop::new(link, true, limit, Qdisc::DropFront, 0.0, false)
+    }
+
+    fn push(hop: &mut Hop, p: Packet) {
+        hop.queued_bytes += p.size as u64;
+        hop.queue.push_back((0, p));
+    }
+
+    /// Drop-front drops the oldest waiting packets so that the newest one is queued.
+    #[test]
+    fn drop_front_drops_the_head_and_keeps_the_newest() {
+        let mut h = hop(QueueLimit::Packets(3));
+        for seq in 0..3 {
+            push(&mut h, data(seq, 1500));
+        }
+        assert!(h.full_for(1500));
+        assert!(h.make_room_at_front(1500));
+        push(&mut h, data(3, 1500));
+        assert_eq!((queued(&h), dropped(&mut h)), (vec![1, 2, 3], vec![0]));
+        // The packet being transmitted stays; the next oldest goes.
+        h.head_sent = 700;
+        assert!(h.make_room_at_front(1500));
+        push(&mut h, data(4, 1500));
+        assert_eq!((queued(&h), dropped(&mut h)), (vec![1, 3, 4], vec![2]));
+        // In bytes: as many from the front as the arrival needs.
+        let mut h = hop(QueueLimit::Bytes(3000));
+        for seq in 0..3 {
+            push(&mut h, data(seq, 1000));
+        }
+        assert!(h.make_room_at_front(1500));
+        push(&mut h, data(3, 1500));
+        assert_eq!((queued(&h), dropped(&mut h)), (vec![2, 3], vec![0, 1]));
+        // A packet that could never fit (the one in service is in the way) drops nothing.
+        let mut h = hop(QueueLimit::Bytes(2000));
+        push(&mut h, data(0, 1500));
+        h.head_sent = 1;
+        assert!(!h.make_room_at_front(1500));
+        assert_eq!((queued(&h), dropped(&mut h)), (vec![0], vec![]));
     }
 
     /// Two packets on the two opportunities of `1\n500` used all the capacity: 1.0, not 2.0

@@ -16,6 +16,7 @@ pub mod mahimahi;
 pub mod model;
 pub mod out;
 pub mod plot;
+pub mod qdisc;
 pub mod rng;
 pub mod rotate;
 pub mod stats;
@@ -23,6 +24,7 @@ pub mod text;
 
 pub use error::TraceError;
 pub use link::{LinkModel, OUTAGE_MIN_US};
+pub use qdisc::Qdisc;
 pub use model::{Capacity, DelaySeries, Dir, DirTrace, Loss, Measured, Meta, Segment, Span, Trace, OPPORTUNITY_BYTES};
 
 pub use out::{write_atomic, OutDir, OutFile};

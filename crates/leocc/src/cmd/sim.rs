@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
-use leocc_sim::{parse_flows, QueueLimit, RunResult, Scenario, FLOWS_GRAMMAR};
+use leocc_sim::{parse_flows, Qdisc, QueueLimit, RunResult, Scenario, FLOWS_GRAMMAR};
 use leocc_trace::{Dir, Trace};
 
 /// Which way the data flows.
@@ -22,7 +22,8 @@ pub enum Direction {
 #[command(after_help = format!("Flows: {FLOWS_GRAMMAR}\n\n\
 Output: a table, or with --json one JSON object per run (engine, cc, trace, seed, duration_s, \
 throughput_mbps, goodput_mbps, utilization, rtt_avg_ms, rtt_p50_ms, rtt_p95_ms, rtt_p99_ms, owd_p95_ms, \
-qdelay_avg_ms, qdelay_p95_ms, loss_rate, retrans_rate, jain, reconfigs_detected, flows[...]). \
+qdelay_avg_ms, qdelay_p95_ms, loss_rate, retrans_rate, jain, reconfigs_detected, queue, queue_bytes, \
+queue_ms, qdisc, flows[...]). \
 See docs/simulator.md for the model and the metric definitions."))]
 pub struct SimArgs {
     /// Trace file (our format, a mahimahi capacity file, or a mahimahi/LeoReplayer directory).
@@ -45,6 +46,13 @@ pub struct SimArgs {
     /// trace's mean capacity in the data direction (150ms).
     #[arg(long, default_value = "500")]
     pub queue: String,
+    /// Queue discipline of every bottleneck queue: droptail (an arriving packet that does not
+    /// fit the --queue limit is dropped), dropfront (packets are dropped from the head of the
+    /// queue until the arriving one fits; Starlink is reported to do this) or codel (CoDel AQM,
+    /// RFC 8289, target 5 ms, interval 100 ms: drops at dequeue when packets waited too long,
+    /// with --queue as a hard drop-tail limit).
+    #[arg(long, default_value = "droptail", value_name = "droptail|dropfront|codel")]
+    pub qdisc: Qdisc,
     /// Random loss rate added on the data direction (on top of the trace's own loss).
     #[arg(long, default_value_t = 0.0)]
     pub loss: f64,
@@ -132,6 +140,7 @@ pub fn scenarios(a: &SimArgs) -> anyhow::Result<Vec<Scenario>> {
         sc.flows = flows;
         sc.seed = a.seed;
         sc.queue = queue;
+        sc.qdisc = a.qdisc;
         sc.loss = a.loss;
         sc.data_dir = match a.direction {
             Some(Direction::Down) => Dir::Down,
