@@ -20,6 +20,7 @@ use crate::netns::{self, NetNs};
 use crate::owned::{own_group, terminate_group};
 use crate::pcap::{self, SharedPcap};
 use crate::stage::{DelaySource, QueueLimit, Stage, StageConfig};
+use leocc_trace::qdisc::Qdisc;
 use crate::tun::Tun;
 use leocc_trace::{LinkModel, OPPORTUNITY_BYTES};
 use std::net::Ipv4Addr;
@@ -58,8 +59,10 @@ pub struct HopConfig {
 pub struct ChainConfig {
     /// The hops, client side first.
     pub hops: Vec<HopConfig>,
-    /// Droptail limit of every hop's queue.
+    /// Limit of every hop's queue.
     pub queue: QueueLimit,
+    /// Discipline of every hop's queue (drop-tail by default).
+    pub qdisc: Qdisc,
     /// Extra random loss on every hop, both directions.
     pub loss: f64,
     /// Seed of every loss decision.
@@ -80,11 +83,11 @@ pub struct ChainConfig {
 impl ChainConfig {
     /// Defaults around the hops.
     pub fn new(hops: Vec<HopConfig>) -> ChainConfig {
-        ChainConfig { hops, queue: QueueLimit { packets: Some(crate::emulator::DEFAULT_QUEUE_PACKETS), bytes: None }, loss: 0.0, seed: 1, spin_us: clock::DEFAULT_SPIN_US, realtime: false, pcap_dir: None, offload: true }
+        ChainConfig { hops, queue: QueueLimit { packets: Some(crate::emulator::DEFAULT_QUEUE_PACKETS), bytes: None }, qdisc: Qdisc::DropTail, loss: 0.0, seed: 1, spin_us: clock::DEFAULT_SPIN_US, realtime: false, pcap_dir: None, offload: true }
     }
 
     fn stage(&self, m: &LinkModel, seed: u64) -> StageConfig {
-        StageConfig { capacity: Some(m.clone()), delay: DelaySource::Model(m.clone()), loss_model: Some(m.clone()), extra_loss: self.loss, drop_in_outage: false, queue: self.queue, seed }
+        StageConfig { capacity: Some(m.clone()), delay: DelaySource::Model(m.clone()), loss_model: Some(m.clone()), extra_loss: self.loss, drop_in_outage: false, queue: self.queue, qdisc: self.qdisc, seed }
     }
 }
 
@@ -281,7 +284,7 @@ impl Drop for Chain {
 
 fn hop_direction(name: &'static str, stage: StageConfig, seed: u64) -> Direction {
     // The engine's second segment is a zero-delay pass-through: a hop is one stage.
-    let pass = StageConfig { capacity: None, delay: DelaySource::Constant(0), loss_model: None, extra_loss: 0.0, drop_in_outage: false, queue: QueueLimit::default(), seed };
+    let pass = StageConfig { capacity: None, delay: DelaySource::Constant(0), loss_model: None, extra_loss: 0.0, drop_in_outage: false, queue: QueueLimit::default(), qdisc: Qdisc::DropTail, seed };
     Direction {
         name,
         first: Segment { data: Stage::new(stage), icmp: None },

@@ -22,6 +22,7 @@ use crate::netns::{self, NetNs};
 use crate::pcap::{self, SharedPcap};
 use crate::stage::{percentile, DelaySource, QueueLimit, Stage, StageConfig};
 use crate::tun::Tun;
+use leocc_trace::qdisc::Qdisc;
 use leocc_trace::{LinkModel, OPPORTUNITY_BYTES};
 use std::net::Ipv4Addr;
 use std::os::unix::process::CommandExt;
@@ -43,7 +44,7 @@ const PREFIX_LEN: u8 = 10;
 pub const CLIENT_DEV: &str = "sat0";
 /// Name of the TUN device in the server namespace.
 pub const SERVER_DEV: &str = "gnd0";
-/// Default droptail limit, packets: what the LeoCC authors replay their traces with.
+/// Default queue limit, packets: what the LeoCC authors replay their traces with.
 pub const DEFAULT_QUEUE_PACKETS: usize = 500;
 
 /// Everything that defines an emulation.
@@ -57,8 +58,11 @@ pub struct EmuConfig {
     pub terrestrial: Option<LinkModel>,
     /// Terrestrial one-way delay in µs; overrides the terrestrial model's delay.
     pub terrestrial_delay_us: Option<u64>,
-    /// Droptail limit of every capacity-limited queue.
+    /// Limit of every capacity-limited queue.
     pub queue: QueueLimit,
+    /// Discipline of every capacity-limited queue (the satellite data lanes and a terrestrial
+    /// segment with capacity); drop-tail by default.
+    pub qdisc: Qdisc,
     /// Extra random loss on the satellite segment, both directions.
     pub loss: f64,
     /// Seed of every random decision.
@@ -90,6 +94,7 @@ impl EmuConfig {
             terrestrial: None,
             terrestrial_delay_us: None,
             queue: QueueLimit { packets: Some(DEFAULT_QUEUE_PACKETS), bytes: None },
+            qdisc: Qdisc::DropTail,
             loss: 0.0,
             seed: 1,
             uplink_log: None,
@@ -110,6 +115,7 @@ impl EmuConfig {
             extra_loss: self.loss,
             drop_in_outage: false,
             queue: self.queue,
+            qdisc: self.qdisc,
             seed,
         }
     }
@@ -131,6 +137,7 @@ impl EmuConfig {
             extra_loss: 0.0,
             drop_in_outage: false,
             queue: self.queue,
+            qdisc: self.qdisc,
             seed,
         }
     }
@@ -349,8 +356,11 @@ pub struct DirSummary {
     pub backlogged_utilisation: Option<f64>,
     /// Packets that arrived at the satellite data queue.
     pub arrived_pkts: u64,
-    /// Drops by the full droptail queue (satellite and terrestrial).
+    /// Queue drops (satellite and terrestrial): a full queue, or the discipline's (drop-front,
+    /// CoDel).
     pub dropped_queue: u64,
+    /// The queues' discipline.
+    pub qdisc: Qdisc,
     /// Drops by random loss (trace and --loss).
     pub dropped_loss: u64,
     /// ICMP drops during outages.
@@ -395,6 +405,7 @@ impl DirSummary {
                 .then(|| sat.departed_bytes as f64 / (sat.backlogged_opportunities * u64::from(OPPORTUNITY_BYTES)) as f64),
             arrived_pkts: sat.arrived_pkts,
             dropped_queue: sat.dropped_queue + terr.dropped_queue,
+            qdisc: d.satellite().data.qdisc(),
             dropped_loss: sat.dropped_loss + terr.dropped_loss + icmp.dropped_loss,
             dropped_outage: icmp.dropped_outage + pop.map_or(0, |p| p.request.stats.dropped_outage + p.reply.stats.dropped_outage),
             unmodelled_drops: kernel_drops + d.counters.write_errors,
@@ -426,12 +437,13 @@ impl std::fmt::Display for Summary {
         for d in [&self.uplink, &self.downlink] {
             writeln!(
                 f,
-                "{:8}: offered {:.2} Mbit/s, delivered {:.2} Mbit/s{}; {} pkts in, drops: queue {} loss {} outage {} unmodelled {}",
+                "{:8}: offered {:.2} Mbit/s, delivered {:.2} Mbit/s{}; {} pkts in, drops: queue{} {} loss {} outage {} unmodelled {}",
                 d.name,
                 d.offered_mbps,
                 d.delivered_mbps,
                 d.backlogged_utilisation.map_or(String::new(), |u| format!(" ({:.1} % of capacity while backlogged)", u * 100.0)),
                 d.arrived_pkts,
+                if d.qdisc.is_default() { String::new() } else { format!(" ({})", d.qdisc) },
                 d.dropped_queue,
                 d.dropped_loss,
                 d.dropped_outage,

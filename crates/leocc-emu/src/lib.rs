@@ -34,4 +34,5 @@ pub mod tun;
 
 pub use emulator::{EmuConfig, Emulator, Side, Summary, CLIENT_ADDR, POP_ADDR, SERVER_ADDR};
 pub use error::{EmuError, Result};
+pub use leocc_trace::qdisc::Qdisc;
 pub use stage::QueueLimit;

@@ -1,4 +1,4 @@
-//! One link stage in emulation time: droptail queue -> delivery opportunities -> one-way delay.
+//! One link stage in emulation time: queue -> delivery opportunities -> one-way delay.
 //!
 //! The model is mahimahi's link plus a delay line, run in *virtual* time: every packet carries
 //! the microsecond it arrived, and `advance(now)` replays every delivery opportunity in
@@ -14,12 +14,20 @@
 //! and, for the ICMP lanes, outage drops are decided on arrival, so a lost packet never uses
 //! capacity and the log stays consistent (every `+` is followed by exactly one `-` or `d`).
 //! A stage without a capacity schedule is a pure delay line (terrestrial delay, ICMP lanes).
+//!
+//! The queue's discipline ([`Qdisc`], the same rules as the simulator's hops): drop-tail drops
+//! an arriving packet that does not fit the limit; drop-front drops packets from the head (not
+//! the one being transmitted) until it fits, at its arrival time; CoDel
+//! (`leocc_trace::qdisc::CoDel`, the simulator's state machine) drops at the opportunity where
+//! a packet would start transmission, from the time it waited, under the drop-tail limit.
+//! Discipline drops are queue drops (`dropped_queue`, a `d` line in the log at drop time).
 
 use crate::eventlog::EventLog;
+use leocc_trace::qdisc::{CoDel, CoDelParams, CoDelQueue, Qdisc};
 use leocc_trace::{LinkModel, OPPORTUNITY_BYTES};
 use std::collections::VecDeque;
 
-/// Queue limit of a droptail queue. `None` fields mean unlimited.
+/// Queue limit of a stage's queue (what its discipline enforces). `None` fields mean unlimited.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct QueueLimit {
     /// Maximum packets waiting (including the one in transmission).
@@ -51,8 +59,10 @@ pub struct StageConfig {
     /// Drop arrivals while the trace is in an outage (the ICMP lanes: Starlink loses pings
     /// during a reconfiguration; data instead waits in the queue for capacity to return).
     pub drop_in_outage: bool,
-    /// Droptail limit.
+    /// Queue limit.
     pub queue: QueueLimit,
+    /// Queue discipline (drop-tail unless asked otherwise).
+    pub qdisc: Qdisc,
     /// Seed of the loss generator.
     pub seed: u64,
 }
@@ -62,7 +72,7 @@ pub struct StageConfig {
 pub enum Verdict {
     /// Accepted into the queue (or the delay line).
     Accepted,
-    /// Dropped: the droptail queue was full.
+    /// Dropped: the queue was full (and, under drop-front, could not make room).
     QueueFull,
     /// Dropped: random loss.
     Lost,
@@ -85,7 +95,7 @@ pub struct StageStats {
     pub opportunities: u64,
     /// Opportunities that passed while a packet was waiting (capacity the traffic could use).
     pub backlogged_opportunities: u64,
-    /// Drops by the full queue.
+    /// Drops by the queue: full on arrival, or dropped by the discipline (drop-front, CoDel).
     pub dropped_queue: u64,
     /// Drops by random loss.
     pub dropped_loss: u64,
@@ -148,6 +158,8 @@ impl Rng {
 /// One link stage; `P` is the packet (anything with a length).
 pub struct Stage<P> {
     cfg: StageConfig,
+    /// CoDel's state when the discipline is CoDel.
+    codel: Option<CoDel>,
     queue: VecDeque<Queued<P>>,
     queued_bytes: usize,
     /// Bytes of the head packet still to transmit (0 = head not started).
@@ -168,6 +180,7 @@ impl<P: AsRef<[u8]>> Stage<P> {
     pub fn new(cfg: StageConfig) -> Stage<P> {
         let rng = Rng::new(cfg.seed);
         Stage {
+            codel: (cfg.qdisc == Qdisc::CoDel && cfg.capacity.is_some()).then(|| CoDel::new(CoDelParams::default())),
             cfg,
             queue: VecDeque::new(),
             queued_bytes: 0,
@@ -231,7 +244,7 @@ impl<P: AsRef<[u8]>> Stage<P> {
             let release = (t + self.delay_at(t)).max(self.last_release);
             self.emit(release, pkt);
             return Verdict::Accepted;
-        } else if self.over_limit(len) {
+        } else if self.over_limit(len) && !(self.cfg.qdisc == Qdisc::DropFront && self.make_room_at_front(t, len)) {
             self.stats.dropped_queue += 1;
             Verdict::QueueFull
         } else {
@@ -243,6 +256,28 @@ impl<P: AsRef<[u8]>> Stage<P> {
             l.drop_packet(t, len);
         }
         verdict
+    }
+
+    /// Drop-front: drops packets from the head (not the one being transmitted) at `t` until
+    /// `len` more bytes fit, and says whether they do. When they could not fit even into an
+    /// otherwise empty queue, nothing is dropped and the answer is false.
+    fn make_room_at_front(&mut self, t: u64, len: usize) -> bool {
+        let keep = usize::from(self.head_left > 0);
+        let kept_bytes = if keep == 1 { self.queue.front().map_or(0, |q| q.pkt.as_ref().len()) } else { 0 };
+        let q = self.cfg.queue;
+        if q.packets.is_some_and(|n| keep + 1 > n) || q.bytes.is_some_and(|b| kept_bytes + len > b) {
+            return false;
+        }
+        while self.over_limit(len) {
+            let old = self.queue.remove(keep).expect("a full queue holds a packet after the one in service");
+            let old_len = old.pkt.as_ref().len();
+            self.queued_bytes -= old_len;
+            self.stats.dropped_queue += 1;
+            if let Some(l) = self.log.as_mut() {
+                l.drop_packet(t, old_len);
+            }
+        }
+        true
     }
 
     fn emit(&mut self, release: u64, pkt: P) {
@@ -279,6 +314,13 @@ impl<P: AsRef<[u8]>> Stage<P> {
             self.stats.backlogged_opportunities += 1;
         }
         while budget > 0 {
+            if let (Some(codel), 0) = (self.codel.as_mut(), self.head_left) {
+                // The head is about to start transmission: CoDel drops or lets it go.
+                let mut fifo = StageFifo { queue: &mut self.queue, queued_bytes: &mut self.queued_bytes, now: o, stats: &mut self.stats, log: &mut self.log };
+                let Some(q) = codel.dequeue(o, &mut fifo) else { break };
+                self.queued_bytes += q.pkt.as_ref().len();
+                self.queue.push_front(q);
+            }
             let Some(head) = self.queue.front() else { break };
             if head.arrival_us > o {
                 break;
@@ -297,6 +339,11 @@ impl<P: AsRef<[u8]>> Stage<P> {
             self.queued_bytes -= len;
             self.depart(o, q);
         }
+    }
+
+    /// The discipline of this stage.
+    pub fn qdisc(&self) -> Qdisc {
+        self.cfg.qdisc
     }
 
     fn depart(&mut self, o: u64, q: Queued<P>) {
@@ -350,6 +397,38 @@ impl<P: AsRef<[u8]>> Stage<P> {
     }
 }
 
+/// A stage's queue as CoDel dequeues from it at opportunity `now`: only packets that arrived
+/// by then may leave; drops are counted and logged.
+struct StageFifo<'a, P> {
+    queue: &'a mut VecDeque<Queued<P>>,
+    queued_bytes: &'a mut usize,
+    now: u64,
+    stats: &'a mut StageStats,
+    log: &'a mut Option<EventLog>,
+}
+
+impl<P: AsRef<[u8]>> CoDelQueue for StageFifo<'_, P> {
+    type Item = Queued<P>;
+    fn pop(&mut self) -> Option<(Queued<P>, u64)> {
+        if self.queue.front()?.arrival_us > self.now {
+            return None;
+        }
+        let q = self.queue.pop_front()?;
+        *self.queued_bytes -= q.pkt.as_ref().len();
+        let t = q.arrival_us;
+        Some((q, t))
+    }
+    fn backlog_bytes(&self) -> u64 {
+        *self.queued_bytes as u64
+    }
+    fn discard(&mut self, q: Queued<P>) {
+        self.stats.dropped_queue += 1;
+        if let Some(l) = self.log.as_mut() {
+            l.drop_packet(self.now, q.pkt.as_ref().len());
+        }
+    }
+}
+
 /// p-th percentile (0..=100) of `v` (sorted in place); `None` if empty.
 pub fn percentile(v: &mut [u32], p: f64) -> Option<u32> {
     if v.is_empty() {
@@ -379,6 +458,7 @@ mod tests {
             extra_loss: 0.0,
             drop_in_outage: false,
             queue,
+            qdisc: Qdisc::DropTail,
             seed: 7,
         })
     }
@@ -479,6 +559,58 @@ mod tests {
     }
 
     #[test]
+    fn drop_front_drops_the_head_and_keeps_the_newest() {
+        let m = link(vec![1000], 1000, 0, 0.0, &[]);
+        let front = |queue| Stage::new(StageConfig { qdisc: Qdisc::DropFront, ..data_stage(&m, queue).cfg });
+        let mut s: Stage<Vec<u8>> = front(QueueLimit { packets: Some(2), bytes: None });
+        let v: Vec<_> = [100, 200, 300].into_iter().map(|n| s.push(0, vec![0; n])).collect();
+        assert_eq!(v, vec![Verdict::Accepted; 3]);
+        assert_eq!(s.stats.dropped_queue, 1);
+        assert_eq!(drain(&mut s, 10_000), vec![(1000, 200), (1000, 300)]);
+        // In bytes: as many from the front as the newcomer needs.
+        let mut s: Stage<Vec<u8>> = front(QueueLimit { packets: None, bytes: Some(1000) });
+        for n in [400, 300, 300] {
+            assert_eq!(s.push(0, vec![0; n]), Verdict::Accepted);
+        }
+        assert_eq!(s.push(0, vec![0; 600]), Verdict::Accepted);
+        assert_eq!(s.stats.dropped_queue, 2);
+        assert_eq!(drain(&mut s, 10_000), vec![(1000, 300), (1000, 600)]);
+        // The packet in transmission stays: a 3000-byte packet spans two opportunities.
+        let mut s: Stage<Vec<u8>> = front(QueueLimit { packets: Some(2), bytes: None });
+        s.push(0, vec![0; 3000]);
+        s.push(0, vec![0; 100]);
+        s.advance(1000); // half of the big one is out
+        assert_eq!(s.push(1500, vec![0; 200]), Verdict::Accepted);
+        assert_eq!(drain(&mut s, 10_000), vec![(2000, 3000), (3000, 200)]);
+        // What could not fit even into an empty queue drops nothing else.
+        let mut s: Stage<Vec<u8>> = front(QueueLimit { packets: None, bytes: Some(1000) });
+        s.push(0, vec![0; 500]);
+        assert_eq!(s.push(0, vec![0; 1200]), Verdict::QueueFull);
+        assert_eq!(drain(&mut s, 10_000), vec![(1000, 500)]);
+    }
+
+    #[test]
+    fn codel_drops_at_dequeue_after_an_interval_above_target() {
+        // 1 opportunity per ms, a packet every 0.5 ms: the head dequeued at 1000 j waited
+        // 500 j + 500 µs, 5 ms (the target) from j = 9; the first drop is one interval later.
+        let m = link(vec![1000], 1000, 0, 0.0, &[]);
+        let mut s: Stage<Vec<u8>> = Stage::new(StageConfig { qdisc: Qdisc::CoDel, ..data_stage(&m, QueueLimit::default()).cfg });
+        let mut t = 0;
+        while t < 108_999 {
+            s.push(t, vec![0; 1500]);
+            t += 500;
+        }
+        s.advance(108_999);
+        assert_eq!(s.stats.dropped_queue, 0);
+        s.advance(109_000);
+        assert_eq!(s.stats.dropped_queue, 1);
+        // The limit stays a drop-tail limit under CoDel.
+        let mut s: Stage<Vec<u8>> = Stage::new(StageConfig { qdisc: Qdisc::CoDel, ..data_stage(&m, QueueLimit { packets: Some(1), bytes: None }).cfg });
+        assert_eq!(s.push(0, vec![0; 100]), Verdict::Accepted);
+        assert_eq!(s.push(0, vec![0; 100]), Verdict::QueueFull);
+    }
+
+    #[test]
     fn random_loss_matches_its_probability_and_is_seeded() {
         let m = link(vec![1], 1, 0, 0.1, &[]);
         let run = |seed| {
@@ -503,6 +635,7 @@ mod tests {
             extra_loss: 0.0,
             drop_in_outage: true,
             queue: QueueLimit::default(),
+            qdisc: Qdisc::CoDel,
             seed: 1,
         });
         assert_eq!(s.push(10_000, vec![0; 84]), Verdict::Accepted);

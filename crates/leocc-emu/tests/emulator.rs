@@ -6,7 +6,7 @@ mod common;
 use common::*;
 use leocc_emu::emulator::Side;
 use leocc_emu::shell::{self, ShellSpec};
-use leocc_emu::Emulator;
+use leocc_emu::{Emulator, Qdisc};
 use leocc_trace::{Dir, Trace};
 
 #[test]
@@ -196,4 +196,33 @@ fn a_terrestrial_bottleneck_limits_tcp_but_not_the_pop_ping() {
     assert!((9.5..=12.0).contains(&mbps), "{mbps:.1} Mbit/s through a 12 Mbit/s terrestrial segment");
     assert!((pop_rtt - 40.0).abs() < 2.0, "PoP ping {pop_rtt:.2} ms should see the satellite delay only");
     assert!(tcp_rtt > 60.0, "TCP RTT {tcp_rtt:.1} ms should include the terrestrial queue");
+}
+
+#[test]
+fn codel_keeps_the_queue_short_for_kernel_cubic_and_drop_front_keeps_its_rate() {
+    if !can_run("qdisc", &["iperf3"]) {
+        return;
+    }
+    let _g = serial();
+    // 20 Mbit/s, 20 ms each way, 500 ms of buffer (1.25 MB): Cubic fills a drop-tail queue.
+    let trace = constant_trace(20.0, 20);
+    let mut runs = Vec::new();
+    for (i, q) in [Qdisc::DropTail, Qdisc::DropFront, Qdisc::CoDel].into_iter().enumerate() {
+        let mut cfg = config(&trace);
+        cfg.queue = leocc_emu::QueueLimit { packets: None, bytes: Some(1_250_000) };
+        cfg.qdisc = q;
+        let emu = Emulator::start(&cfg).unwrap();
+        let r = iperf(&emu, "cubic", 5210 + i as u16, 10);
+        let s = stop_and_check(emu);
+        let p95 = s.uplink.queue_delay_ms[1].unwrap_or(0.0);
+        eprintln!("{q}: {r:?}, queueing delay p95 {p95:.1} ms, queue drops {}", s.uplink.dropped_queue);
+        assert_eq!(s.uplink.qdisc, q);
+        runs.push((r, p95, s.uplink.dropped_queue));
+    }
+    let [(tail, tail_p95, _), (front, _, front_drops), (codel, codel_p95, codel_drops)] = &runs[..] else { unreachable!() };
+    assert!(*tail_p95 > 100.0, "drop-tail: Cubic should build a standing queue, p95 {tail_p95:.1} ms");
+    assert!(*codel_p95 < tail_p95 / 4.0 && *codel_p95 < 50.0, "CoDel p95 {codel_p95:.1} ms vs drop-tail {tail_p95:.1} ms");
+    assert!(*codel_drops > 0, "CoDel dropped nothing");
+    assert!(codel.mbps > 15.0, "CoDel starved the link: {codel:?}");
+    assert!(front.mbps > 0.9 * tail.mbps, "drop-front {front:?} vs drop-tail {tail:?} ({front_drops} drops)");
 }

@@ -4,7 +4,7 @@
 use anyhow::anyhow;
 use clap::Args;
 use leocc_emu::chain::{self, ChainConfig, ChainShellSpec, HopConfig};
-use leocc_emu::QueueLimit;
+use leocc_emu::{Qdisc, QueueLimit};
 use leocc_trace::isl::{self, ChainSpec};
 use leocc_trace::{Dir, Trace};
 use std::path::PathBuf;
@@ -34,9 +34,16 @@ pub struct ChainArgs {
     /// Extra random loss on every hop, both directions.
     #[arg(long, default_value_t = 0.0)]
     pub loss: f64,
-    /// Droptail limit of every hop's queue, packets (0 = unlimited).
+    /// Limit of every hop's queue, packets (0 = unlimited).
     #[arg(long, default_value_t = 500)]
     pub queue: usize,
+    /// Queue discipline of every hop's queue: droptail (an arriving packet that does not fit the limit is dropped),
+    /// dropfront (packets are dropped from the head of the queue until the arriving one fits;
+    /// Starlink is reported to do this) or codel (CoDel AQM, RFC 8289, target 5 ms, interval
+    /// 100 ms: drops at dequeue when packets waited too long, with the limit as a hard drop-tail
+    /// limit).
+    #[arg(long, default_value = "droptail", value_name = "droptail|dropfront|codel")]
+    pub qdisc: Qdisc,
     /// Seed of the emulator's loss decisions.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -85,6 +92,7 @@ pub fn run(a: ChainArgs) -> anyhow::Result<()> {
     cfg.pcap_dir = a.pcap.clone();
     cfg.offload = !a.no_offload;
     cfg.queue = QueueLimit { packets: (a.queue > 0).then_some(a.queue), bytes: None };
+    cfg.qdisc = a.qdisc;
     let spec = ChainShellSpec { cmd: a.cmd.clone(), server_cmd: a.server_cmd.clone(), node_cmd: a.node_cmd.clone() };
     let (code, summary) = chain::run(&cfg, &spec).map_err(|e| anyhow!("{e}"))?;
     eprintln!("leocc chain: {} hops", cfg.hops.len());

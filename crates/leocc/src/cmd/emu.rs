@@ -7,7 +7,7 @@ use clap::Args;
 use leocc_emu::clock::DEFAULT_SPIN_US;
 use leocc_emu::emulator::DEFAULT_QUEUE_PACKETS;
 use leocc_emu::shell::{self, ShellSpec};
-use leocc_emu::{EmuConfig, QueueLimit};
+use leocc_emu::{EmuConfig, Qdisc, QueueLimit};
 use leocc_trace::{Dir, Trace};
 
 const US_PER_MS: f64 = 1000.0;
@@ -23,13 +23,20 @@ pub struct EmuArgs {
     /// A different trace for the uplink (its uplink direction is used).
     #[arg(long, value_name = "T2")]
     uplink_trace: Option<PathBuf>,
-    /// Droptail queue limit: packets (500), bytes (750kB) or time at the mean capacity of the
+    /// Queue limit: packets (500), bytes (750kB) or time at the mean capacity of the
     /// trace's measured direction (150ms); 0 = unlimited [default: 500 packets].
     #[arg(long, value_name = "Q")]
     queue: Option<String>,
-    /// Droptail queue limit in bytes (alone, replaces the packet limit).
+    /// Queue limit in bytes (alone, replaces the packet limit).
     #[arg(long, value_name = "B")]
     queue_bytes: Option<usize>,
+    /// Queue discipline of the satellite data lanes (and a terrestrial queue): droptail (an arriving packet that does not fit the limit is dropped),
+    /// dropfront (packets are dropped from the head of the queue until the arriving one fits;
+    /// Starlink is reported to do this) or codel (CoDel AQM, RFC 8289, target 5 ms, interval
+    /// 100 ms: drops at dequeue when packets waited too long, with the limit as a hard drop-tail
+    /// limit).
+    #[arg(long, default_value = "droptail", value_name = "droptail|dropfront|codel")]
+    qdisc: Qdisc,
     /// Extra random loss probability on the satellite segment, both directions (0..1).
     #[arg(long, value_name = "R", default_value_t = 0.0)]
     loss: f64,
@@ -122,6 +129,7 @@ fn config(a: &EmuArgs) -> anyhow::Result<EmuConfig> {
             lim
         }
     };
+    cfg.qdisc = a.qdisc;
     cfg.seed = a.seed;
     cfg.spin_us = a.spin_us;
     cfg.realtime = !a.no_realtime;
