@@ -118,6 +118,8 @@ pub struct View {
     pub terrestrial_bottleneck: bool,
     /// Cruise phase, 0 (burst), 1 (drain), 2.. (steady).
     pub cycle_phase: u32,
+    /// Competing: another flow keeps a queue this flow cannot drain, and eq. 4 is off.
+    pub competing: bool,
     /// Time of the last reconfiguration event accepted or skipped, microseconds (0 if none).
     pub last_reconfig_us: u64,
     /// Events that cut the windows.
@@ -223,6 +225,7 @@ impl LeoccCore {
             rtt_nonsat_us: v.rtt_nonsat,
             terrestrial_bottleneck: v.terrestrial_bottleneck != 0,
             cycle_phase: v.cycle_phase,
+            competing: v.competing != 0,
             last_reconfig_us: v.last_reconfig_us,
             reconfigs: v.reconfigs,
             reconfigs_skipped: v.reconfigs_skipped,

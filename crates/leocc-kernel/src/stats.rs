@@ -42,6 +42,8 @@ pub struct FlowStats {
     pub terrestrial_bottleneck: bool,
     /// Phase of the cruise cycle.
     pub cycle_phase: u32,
+    /// Competing next to a queue other flows keep (eq. 4 off).
+    pub competing: bool,
     /// Round trips counted by the core.
     pub rounds: u64,
     /// Time of the last reconfiguration the core accepted or skipped (tcp clock us, 0 none).
@@ -175,6 +177,7 @@ fn to_flow_stats(
         rtt_nonsat_us: view.rtt_nonsat,
         terrestrial_bottleneck: view.terrestrial_bottleneck != 0,
         cycle_phase: view.cycle_phase,
+        competing: view.competing != 0,
         rounds: view.rounds,
         core_last_reconfig_us: view.last_reconfig_us,
         core_reconfigs: view.reconfigs,

@@ -110,6 +110,7 @@ impl Controller for Leocc {
         vec![
             ("mode", v.mode as u8 as f64),
             ("congested", v.congested as u8 as f64),
+            ("competing", v.competing as u8 as f64),
             ("bbw_a_mbps", mbps(v.bbw_a)),
             ("bbw_m_mbps", mbps(v.bbw_m)),
             ("brtt_l_ms", ms(v.brtt_l_us)),

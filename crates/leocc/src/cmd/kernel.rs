@@ -247,7 +247,7 @@ fn show_stats(a: StatsArgs) -> anyhow::Result<()> {
             "{:<22} {:<22} {:<12} {:>9.1} {:>9.1} {:>9.1} {:>15} {:>6} {:>7} {:>7}",
             f.local.to_string(),
             f.remote.to_string(),
-            format!("{}{}", f.mode_name, if f.congested { "*" } else { "" }),
+            format!("{}{}", f.mode_name, if f.competing { "+" } else if f.congested { "*" } else { "" }),
             stats::mbps(f.bbw_a),
             stats::mbps(f.bbw_m),
             stats::mbps(f.target_rate),
@@ -257,7 +257,7 @@ fn show_stats(a: StatsArgs) -> anyhow::Result<()> {
             format!("{}{}", f.signal, if f.signal_source == "remote" { "/opt" } else { "" }),
         );
     }
-    println!("rates in Mbit/s; * = congested (eq. 4); rcf = reconfigurations handed to the core; /opt = signal from the peer's TCP option");
+    println!("rates in Mbit/s; * = congested (eq. 4); + = competing with a queue others keep; rcf = reconfigurations handed to the core; /opt = signal from the peer's TCP option");
     Ok(())
 }
 
