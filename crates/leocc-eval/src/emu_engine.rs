@@ -52,9 +52,11 @@ pub struct EmuRun {
     pub flows: String,
     pub duration_s: f64,
     pub seed: u64,
-    /// Droptail limit (packets, bytes or time at the data direction's mean capacity); None =
+    /// Queue limit (packets, bytes or time at the data direction's mean capacity); None =
     /// the emulator's default, 500 packets.
     pub queue: Option<leocc_sim::QueueLimit>,
+    /// Discipline of the emulator's queues.
+    pub qdisc: leocc_sim::Qdisc,
     pub loss: Option<f64>,
     pub timeseries: Option<PathBuf>,
     /// The `leocc` binary (to start the detector and load the kernel module).
@@ -195,6 +197,7 @@ pub fn run(r: &EmuRun) -> Result<Value> {
         .resolve_at(fwd.mean_capacity_bps(0, fwd.period_us().max(1)))
         .map_err(|e| anyhow!(e))?;
     cfg.queue = emu_queue(&queue);
+    cfg.qdisc = r.qdisc;
     cfg.label = trace.meta.name.clone();
     let (send_side, recv_side, recv_addr) = match data_dir {
         Dir::Down => (Side::Server, Side::Client, leocc_emu::CLIENT_ADDR),
@@ -336,6 +339,7 @@ pub fn run(r: &EmuRun) -> Result<Value> {
     rec["queue"] = queue.given.to_string().into();
     rec["queue_bytes"] = queue.bytes.into();
     rec["queue_ms"] = queue.ms.into();
+    rec["qdisc"] = r.qdisc.to_string().into();
     Ok(rec)
 }
 

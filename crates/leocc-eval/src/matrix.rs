@@ -1,10 +1,11 @@
-//! What to run: the matrix of engine x trace x scenario x controls x seed, expanded into runs.
+//! What to run: the matrix of engine x trace x buffer x queue discipline x scenario x controls
+//! x seed, expanded into runs.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
-use leocc_sim::QueueLimit;
+use leocc_sim::{Qdisc, QueueLimit};
 
 /// The buffers `leocc eval` runs by default: shallow, 500 packets (the LeoCC authors' replay
 /// setting), and deep, 150 ms of the trace's mean capacity (Starlink-like: docs/evaluation.md).
@@ -21,6 +22,25 @@ pub fn parse_queues(s: &str) -> Result<Vec<QueueLimit>, String> {
     }
     if out.is_empty() {
         return Err(format!("--queue '{s}': no queue given ({})", leocc_sim::QUEUE_GRAMMAR));
+    }
+    Ok(out)
+}
+
+/// The queue disciplines `leocc eval` runs by default: drop-tail only.
+pub const DEFAULT_QDISCS: &str = "droptail";
+
+/// A discipline list as `--qdisc` takes it: comma-separated names (`droptail,codel`),
+/// duplicates dropped.
+pub fn parse_qdiscs(s: &str) -> Result<Vec<Qdisc>, String> {
+    let mut out: Vec<Qdisc> = Vec::new();
+    for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        let q: Qdisc = item.parse()?;
+        if !out.contains(&q) {
+            out.push(q);
+        }
+    }
+    if out.is_empty() {
+        return Err(format!("--qdisc '{s}': no queue discipline given (one of: {})", leocc_sim::QDISC_NAMES.join(", ")));
     }
     Ok(out)
 }
@@ -201,6 +221,8 @@ pub struct RunSpec {
     pub seed: u64,
     /// The bottleneck queue as given (a time is resolved per trace by the engine).
     pub queue: QueueLimit,
+    /// The bottleneck queues' discipline.
+    pub qdisc: Qdisc,
     pub loss: Option<f64>,
     pub oracle_reconfig: bool,
     /// `CC.NAME=VALUE` parameter settings of a sweep (empty: the controls' defaults).
@@ -227,50 +249,64 @@ pub fn trace_name(path: &Path) -> String {
 }
 
 impl Matrix {
-    /// Expands the matrix into runs, in a stable order (trace, queue, scenario, control, seed).
-    /// `trace_duration_s` gives each trace's length, which bounds a run with no --duration.
+    /// Expands the matrix into runs, in a stable order (trace, queue, scenario, control, seed),
+    /// every queue drop-tail. `trace_duration_s` gives each trace's length, which bounds a run
+    /// with no --duration.
     pub fn expand(&self, trace_duration_s: impl Fn(&Path) -> f64) -> Vec<RunSpec> {
+        self.expand_qdiscs(&[Qdisc::DropTail], trace_duration_s)
+    }
+
+    /// [`Matrix::expand`] with a queue-discipline axis: every run once per discipline, in the
+    /// order (trace, queue, discipline, scenario, control, seed). A drop-tail run's key is the
+    /// key it had before disciplines existed, so a results file from then resumes; the others'
+    /// keys end in `|dropfront` or `|codel`.
+    pub fn expand_qdiscs(&self, qdiscs: &[Qdisc], trace_duration_s: impl Fn(&Path) -> f64) -> Vec<RunSpec> {
         let mut out = Vec::new();
         for trace in &self.traces {
             let name = trace_name(trace);
             for &queue in &self.queues {
-                for &scenario in &self.scenarios {
-                    let duration_s = scenario
-                        .fixed_duration_s()
-                        .or(self.duration_s)
-                        .unwrap_or_else(|| trace_duration_s(trace));
-                    for label in scenario.labels(&self.ccs) {
-                        for i in 0..self.runs {
-                            let seed = self.seed + u64::from(i);
-                            // `q500` is what keys had before the buffer axis, so a results
-                            // file from then resumes.
-                            let key = format!(
-                                "{}|{}|{}|{}|{}|d{}|q{}|l{}{}",
-                                self.engine,
-                                name,
-                                scenario,
-                                label,
-                                seed,
-                                duration_s,
-                                queue,
-                                self.loss.map_or("-".into(), |l| l.to_string()),
-                                if self.oracle_reconfig { "|oracle" } else { "" },
-                            );
-                            out.push(RunSpec {
-                                key,
-                                engine: self.engine,
-                                trace: trace.clone(),
-                                trace_name: name.clone(),
-                                scenario,
-                                flows: scenario.flows_spec(&label, duration_s),
-                                label: label.clone(),
-                                duration_s,
-                                seed,
-                                queue,
-                                loss: self.loss,
-                                oracle_reconfig: self.oracle_reconfig,
-                                params: Vec::new(),
-                            });
+                for &qdisc in qdiscs {
+                    for &scenario in &self.scenarios {
+                        let duration_s = scenario
+                            .fixed_duration_s()
+                            .or(self.duration_s)
+                            .unwrap_or_else(|| trace_duration_s(trace));
+                        for label in scenario.labels(&self.ccs) {
+                            for i in 0..self.runs {
+                                let seed = self.seed + u64::from(i);
+                                // `q500` is what keys had before the buffer axis, and drop-tail
+                                // adds nothing, as before the discipline axis: a results file
+                                // from then resumes.
+                                let key = format!(
+                                    "{}|{}|{}|{}|{}|d{}|q{}|l{}{}{}",
+                                    self.engine,
+                                    name,
+                                    scenario,
+                                    label,
+                                    seed,
+                                    duration_s,
+                                    queue,
+                                    self.loss.map_or("-".into(), |l| l.to_string()),
+                                    if self.oracle_reconfig { "|oracle" } else { "" },
+                                    if qdisc.is_default() { String::new() } else { format!("|{qdisc}") },
+                                );
+                                out.push(RunSpec {
+                                    key,
+                                    engine: self.engine,
+                                    trace: trace.clone(),
+                                    trace_name: name.clone(),
+                                    scenario,
+                                    flows: scenario.flows_spec(&label, duration_s),
+                                    label: label.clone(),
+                                    duration_s,
+                                    seed,
+                                    queue,
+                                    qdisc,
+                                    loss: self.loss,
+                                    oracle_reconfig: self.oracle_reconfig,
+                                    params: Vec::new(),
+                                });
+                            }
                         }
                     }
                 }
@@ -353,5 +389,26 @@ mod tests {
         assert!("sideways".parse::<Scenario>().unwrap_err().contains("sideways"));
         assert!("qemu".parse::<Engine>().is_err());
         assert_eq!(trace_name(Path::new("x/starlink-down-60s.leo")), "starlink-down-60s");
+    }
+
+    #[test]
+    fn the_qdisc_axis_multiplies_the_runs_and_keeps_drop_tail_keys() {
+        let m = matrix(vec![Scenario::Single]);
+        let plain = m.expand(|_| 60.0);
+        let qdiscs = parse_qdiscs("droptail, codel,dropfront,codel").unwrap();
+        assert_eq!(qdiscs, vec![Qdisc::DropTail, Qdisc::CoDel, Qdisc::DropFront]);
+        let runs = m.expand_qdiscs(&qdiscs, |_| 60.0);
+        assert_eq!(runs.len(), 3 * plain.len());
+        let keys: std::collections::HashSet<&str> = runs.iter().map(|r| r.key.as_str()).collect();
+        assert_eq!(keys.len(), runs.len(), "keys are distinct");
+        // Drop-tail runs are the plain matrix's runs, keys included (old results resume).
+        let tail: Vec<&str> = runs.iter().filter(|r| r.qdisc == Qdisc::DropTail).map(|r| r.key.as_str()).collect();
+        assert_eq!(tail, plain.iter().map(|r| r.key.as_str()).collect::<Vec<_>>());
+        assert!(plain.iter().all(|r| r.qdisc == Qdisc::DropTail));
+        let codel = runs.iter().find(|r| r.qdisc == Qdisc::CoDel).unwrap();
+        assert!(codel.key.ends_with("|codel"), "{}", codel.key);
+        assert_eq!(runs.iter().filter(|r| r.qdisc == Qdisc::DropFront).count(), plain.len());
+        assert!(parse_qdiscs("droptail,red").unwrap_err().contains("'red'"));
+        assert!(parse_qdiscs(" , ").is_err());
     }
 }

@@ -155,11 +155,12 @@ pub fn write(out_dir: &Path, records: &[Record], command_line: &str) -> Result<P
     let cells = by_cell(records);
     let ts = Store::open(out_dir)?;
     let engines: BTreeSet<&str> = records.iter().map(|r| r.str("engine")).collect();
-    // One section per engine, trace and buffer; the buffer's label from its first row.
+    // One section per engine, trace and buffer (with its discipline); the buffer's label from
+    // its first row.
     let mut traces: BTreeMap<(String, String, String), (PathBuf, String)> = BTreeMap::new();
     for r in records {
         traces
-            .entry((r.str("engine").into(), r.str("trace").into(), r.queue()))
+            .entry((r.str("engine").into(), r.str("trace").into(), r.buffer()))
             .or_insert_with(|| (PathBuf::from(r.str("trace_path")), r.queue_label()));
     }
     // Engines and buffers with more traces than a page can show one by one.

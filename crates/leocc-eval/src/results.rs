@@ -13,6 +13,10 @@ use std::path::Path;
 /// every run had the engines' default of 500 packets).
 pub const LEGACY_QUEUE: &str = "500";
 
+/// The queue discipline of a row without a `qdisc` field (written before the discipline axis
+/// existed, when every queue was drop-tail).
+pub const LEGACY_QDISC: &str = "droptail";
+
 /// One finished run.
 #[derive(Clone, Debug)]
 pub struct Record(pub Value);
@@ -38,16 +42,39 @@ impl Record {
         }
     }
 
+    /// The queue discipline the run had (`droptail`, `dropfront`, `codel`). Rows written before
+    /// the discipline axis have no `qdisc` field: their queues were drop-tail.
+    pub fn qdisc(&self) -> String {
+        match self.0.get("qdisc") {
+            Some(Value::String(q)) if !q.is_empty() => q.clone(),
+            _ => LEGACY_QDISC.to_string(),
+        }
+    }
+
+    /// The bottleneck a cell groups by: the queue as given, and its discipline unless it is
+    /// drop-tail (`150ms`, `150ms codel`), so that drop-tail cells keep the keys they had.
+    pub fn buffer(&self) -> String {
+        match self.qdisc() {
+            q if q == LEGACY_QDISC => self.queue(),
+            q => format!("{} {q}", self.queue()),
+        }
+    }
+
     /// The queue for tables: as given, with its size in the other unit when the run recorded it
-    /// (`500 pkts (15 ms)`, `150ms (5.6 MB)`).
+    /// (`500 pkts (15 ms)`, `150ms (5.6 MB)`), and the discipline when it is not drop-tail
+    /// (`150ms (5.6 MB), codel`).
     pub fn queue_label(&self) -> String {
         let q = self.queue();
         let packets = q.parse::<u64>().is_ok();
         let given = if packets { format!("{q} pkts") } else { q };
-        match (packets, self.num("queue_ms"), self.num("queue_bytes")) {
+        let label = match (packets, self.num("queue_ms"), self.num("queue_bytes")) {
             (true, Some(ms), _) if ms > 0.0 => format!("{given} ({ms:.0} ms)"),
             (false, _, Some(b)) if b > 0.0 => format!("{given} ({:.1} MB)", b / 1e6),
             _ => given,
+        };
+        match self.qdisc() {
+            q if q == LEGACY_QDISC => label,
+            q => format!("{label}, {q}"),
         }
     }
 
@@ -157,7 +184,8 @@ impl Stat {
     }
 }
 
-/// The runs of one (engine, trace, queue, scenario, label) cell.
+/// The runs of one (engine, trace, buffer, scenario, label) cell; the buffer is
+/// [`Record::buffer`]: the queue, and its discipline unless drop-tail.
 pub type CellKey = (String, String, String, String, String);
 
 /// Groups records by cell, in a stable order.
@@ -167,7 +195,7 @@ pub fn by_cell(records: &[Record]) -> BTreeMap<CellKey, Vec<&Record>> {
         let key = (
             r.str("engine").to_string(),
             r.str("trace").to_string(),
-            r.queue(),
+            r.buffer(),
             r.str("scenario").to_string(),
             r.str("label").to_string(),
         );
@@ -262,5 +290,29 @@ mod tests {
         assert_eq!((s.mean, s.min, s.max, s.n), (2.0, 1.0, 3.0, 3));
         assert!((s.sd - (2.0f64 / 3.0).sqrt()).abs() < 1e-12);
         assert!(Stat::of(&[]).is_none());
+    }
+
+    #[test]
+    fn rows_without_a_qdisc_are_drop_tail_and_cells_split_by_discipline() {
+        let p = tmp("qdiscs.jsonl");
+        fs::write(
+            &p,
+            "{\"key\":\"a\",\"engine\":\"sim\",\"trace\":\"t\",\"scenario\":\"single\",\"label\":\"bbr\",\"throughput_mbps\":10.0,\"queue\":\"150ms\",\"queue_bytes\":5600000}\n\
+             {\"key\":\"b\",\"engine\":\"sim\",\"trace\":\"t\",\"scenario\":\"single\",\"label\":\"bbr\",\"throughput_mbps\":20.0,\"queue\":\"150ms\",\"queue_bytes\":5600000,\"qdisc\":\"droptail\"}\n\
+             {\"key\":\"c\",\"engine\":\"sim\",\"trace\":\"t\",\"scenario\":\"single\",\"label\":\"bbr\",\"throughput_mbps\":30.0,\"queue\":\"150ms\",\"queue_bytes\":5600000,\"qdisc\":\"codel\"}\n",
+        )
+        .unwrap();
+        let recs = read(&p).unwrap();
+        assert_eq!(recs[0].qdisc(), "droptail");
+        assert_eq!(recs[0].queue_label(), "150ms (5.6 MB)");
+        assert_eq!(recs[1].queue_label(), "150ms (5.6 MB)");
+        assert_eq!(recs[2].queue_label(), "150ms (5.6 MB), codel");
+        let cells = by_cell(&recs);
+        assert_eq!(cells.len(), 2, "old and new drop-tail rows share a cell; CoDel is another");
+        let tail = &cells[&("sim".into(), "t".into(), "150ms".into(), "single".into(), "bbr".into())];
+        assert_eq!(stat(tail, "throughput_mbps").unwrap().mean, 15.0);
+        let codel = &cells[&("sim".into(), "t".into(), "150ms codel".into(), "single".into(), "bbr".into())];
+        assert_eq!(stat(codel, "throughput_mbps").unwrap().mean, 30.0);
+        fs::remove_file(&p).unwrap();
     }
 }

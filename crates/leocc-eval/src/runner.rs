@@ -159,6 +159,7 @@ impl Runner {
         // The engines report the queue resolved for the trace (queue_bytes, queue_ms); the
         // queue as the matrix gave it is the run's identity.
         obj.insert("queue".into(), spec.queue.to_string().into());
+        obj.insert("qdisc".into(), spec.qdisc.to_string().into());
         if !spec.params.is_empty() {
             obj.insert("params".into(), spec.params.clone().into());
         }
@@ -190,6 +191,10 @@ impl Runner {
         cmd.arg("--duration").arg(spec.duration_s.to_string());
         cmd.arg("--seed").arg(spec.seed.to_string());
         cmd.arg("--queue").arg(spec.queue.to_string());
+        // Only when not the default: a drop-tail run's command line stays what it was.
+        if !spec.qdisc.is_default() {
+            cmd.arg("--qdisc").arg(spec.qdisc.to_string());
+        }
         if let Some(l) = spec.loss {
             cmd.arg("--loss").arg(l.to_string());
         }

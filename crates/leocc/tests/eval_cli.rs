@@ -79,6 +79,37 @@ fn eval_runs_the_matrix_writes_the_report_and_resumes() {
 }
 
 #[test]
+fn eval_runs_once_per_queue_discipline_and_the_report_names_it() {
+    let out = std::env::temp_dir().join(format!("leocc-eval-qdisc-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let o = Command::new(env!("CARGO_BIN_EXE_leocc"))
+        .args(["eval", "--engine", "sim", "--trace", "traces/starlink-up-60s.trace", "--cc", "cubic,bbr"])
+        .args(["--queue", "150ms", "--qdisc", "droptail,codel", "--duration", "8", "-o"])
+        .arg(&out)
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let recs = lines(&out.join("results.jsonl"));
+    assert_eq!(recs.len(), 4);
+    for q in ["droptail", "codel"] {
+        assert_eq!(recs.iter().filter(|r| r["qdisc"] == q).count(), 2, "runs with qdisc {q}");
+    }
+    for r in &recs {
+        assert_eq!(r["key"].as_str().unwrap().ends_with("|codel"), r["qdisc"] == "codel", "{}", r["key"]);
+    }
+    let md = Command::new(env!("CARGO_BIN_EXE_leocc")).args(["report", "--markdown"]).arg(&out).output().unwrap();
+    let md = String::from_utf8_lossy(&md.stdout);
+    let rows: Vec<&str> = md.lines().filter(|l| l.starts_with("| sim |")).collect();
+    assert_eq!(rows.len(), 4, "{md}");
+    assert_eq!(rows.iter().filter(|l| l.contains("150ms (1.0 MB), codel |")).count(), 2, "{md}");
+    assert_eq!(rows.iter().filter(|l| l.contains("150ms (1.0 MB) |")).count(), 2, "{md}");
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("buffer 150ms (1.0 MB), codel"), "a section per discipline");
+    std::fs::remove_dir_all(&out).unwrap();
+}
+
+#[test]
 fn eval_rejects_a_bad_trace_before_running_anything() {
     let dir = std::env::temp_dir().join(format!("leocc-eval-bad-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

@@ -2,7 +2,8 @@
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use leocc_eval::matrix::{parse_queues, Engine, Matrix, Scenario, DEFAULT_QUEUES};
+use leocc_eval::matrix::{parse_qdiscs, parse_queues, Engine, Matrix, Scenario, DEFAULT_QDISCS, DEFAULT_QUEUES};
+use leocc_sim::Qdisc;
 use leocc_eval::ray::RayOptions;
 use leocc_eval::report;
 use leocc_eval::results::{self, stat};
@@ -62,6 +63,15 @@ pub struct EvalArgs {
     /// Default: shallow 500 packets (the authors' replay setting) and deep 150 ms.
     #[arg(long, default_value = DEFAULT_QUEUES)]
     queue: String,
+    /// Queue disciplines of the bottleneck queues, comma separated; the matrix runs once per
+    /// discipline and buffer: droptail (an arriving packet that does not fit the buffer is
+    /// dropped), dropfront (packets are dropped from the head of the queue until the arriving
+    /// one fits; Starlink is reported to do this), codel (CoDel AQM, RFC 8289, target 5 ms,
+    /// interval 100 ms: drops at dequeue when packets waited too long, under the buffer's
+    /// drop-tail limit). Each run records its `qdisc`; the report names a discipline other than
+    /// drop-tail beside the buffer.
+    #[arg(long, default_value = DEFAULT_QDISCS, value_name = "droptail,dropfront,codel")]
+    qdisc: String,
     /// Extra random loss rate, the same for every control.
     #[arg(long)]
     loss: Option<f64>,
@@ -147,15 +157,16 @@ fn trace_seconds(traces: &[PathBuf]) -> Result<std::collections::HashMap<PathBuf
         .collect()
 }
 
-/// Runs a matrix and writes the report; returns the records of the matrix's runs.
-fn run_matrix(m: &Matrix, out: &Path, jobs: usize, command_line: &str) -> Result<Vec<results::Record>> {
-    run_matrix_on(m, out, jobs, None, command_line)
+/// Runs a matrix (once per queue discipline of `qdiscs`) and writes the report; returns the
+/// records of the matrix's runs.
+fn run_matrix(m: &Matrix, qdiscs: &[Qdisc], out: &Path, jobs: usize, command_line: &str) -> Result<Vec<results::Record>> {
+    run_matrix_on(m, qdiscs, out, jobs, None, command_line)
 }
 
 /// [`run_matrix`] on a Ray cluster when `ray` is given.
-fn run_matrix_on(m: &Matrix, out: &Path, jobs: usize, ray: Option<&RayOptions>, command_line: &str) -> Result<Vec<results::Record>> {
+fn run_matrix_on(m: &Matrix, qdiscs: &[Qdisc], out: &Path, jobs: usize, ray: Option<&RayOptions>, command_line: &str) -> Result<Vec<results::Record>> {
     let seconds = trace_seconds(&m.traces)?;
-    let specs = m.expand(|t| seconds[t]);
+    let specs = m.expand_qdiscs(qdiscs, |t| seconds[t]);
     let runner = Runner { exe: std::env::current_exe()?, out_dir: out.to_path_buf(), jobs, progress: true };
     let outcome = match ray {
         Some(r) => runner.run_ray(&specs, r)?,
@@ -184,8 +195,10 @@ fn run_matrix_on(m: &Matrix, out: &Path, jobs: usize, ray: Option<&RayOptions>, 
 /// A plain table of the single-flow cells: one row per control.
 fn print_table(records: &[results::Record]) {
     let cells = results::by_cell(records);
+    // Wide enough for a buffer that names its discipline (`500 pkts (31 ms), dropfront`).
+    let bw = cells.values().filter_map(|runs| runs.first()).map(|r| r.queue_label().chars().count()).fold(18, usize::max);
     println!(
-        "{:<6} {:<22} {:<18} {:<10} {:>10} {:>7} {:>9} {:>9} {:>10} {:>7} {:>8}",
+        "{:<6} {:<22} {:<bw$} {:<10} {:>10} {:>7} {:>9} {:>9} {:>10} {:>7} {:>8}",
         "engine", "trace", "buffer", "cc", "thr Mbit/s", "util %", "RTT p95", "OWD p95", "qdelay avg", "loss %", "retx %"
     );
     for ((engine, trace, _, scenario, label), runs) in &cells {
@@ -194,7 +207,7 @@ fn print_table(records: &[results::Record]) {
         }
         let m = |f: &str, k: f64| stat(runs, f).map_or("–".to_string(), |s| format!("{:.1}", s.mean * k));
         println!(
-            "{:<6} {:<22} {:<18} {:<10} {:>10} {:>7} {:>9} {:>9} {:>10} {:>7} {:>8}",
+            "{:<6} {:<22} {:<bw$} {:<10} {:>10} {:>7} {:>9} {:>9} {:>10} {:>7} {:>8}",
             engine,
             trace,
             runs.first().map(|r| r.queue_label()).unwrap_or_default(),
@@ -292,17 +305,21 @@ pub fn eval(a: EvalArgs) -> Result<()> {
     if ray.is_some() && (sweep.is_some() || a.start_when.is_some()) {
         bail!("--executor ray runs plain matrices only; --sweep and --start-when run locally");
     }
+    let qdiscs = parse_qdiscs(&a.qdisc).map_err(|e| anyhow::anyhow!(e))?;
     if let Some(sweep) = sweep {
+        if qdiscs != [Qdisc::DropTail] {
+            bail!("--sweep runs drop-tail queues only; leave out --qdisc {}", a.qdisc);
+        }
         return run_sweep(&m, &sweep, &a.out, a.jobs.unwrap_or_else(cores), !a.no_fairness);
     }
     let mut m = m;
     if let Some(expr) = &a.start_when {
         m.traces = leocc_eval::starts::prepare(&m.traces, expr, a.starts.max(1), m.duration_s, m.seed, &a.out)?;
-        let records = run_matrix(&m, &a.out, a.jobs.unwrap_or_else(cores), &command_line())?;
+        let records = run_matrix(&m, &qdiscs, &a.out, a.jobs.unwrap_or_else(cores), &command_line())?;
         print!("{}", leocc_eval::starts::table(&leocc_eval::starts::compare(&records)));
         return Ok(());
     }
-    let records = run_matrix_on(&m, &a.out, a.jobs.unwrap_or_else(cores), ray.as_ref(), &command_line())?;
+    let records = run_matrix_on(&m, &qdiscs, &a.out, a.jobs.unwrap_or_else(cores), ray.as_ref(), &command_line())?;
     print_table(&records);
     Ok(())
 }
@@ -365,7 +382,7 @@ pub fn demo(a: DemoArgs) -> Result<()> {
         loss: None,
         oracle_reconfig: false,
     };
-    let mut records = run_matrix(&sim, &a.out, cores(), &command_line())?;
+    let mut records = run_matrix(&sim, &[Qdisc::DropTail], &a.out, cores(), &command_line())?;
     match emulator_unavailable() {
         Some(why) if !a.no_emu => eprintln!("demo: skipping the emulator part: {why}"),
         _ if a.no_emu => {}
@@ -384,7 +401,7 @@ pub fn demo(a: DemoArgs) -> Result<()> {
                 queues: vec![leocc_sim::QueueLimit::Packets(500)],
                 ..sim
             };
-            match run_matrix(&emu, &a.out, 1, &command_line()) {
+            match run_matrix(&emu, &[Qdisc::DropTail], &a.out, 1, &command_line()) {
                 Ok(r) => records.extend(r),
                 Err(e) => eprintln!("demo: the emulator part failed ({e:#}); the simulator results stand"),
             }
@@ -455,10 +472,13 @@ pub struct EmuRunArgs {
     /// Seed of the emulator's random loss.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Droptail queue: packets, bytes or time at the data direction's mean capacity (150ms)
+    /// Queue limit: packets, bytes or time at the data direction's mean capacity (150ms)
     /// [default: the emulator's 500 packets].
     #[arg(long)]
     queue: Option<leocc_sim::QueueLimit>,
+    /// Queue discipline: droptail, dropfront or codel (as `leocc emu --qdisc`).
+    #[arg(long, default_value = "droptail", value_name = "droptail|dropfront|codel")]
+    qdisc: Qdisc,
     /// Extra random loss on the satellite segment.
     #[arg(long)]
     loss: Option<f64>,
@@ -488,6 +508,7 @@ pub fn emu_run(a: EmuRunArgs) -> Result<()> {
         duration_s: a.duration,
         seed: a.seed,
         queue: a.queue,
+        qdisc: a.qdisc,
         loss: a.loss,
         timeseries: a.timeseries,
         leocc_exe: std::env::current_exe()?,
