@@ -925,8 +925,11 @@ LEOCC_INTERNAL void check_drain(struct leocc_state *s)
 {
 	leocc_u64 drop = (leocc_u64)(LEOCC_UNIT - min_u32(s->p.dco, LEOCC_UNIT)) * rtt_l(s) /
 			 LEOCC_UNIT / 2;
+	/* A drain paced above what the link delivers to this flow removed nothing, so it shows
+	 * nothing either (bBW_m above a capacity that fell without an event). */
+	int drained = apply_gain(s->target_rate, s->p.dco) < s->round_bw;
 
-	s->drain_failed = s->congested && rtt_latest(s) + drop >= s->drain_start_rtt;
+	s->drain_failed = s->congested && drained && rtt_latest(s) + drop >= s->drain_start_rtt;
 	if (s->drain_failed)
 		s->band_learning = 1;
 }
