@@ -20,6 +20,7 @@ pub mod pathdelay;
 pub mod ray;
 pub mod report;
 pub mod results;
+pub mod robust;
 pub mod runner;
 pub mod starts;
 pub mod sweep;

@@ -1,12 +1,14 @@
 //! LEO path traces: the formats users already have (mahimahi capacity, LeoReplayer delay),
 //! our own single-file format, statistics and reconfiguration detection, the synthetic
-//! generator, SVG plots, and the link model that both the simulator and the emulator consume.
+//! generator (and the paths drawn from wide ranges of `draw`), SVG plots, and the link model
+//! that both the simulator and the emulator consume.
 //!
 //! Times are `u64` microseconds since the trace start unless a name says otherwise.
 
 #[doc(hidden)]
 pub mod alloc_count;
 pub mod dataset;
+pub mod draw;
 pub mod error;
 pub mod format;
 pub mod gen;

@@ -25,6 +25,11 @@ pub enum BenchCmd {
     Sweep(BenchSweepArgs),
     /// LEOTP mid-node forwarding speed on one core (loopback: producer, mid-node, consumer).
     Leotp(crate::cmd::leotp::BenchLeotpArgs),
+    /// Robustness over drawn paths: the control alone, against Cubic and BBRv1, after a
+    /// competitor leaves, three staggered flows and false events, in the simulator over paths
+    /// drawn from wide ranges; worst case, worst 10 % and median per metric, with the seed of
+    /// the worst path.
+    Robust(BenchRobustArgs),
 }
 
 /// Options of `leocc bench ray`.
@@ -287,6 +292,115 @@ fn run_ablation(a: BenchAblationArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Options of `leocc bench robust`.
+#[derive(Args, Debug)]
+#[command(after_help = "Paths come from `leocc trace draw` (docs/traces.md); path i has seed \
+SEED+i, which is also the simulator's seed. Rerun a worst case with the commands printed under \
+the table (docs/evaluation.md, \"Robustness over drawn paths\").")]
+pub struct BenchRobustArgs {
+    /// Number of drawn paths.
+    #[arg(long, default_value_t = leocc_eval::robust::DEFAULT_PATHS)]
+    pub paths: usize,
+    /// Seed of the first path (the others follow it).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Simulated seconds per run (the drawn traces are this long).
+    #[arg(long, default_value_t = leocc_eval::robust::DEFAULT_DURATION_S)]
+    pub duration: f64,
+    /// The control under test.
+    #[arg(long, default_value = "leocc")]
+    pub cc: String,
+    /// Set a control's parameter, CC.NAME=VALUE (repeatable), as `leocc sim --param`.
+    #[arg(long = "param", value_name = "CC.NAME=VALUE")]
+    pub params: Vec<String>,
+    /// Random loss added on the data direction, on top of each path's own.
+    #[arg(long, default_value_t = 0.0)]
+    pub loss: f64,
+    /// Queue disciplines, comma separated (droptail, dropfront, codel): every run under each,
+    /// one table each.
+    #[arg(long, value_delimiter = ',', default_value = "droptail")]
+    pub qdisc: Vec<leocc_sim::Qdisc>,
+    /// Worker threads.
+    #[arg(long, default_value_t = 2)]
+    pub jobs: usize,
+    /// Write DIR/paths.csv, DIR/paths.jsonl and DIR/summary.json (created if missing).
+    #[arg(long, short)]
+    pub out: Option<std::path::PathBuf>,
+}
+
+fn run_robust(a: BenchRobustArgs) -> anyhow::Result<()> {
+    use leocc_eval::robust::{self, Plan};
+    let plan = Plan {
+        paths: a.paths,
+        base_seed: a.seed,
+        duration_s: a.duration,
+        cc: a.cc.clone(),
+        cc_params: crate::cmd::sim::parse_cc_params(&a.params)?,
+        loss: a.loss,
+        qdiscs: a.qdisc.clone(),
+        jobs: a.jobs.max(1),
+    };
+    plan.validate().map_err(|e| anyhow::anyhow!(e))?;
+    let total = plan.paths * plan.qdiscs.len() * robust::Setting::ALL.len();
+    let qdiscs = plan.qdiscs.iter().map(|q| q.to_string()).collect::<Vec<_>>().join(",");
+    eprintln!(
+        "robust: {} drawn paths (seeds {}-{}) x {} settings x qdisc {qdiscs} = {total} simulator runs of {} s, {} at once",
+        plan.paths,
+        plan.base_seed,
+        plan.base_seed + plan.paths as u64 - 1,
+        robust::Setting::ALL.len(),
+        plan.duration_s,
+        plan.jobs
+    );
+    let started = Instant::now();
+    let rows = robust::run(&plan, &|p| {
+        eprintln!(
+            "robust: run {}/{} done (seed {}, {}, {}), {:.1} s",
+            p.done,
+            p.total,
+            p.seed,
+            p.qdisc,
+            p.setting.name(),
+            started.elapsed().as_secs_f64()
+        );
+    })
+    .map_err(|e| anyhow::anyhow!(e))?;
+    let wall = started.elapsed().as_secs_f64();
+    let extra = if plan.loss > 0.0 { format!(", +{} random loss", plan.loss) } else { String::new() };
+    println!("robust: {} over {} drawn paths, {} s each{extra}; {total} runs in {wall:.0} s", plan.cc, plan.paths, plan.duration_s);
+    let mut all_sums = Vec::new();
+    for &q in &plan.qdiscs {
+        let sums = robust::summarise(&rows, q);
+        println!("\nqueue discipline {q}:");
+        print!("{}", robust::table(&sums));
+        let mut seeds: Vec<u64> = sums.iter().map(|s| s.worst_seed).collect();
+        seeds.sort_unstable();
+        seeds.dedup();
+        println!("rerun a worst path: draw its trace, then `leocc sim` with the setting's options (below):");
+        for seed in seeds {
+            let worst: Vec<&str> = sums.iter().filter(|s| s.worst_seed == seed).map(|s| s.label).collect();
+            println!("  seed {seed} (worst: {})", worst.join("; "));
+            println!("    {}", robust::draw_command(&plan, seed));
+            println!("    {} ...", robust::sim_command(&plan, seed, q).map_err(|e| anyhow::anyhow!(e))?);
+        }
+        all_sums.extend(sums);
+    }
+    println!();
+    for (what, opts) in robust::setting_options(&plan) {
+        println!("  ... {what}: {opts}");
+    }
+    if let Some(dir) = &a.out {
+        robust::write_out(dir, &plan, &rows, &all_sums).map_err(|e| anyhow::anyhow!(e))?;
+        eprintln!(
+            "robust: per-path rows in {} and {}, summary in {}",
+            dir.join("paths.csv").display(),
+            dir.join("paths.jsonl").display(),
+            dir.join("summary.json").display()
+        );
+    }
+    Ok(())
+}
+
 /// Options of `leocc bench sim`.
 #[derive(Args, Debug)]
 pub struct BenchSimArgs {
@@ -332,6 +446,7 @@ pub fn run(cmd: BenchCmd) -> anyhow::Result<()> {
         BenchCmd::Ray(a) => return run_ray_bench(a),
         BenchCmd::Sweep(a) => return run_sweep_bench(a),
         BenchCmd::Leotp(a) => return crate::cmd::leotp::bench(a),
+        BenchCmd::Robust(a) => return run_robust(a),
     };
     if a.rate <= 0.0 || a.duration <= 0.0 || a.long <= 0.0 {
         anyhow::bail!("--rate, --duration and --long must be positive");

@@ -101,6 +101,20 @@ pub enum TraceCmd {
         #[arg(short, long)]
         output: PathBuf,
     },
+    /// Draw a path from wide ranges (capacity, RTT, bands, reconfigurations, outages, loss,
+    /// buffer; another model than `gen`), write its trace and print the drawn parameters: what
+    /// `leocc bench robust` runs on, so that any of its paths can be rerun with `leocc sim`.
+    Draw {
+        /// Draw seed; the same seed gives the same path and the same bytes.
+        #[arg(long)]
+        seed: u64,
+        /// Length in seconds.
+        #[arg(long, default_value_t = 45.0)]
+        duration: f64,
+        /// Output trace file (our format).
+        #[arg(short, long)]
+        output: PathBuf,
+    },
     /// Import a dataset of mahimahi/LeoReplayer pairs (the LeoCC dataset's
     /// SITE_download/N/bw_N.txt + delay_N.txt, or any folder of bw*.txt + delay*.txt) into
     /// OUTPUT/traces/*.trace with OUTPUT/index.csv for `leocc eval --traces-from`. Bad pairs are
@@ -187,6 +201,23 @@ pub fn run(cmd: TraceCmd) -> Result<()> {
             let t = gen::generate(p, ms, seed, &command).map_err(anyhow::Error::msg)?;
             t.save(&output)?;
             eprintln!("wrote {} ({} reconfigurations)", output.display(), t.reconfigurations.len());
+        }
+        TraceCmd::Draw { seed, duration, output } => {
+            if !(duration.is_finite() && duration > 0.0) {
+                bail!("--duration {duration} must be a positive number of seconds");
+            }
+            let ms = (duration * 1000.0).round() as u64;
+            let command = format!("leocc trace draw --seed {seed} --duration {duration} -o {}", output.display());
+            let (d, t) = leocc_trace::draw::trace(seed, ms, &command).map_err(anyhow::Error::msg)?;
+            t.save(&output)?;
+            println!("{d}");
+            println!("reconfigurations:   {} in {} s", t.reconfigurations.len(), leocc_trace::text::us_as_ms(ms));
+            println!(
+                "rerun:              leocc sim --trace {} --queue {} --seed {seed} --cc leocc",
+                output.display(),
+                leocc_trace::text::us_as_ms(d.buffer_us()) + "ms"
+            );
+            eprintln!("wrote {}", output.display());
         }
         TraceCmd::ImportDataset { dir, output, jobs, force } => import_dataset(&dir, &output, jobs, force)?,
         TraceCmd::IslChain { hops, duration, mbps, loss, seed, output } => {
@@ -277,6 +308,18 @@ mod tests {
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
         d
+    }
+
+    #[test]
+    fn draw_writes_the_same_trace_for_the_same_seed() {
+        let d = scratch("draw");
+        run(TraceCmd::Draw { seed: 3, duration: 5.0, output: d.join("a.trace") }).unwrap();
+        run(TraceCmd::Draw { seed: 3, duration: 5.0, output: d.join("b.trace") }).unwrap();
+        let (a, b) = (Trace::load(&d.join("a.trace")).unwrap(), Trace::load(&d.join("b.trace")).unwrap());
+        assert_eq!((a.up, a.down, a.reconfigurations, a.outages), (b.up, b.down, b.reconfigurations, b.outages));
+        assert!(a.meta.notes.starts_with("drawn path 3:"), "{}", a.meta.notes);
+        assert!(run(TraceCmd::Draw { seed: 3, duration: 0.5, output: d.join("c.trace") }).is_err());
+        let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]
