@@ -255,7 +255,7 @@ struct leocc_state {
 	leocc_u64 competing_since_us; /* a queue others keep stands: competing since (0: not) */
 	leocc_u32 path_hi_us;         /* upper end of the probe's band range (0: unknown) */
 	leocc_u16 path_high;          /* probes in a row above it */
-	leocc_u8 drain_failed;        /* the last drain phase did not lower a congested RTT */
+	leocc_u8 drain_conclusive;    /* the last drain phase, congested, was paced below delivery */
 	leocc_u8 _pad8;
 	leocc_u64 path_steps;         /* path changes seen from the probe's level alone */
 	struct leocc_mpf path_mpf;    /* the PoP probe's RTT bands since the last event */
