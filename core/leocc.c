@@ -59,14 +59,10 @@
  * Range from the probe: bRTT_h = bRTT_l + the width of the bands the PoP probe sees (it answers
  * on its own queue, so its spread is never this flow's queue), with Delta_RTT = 0 as in the
  * authors' code; the flow's own band range (with Delta_RTT = delta_rtt_own_us) stands in while
- * no probe speaks. While congested above a probe-measured range cwnd is 1 x target x bRTT_h,
- * so a standing queue cannot outgrow the range.
- *
- * Next to a flow that keeps a queue (section 4 assumes none): a cycle congested for most of
- * its RTT samples although its drain phase really undercut the link shows a queue this flow
- * does not control. After competing_cycles such cycles the flow competes: eq. 4 is off and the
- * cycle runs on the floor of the others' queue, until cycles are no longer mostly above the
- * range it had (check_competition).
+ * no probe speaks, and while another flow's standing queue is seen (most RTT samples of
+ * competing_cycles cycles above the probe's range: buffer-filling flows would otherwise take
+ * the link). While congested above a probe-measured range cwnd is 1 x target x bRTT_h, so a
+ * standing queue cannot outgrow the range.
  *
  * Guards: an event graded below rcf_min_confidence, inside an adaptation, closer than
  * rcf_min_spacing_us to the last one, or over the adaptation budget (rcf_budget_pct of the
@@ -133,10 +129,10 @@
 #define RA_DRAIN_BOUND_RTTS 3u
 /* Rounds a seeded bBW_a (rate*_target) survives unless confirmed by samples. */
 #define BW_SEED_ROUNDS 2u
-/* A cruise cycle whose eq. 4 verdict was congested for more than this % of its RTT samples
- * was mostly congested (ours: alone, the burst phase's own queue shows in about two of the
- * eight phases, 25 %; next to a flow that keeps a queue, in nearly all of them). */
-#define CONGESTED_MOSTLY_PCT 50u
+/* A cruise cycle in which more than this % of the RTT samples lie above the probe-measured
+ * range had a standing queue (ours: alone, the burst phase's queue shows in about two of the
+ * eight phases, 25 %; next to a buffer-filling flow nearly all samples are above) ... */
+#define STANDING_QUEUE_PCT 75u
 /* A probe RTT this many bins above the probe's band range is off it (ours: two bins of
  * margin over the histogram's resolution). */
 #define PATH_STEP_BINS 2u
@@ -550,12 +546,10 @@ LEOCC_API void leocc_default_params(struct leocc_params *p)
 	p->delta_rtt_own_us = 10 * 1000;                /* ours: the flow's own dense bins miss
 							 * bands it has not visited yet (the
 							 * authors' simulation variant: 5-20 ms) */
-	p->competing_cycles = 2;                        /* ours: one cycle may be a capacity
-							 * dip or a band the range missed */
+	p->competing_cycles = 2;                        /* ours: one may be a capacity dip */
 	p->mpf_half_share = 1;                          /* ours, see mpf_range */
 	p->ra_second_round = 1;                         /* ours, see ra_link_limited */
 	p->bw_kal_every_sample = 0;                     /* authors: each round's largest rate */
-	p->ra_same_path_check = 1;                      /* ours, see ra_same_path */
 }
 
 /* Repair parameters that would divide by zero or break the cycle. */
@@ -696,16 +690,11 @@ LEOCC_INTERNAL void refresh_rtt_range(struct leocc_state *s)
 
 	if (mpf_range(&s->mpf, &s->p, &lo, &hi, &s->dense_floor_us)) {
 		s->path_width_us = path_band_width(s, s->last_now_us);
-		width = s->path_width_us;
+		width = s->last_now_us >= s->competing_until_us ? s->path_width_us : 0;
 		s->brtt_l = lo;
 		s->brtt_h = width ? lo + width : hi;
 		s->range_from_path = width != 0;
 	}
-}
-
-LEOCC_INTERNAL leocc_u32 rtt_latest(const struct leocc_state *s)
-{
-	return s->rtt_kal.valid ? (leocc_u32)s->rtt_kal.x : 0;
 }
 
 /* Delta_RTT of eq. 4: none above a range the probe measured (the authors' code), a margin
@@ -715,18 +704,9 @@ LEOCC_INTERNAL leocc_u32 delta_rtt(const struct leocc_state *s)
 	return s->range_from_path ? s->p.delta_rtt_us : s->p.delta_rtt_own_us;
 }
 
-/* Another flow keeps a queue at this bottleneck that this flow cannot drain (see
- * check_competition). */
-LEOCC_INTERNAL int competing(const struct leocc_state *s)
-{
-	return s->competing_since_us != 0;
-}
-
-/* Eq. 4's verdict, off while competing: the RTT above the range is the other flows' queue,
- * which backing off does not drain, it only hands them the link. */
 LEOCC_INTERNAL int is_congested(const struct leocc_state *s)
 {
-	return !competing(s) && s->rtt_kal.valid && s->brtt_h > 0 && s->rtt_kal.x >= (leocc_u64)s->brtt_h + delta_rtt(s);
+	return s->rtt_kal.valid && s->brtt_h > 0 && s->rtt_kal.x >= (leocc_u64)s->brtt_h + delta_rtt(s);
 }
 
 /* RTT_non-sat and the section 4.3 verdict, from the latest terminal-PoP RTT if fresh. */
@@ -744,25 +724,6 @@ LEOCC_INTERNAL void update_nonsat(struct leocc_state *s, leocc_u64 now_us)
 	base = mpf_nonsat_min(&s->mpf, &valid);
 	s->terrestrial = valid && nonsat >= base + s->p.nonsat_spike_us;
 	mpf_add_nonsat(&s->mpf, nonsat);
-}
-
-/* The range top the competition test holds RTTs to: eq. 4's, or while competing the one it had
- * when competing began (the range itself may drift with the others' queue meanwhile). */
-LEOCC_INTERNAL leocc_u32 compete_top(const struct leocc_state *s)
-{
-	return competing(s) ? s->compete_top_us : s->brtt_h + delta_rtt(s);
-}
-
-/* Per RTT sample in cruise: is bRTT_latest above the range (see check_competition), and while
- * competing, the lowest RTT seen (rtt_op). */
-LEOCC_INTERNAL void count_cycle_sample(struct leocc_state *s, leocc_u32 rtt_us)
-{
-	if (s->mode != LEOCC_MODE_CRUISE || !s->brtt_h || s->cycle_samples == 0xffff)
-		return;
-	s->cycle_samples++;
-	s->cycle_above += rtt_latest(s) >= compete_top(s);
-	if (competing(s) && (s->compete_rtt_us == 0 || rtt_us < s->compete_rtt_us))
-		s->compete_rtt_us = rtt_us;
 }
 
 /* Which RTT samples may shape the band range (the MPF should see the path, not a queue):
@@ -783,8 +744,6 @@ LEOCC_INTERNAL int rtt_is_band_sample(const struct leocc_state *s, leocc_u32 rtt
 {
 	if (s->mode == LEOCC_MODE_RECONF && s->ra_step == 1 && s->brtt_h > 0)
 		return rtt_us < s->brtt_h;
-	if (competing(s))
-		return rtt_us <= s->compete_top_us;
 	if (s->mode == LEOCC_MODE_CRUISE && !s->band_learning && s->brtt_h > 0 &&
 	    rtt_us >= s->brtt_h && s->cycle_phase != PHASE_FIRST_STEADY)
 		return 0;
@@ -800,7 +759,11 @@ LEOCC_INTERNAL void update_rtt(struct leocc_state *s, const struct leocc_ack_sam
 	if (a->rtt_us == 0 || !measured_since(a->now_us, a->rtt_us, s->window_start_us))
 		return;
 	kal_update(&s->rtt_kal, a->rtt_us, &s->p);
-	count_cycle_sample(s, a->rtt_us);
+	if (s->cycle_samples < 0xffff) {
+		s->cycle_samples++;
+		s->cycle_above += s->path_width_us && s->dense_floor_us &&
+				  a->rtt_us > s->dense_floor_us + s->path_width_us;
+	}
 	if (s->mode == LEOCC_MODE_RECONF)
 		s->ra_fresh_rtts++;
 	if (rtt_is_band_sample(s, a->rtt_us))
@@ -840,17 +803,6 @@ LEOCC_INTERNAL leocc_u64 min_rate(const struct leocc_state *s)
 LEOCC_INTERNAL leocc_u32 rtt_h(const struct leocc_state *s)
 {
 	return s->brtt_h ? s->brtt_h : rtt_l(s);
-}
-
-/* The round trip the cruise cycle runs on: bRTT_l, or while competing the lowest RTT seen since
- * competing began, the floor of the queue the other flows keep. Phases and cwnd measured in
- * bRTT_l would then be shorter than a round trip: the phases would not see their own effect,
- * and cwnd would hold the flow to bRTT_l / RTT of its rate. With the minimum over the whole
- * episode, cwnd is BBRv1's (cwnd_gain x bw x a min RTT that the others' standing queue has
- * lifted), which shares a deep buffer with Cubic; with each cycle's minimum it starved Cubic. */
-LEOCC_INTERNAL leocc_u32 rtt_op(const struct leocc_state *s)
-{
-	return competing(s) ? max_u32(rtt_l(s), s->compete_rtt_us) : rtt_l(s);
 }
 
 LEOCC_INTERNAL void set_phase(struct leocc_state *s, leocc_u32 phase, leocc_u64 now_us);
@@ -906,6 +858,11 @@ LEOCC_INTERNAL leocc_u32 cruise_gain(const struct leocc_state *s)
 	return LEOCC_UNIT;
 }
 
+LEOCC_INTERNAL leocc_u32 rtt_latest(const struct leocc_state *s)
+{
+	return s->rtt_kal.valid ? (leocc_u32)s->rtt_kal.x : 0;
+}
+
 LEOCC_INTERNAL void set_phase(struct leocc_state *s, leocc_u32 phase, leocc_u64 now_us)
 {
 	s->cycle_phase = phase;
@@ -926,64 +883,28 @@ LEOCC_INTERNAL void check_drain(struct leocc_state *s)
 {
 	leocc_u64 drop = (leocc_u64)(LEOCC_UNIT - min_u32(s->p.dco, LEOCC_UNIT)) * rtt_l(s) /
 			 LEOCC_UNIT / 2;
-	/* A drain paced above what the link delivers to this flow removed nothing, so it shows
-	 * nothing either (bBW_m above a capacity that fell without an event). */
-	int drained = apply_gain(s->target_rate, s->p.dco) < s->round_bw;
 
-	s->drain_conclusive = s->congested && drained;
-	if (s->drain_conclusive && rtt_latest(s) + drop >= s->drain_start_rtt)
+	if (s->congested && rtt_latest(s) + drop >= s->drain_start_rtt)
 		s->band_learning = 1;
 }
 
-/* Competing with flows that keep a queue (Cubic in a deep buffer, BBRv1's probing and its
- * two-BDP inflight). Section 4 assumes none: its eq. 4 reads any RTT above the band range as
- * congestion and answers with the moderate estimate, a burst of only bco_congested and a
- * one-BDP cwnd. Against a flow that keeps a queue this flow cannot drain, that hands it the
- * link: each probe of the other flow is answered by a step back. Every cycle has a drain phase,
- * so a flow alone (or next to flows like it) spends most of a cycle inside the range; a cycle
- * congested for most of its samples, although its drain was paced below what the link
- * delivered to the flow, says that someone else holds the queue (Copa switches mode on the same
- * evidence: a queue that has not nearly emptied). (Also asking the drain to lower the RTT by
- * half of what it removes, as band learning does, missed flows holding half the link: their
- * drain lowers it by about that much; against BBRv1 on the bundled traces the share fell to
- * 0.42-0.67.) After
- * competing_cycles such cycles the flow competes: eq. 4 is off, so the target is bBW_a with the
- * full bco, as BBR probes, and the cycle runs on the lowest RTT seen since (rtt_op), which the
- * others' queue lifts, as BBR's min RTT. It judges against the range top it had
- * (compete_top_us) and stops after competing_cycles cycles in a row that were not mostly above
- * it (the other flow left, or stopped keeping a queue), at a reconfiguration (the range is
- * history; a path that moved without an event also looks like a standing queue, and the
- * adaptation is its cure: tried, keeping the competition through events broke that case),
- * or after W_RT (the range is as old as the window it came from; if the queue still stands,
- * the next cycles find it again). */
-LEOCC_INTERNAL void check_competition(struct leocc_state *s, leocc_u64 now_us)
+/* Competing with buffer-filling flows (BBR, Cubic in a deep buffer). Alone, this flow's RTT
+ * leaves the range the probe measured (counted from the lowest dense bin of its own RTTs, which
+ * a rare low sample cannot move, unlike bRTT_l on a bursty uplink) only around its burst
+ * phase. If most samples of competing_cycles cycles in a row lie above it, a queue stands
+ * that this flow does not control: judged against the probe's range the flow would read it as
+ * congestion for ever and hand the link to the queue's owner. For half a W_RT it then judges
+ * against its own range (the paper's MPF over its own RTTs, which learns the elevation after a
+ * failed drain). */
+LEOCC_INTERNAL void check_standing_queue(struct leocc_state *s, leocc_u64 now_us)
 {
-	int mostly = s->cycle_samples &&
-		     (leocc_u32)s->cycle_above * 100 > (leocc_u32)s->cycle_samples * CONGESTED_MOSTLY_PCT;
-	/* Entering also needs the cycle's drain to have been paced below the flow's delivery
-	 * rate: a queue of this flow's own that a drain cannot touch (bBW_m above a capacity
-	 * that fell with no event) is mostly congested too. */
-	int standing = mostly && s->drain_conclusive;
-
-	if (competing(s)) {
-		/* Leaving takes as many cycles as entering: a competitor's short drain (BBRv1's
-		 * ProbeRTT) is not its departure. */
-		s->standing_cycles = mostly ? 0 : s->standing_cycles + 1;
-		if (s->standing_cycles >= s->p.competing_cycles ||
-		    now_us >= s->competing_since_us + s->p.rtt_win_us) {
-			s->competing_since_us = 0;
-			s->standing_cycles = 0;
-		}
-	} else {
-		s->standing_cycles = standing ? s->standing_cycles + 1 : 0;
-		if (s->p.competing_cycles && s->standing_cycles >= s->p.competing_cycles) {
-			s->compete_top_us = compete_top(s);
-			s->competing_since_us = now_us;
-			s->compete_rtt_us = 0;
-			s->standing_cycles = 0;
-			s->band_learning = 0;
-		}
-	}
+	if (s->cycle_samples &&
+	    (leocc_u32)s->cycle_above * 100 > (leocc_u32)s->cycle_samples * STANDING_QUEUE_PCT)
+		s->standing_cycles++;
+	else
+		s->standing_cycles = 0;
+	if (s->p.competing_cycles && s->standing_cycles >= s->p.competing_cycles)
+		s->competing_until_us = now_us + s->p.rtt_win_us / 2;
 	s->cycle_samples = 0;
 	s->cycle_above = 0;
 }
@@ -1012,7 +933,7 @@ LEOCC_INTERNAL void next_phase(struct leocc_state *s, const struct leocc_ack_sam
 		return;
 	}
 	if (s->cycle_phase + 1 >= s->p.cycle_len) {
-		check_competition(s, a->now_us);
+		check_standing_queue(s, a->now_us);
 		set_phase(s, PHASE_BURST, a->now_us);
 		return;
 	}
@@ -1030,7 +951,7 @@ LEOCC_INTERNAL void next_phase(struct leocc_state *s, const struct leocc_ack_sam
 LEOCC_INTERNAL void run_cruise(struct leocc_state *s, const struct leocc_ack_sample *a)
 {
 	leocc_u64 elapsed = a->now_us - s->phase_start_us;
-	leocc_u32 l = rtt_op(s), queue_free;
+	leocc_u32 l = rtt_l(s), queue_free;
 
 	if (a->losses && is_congested(s) && s->cycle_phase != PHASE_DRAIN) {
 		/* Loss with the RTT above the band range now: the queue overflowed; drain now.
@@ -1040,8 +961,7 @@ LEOCC_INTERNAL void run_cruise(struct leocc_state *s, const struct leocc_ack_sam
 		return;
 	}
 	if (s->cycle_phase == PHASE_DRAIN) {
-		/* Down to bRTT_l even while competing: a queue of this flow's own stays visible. */
-		queue_free = bytes_to_pkts(bdp_bytes(s->target_rate, rtt_l(s)), s->mss);
+		queue_free = bytes_to_pkts(bdp_bytes(s->target_rate, l), s->mss);
 		if ((elapsed >= l && a->in_flight <= queue_free) ||
 		    elapsed >= (leocc_u64)l * s->p.drain_phase_max_rounds)
 			next_phase(s, a);
@@ -1095,34 +1015,6 @@ LEOCC_INTERNAL void ra_start_measuring(struct leocc_state *s, const struct leocc
 	s->ra_bw = 0;
 }
 
-/* The capped round found the path the flow had before the event: its floor inside the old band
- * range (one bin of slack for the histogram's resolution), and the capped inflight delivered in
- * full (checked by the caller). A false event, or a reconfiguration that changed nothing this
- * flow can see - except perhaps the capacity, which no capped round can show. The probe then
- * runs at bco, the cruise burst's gain, instead of ra_probe_gain: a capacity that grew is still
- * found round by round, and on the old capacity the probe ends after the rounds it needs to see
- * that, with a third of the queue. That queue is most of what a false event costs. */
-LEOCC_INTERNAL int ra_same_path(const struct leocc_state *s, leocc_u32 fresh)
-{
-	return s->p.ra_same_path_check && fresh > 0 && s->ra_old_rtt_h > 0 &&
-	       fresh + s->p.mpf_bin_us >= s->ra_old_rtt_l && fresh <= s->ra_old_rtt_h;
-}
-
-LEOCC_INTERNAL leocc_u32 ra_probe_gain(const struct leocc_state *s)
-{
-	return s->ra_same ? s->p.bco : s->p.ra_probe_gain;
-}
-
-/* The probe goes on while a round raises the estimate by half the probe's excess gain (25 %
- * at 1.5, BBR's threshold; 12 % at 1.25), at most full_bw_growth_pct. */
-LEOCC_INTERNAL leocc_u32 ra_growth_pct(const struct leocc_state *s)
-{
-	leocc_u32 gain = ra_probe_gain(s), half_excess;
-
-	half_excess = gain > LEOCC_UNIT ? (gain - LEOCC_UNIT) * 100 / LEOCC_UNIT / 2 : 0;
-	return min_u32(s->p.full_bw_growth_pct, max_u32(half_excess, 1));
-}
-
 /* After a capped round: was the new link the limit? If its delivery rate is well below what
  * the capped inflight yields at the old base RTT, either the new link is slower than the capped
  * rate (the capped inflight queues, its RTTs are inflated and rate*_target is too high) or the
@@ -1151,11 +1043,7 @@ LEOCC_INTERNAL int ra_link_limited(struct leocc_state *s, const struct leocc_ack
 	if (fresh > 0 && fresh < base)
 		base = fresh;
 	capped = s->ra_cap_bytes * USEC_PER_SEC_U64 / max_u32(base, 1);
-	if (s->ra_bw * 100 >= capped * RA_SATURATED_PCT) {
-		s->ra_same = ra_same_path(s, fresh);
-		return RA_NOT_LIMITED;
-	}
-	if (!s->p.ra_second_round)
+	if (!s->p.ra_second_round || s->ra_bw * 100 >= capped * RA_SATURATED_PCT)
 		return RA_NOT_LIMITED;
 	s->ra_recaps++;
 	s->ra_prev_bw = s->ra_bw;
@@ -1227,7 +1115,7 @@ LEOCC_INTERNAL void run_reconf(struct leocc_state *s, const struct leocc_ack_sam
 		enter_cruise(s, a->now_us, PHASE_DRAIN);
 		return;
 	}
-	if (bw_estimate(s) * 100 >= s->full_bw * (100 + ra_growth_pct(s))) {
+	if (bw_estimate(s) * 100 >= s->full_bw * (100 + s->p.full_bw_growth_pct)) {
 		s->full_bw = bw_estimate(s);
 		s->full_bw_cnt = 0;
 		return;
@@ -1270,7 +1158,7 @@ LEOCC_INTERNAL void set_output(struct leocc_state *s, const struct leocc_ack_sam
 		cwnd_gain = s->p.startup_gain;
 		break;
 	case LEOCC_MODE_RECONF:
-		rate = s->ra_step == 0 ? s->rate_saved : apply_gain(base, ra_probe_gain(s));
+		rate = s->ra_step == 0 ? s->rate_saved : apply_gain(base, s->p.ra_probe_gain);
 		break;
 	default:
 		rate = apply_gain(base, cruise_gain(s));
@@ -1292,7 +1180,7 @@ LEOCC_INTERNAL void set_output(struct leocc_state *s, const struct leocc_ack_sam
 	if (s->cwnd_capped)
 		cwnd_gain = s->p.cwnd_gain_congested;
 	rate = rate * (100 - min_u32(s->p.pacing_margin_pct, 99)) / 100;
-	target_cwnd_bytes = apply_gain(bdp_bytes(base, max_u32(rtt_h(s), rtt_op(s))), cwnd_gain);
+	target_cwnd_bytes = apply_gain(bdp_bytes(base, rtt_h(s)), cwnd_gain);
 	target = bytes_to_pkts(target_cwnd_bytes, s->mss) + s->p.cwnd_headroom;
 	if (s->mode == LEOCC_MODE_RECONF && s->ra_step == 0) {
 		cwnd = bytes_to_pkts(s->ra_cap_bytes, s->mss);
@@ -1368,10 +1256,6 @@ LEOCC_API void leocc_on_ack(struct leocc_state *s, const struct leocc_ack_sample
 LEOCC_INTERNAL void cut_windows(struct leocc_state *s, leocc_u64 cut_us)
 {
 	s->window_start_us = cut_us;
-	s->competing_since_us = 0;
-	s->standing_cycles = 0;
-	s->cycle_samples = 0;
-	s->cycle_above = 0;
 	maxfilt_reset(&s->bw_max, s->round, 0);
 	kal_reset(&s->bw_kal);
 	kal_reset(&s->rtt_kal);
@@ -1408,7 +1292,6 @@ LEOCC_INTERNAL leocc_u32 start_adaptation(struct leocc_state *s, leocc_u64 t_us)
 							       bw_estimate(s), rtt_l(s)),
 					     s->p.ra_inflight_gain);
 		s->ra_old_rtt_l = rtt_l(s);
-		s->ra_old_rtt_h = rtt_h(s);
 	}
 	s->ra_cap_bytes = max_u64(s->ra_cap_bytes, (leocc_u64)s->p.min_cwnd * s->mss);
 	cut_windows(s, t_us);
@@ -1419,7 +1302,6 @@ LEOCC_INTERNAL leocc_u32 start_adaptation(struct leocc_state *s, leocc_u64 t_us)
 	s->ra_bw = 0;
 	s->ra_capped = RA_CAP_NOT_YET;
 	s->ra_recaps = 0;
-	s->ra_same = 0;
 	s->congested = 0;
 	return LEOCC_RCF_ADAPT;
 }
@@ -1478,7 +1360,7 @@ LEOCC_API void leocc_on_path(struct leocc_state *s, leocc_u64 now_us, leocc_u32 
 	 * probes: the satellite path moved with no outage the detector saw. The flow's windows
 	 * describe the old path; adapt as to an event (the guards apply). */
 	if (s->path_hi_us && term_pop_rtt_us > s->path_hi_us + PATH_STEP_BINS * s->p.mpf_bin_us)
-		s->path_high += s->path_high < 0xffff;
+		s->path_high++;
 	else
 		s->path_high = 0;
 	if (s->p.path_min_samples && s->path_high >= s->p.path_min_samples &&
@@ -1507,7 +1389,7 @@ LEOCC_API void leocc_view(const struct leocc_state *s, struct leocc_view *v)
 	v->rtt_nonsat = s->rtt_nonsat;
 	v->terrestrial_bottleneck = s->terrestrial;
 	v->cycle_phase = s->cycle_phase;
-	v->competing = competing(s);
+	v->competing = s->last_now_us < s->competing_until_us;
 	v->last_reconfig_us = s->last_rcf_us;
 	v->reconfigs = s->reconfigs;
 	v->reconfigs_skipped = s->reconfigs_skipped;

@@ -94,11 +94,10 @@ struct leocc_params {
 	leocc_u32 rcf_budget_pct;      /* at most this % of the time in adaptations (long run) */
 	leocc_u32 rcf_budget_max_us;   /* ... with at most this much saved up */
 	leocc_u32 delta_rtt_own_us;    /* Delta_RTT while the range is the flow's own (10 ms) */
-	leocc_u32 competing_cycles;    /* cycles congested throughout before competing (2; 0 never) */
+	leocc_u32 competing_cycles;    /* standing-queue cycles that switch to the own range (2) */
 	leocc_u32 mpf_half_share;      /* 1: second band search at half the share (ablation) */
 	leocc_u32 ra_second_round;     /* 1: second capped round tells slower from longer */
 	leocc_u32 bw_kal_every_sample; /* 1: bBW_m fed every sample, not each round's max */
-	leocc_u32 ra_same_path_check;  /* 1: an adaptation that finds the old path skips the probe */
 };
 
 /* What Linux gives a congestion control on an ACK (struct rate_sample plus tcp_sock). */
@@ -153,7 +152,7 @@ struct leocc_view {
 	leocc_u32 rtt_nonsat;         /* us, bRTT_latest - RTT_term-PoP (0 if unknown) */
 	leocc_u32 terrestrial_bottleneck; /* section 4.3 verdict (1 = terrestrial) */
 	leocc_u32 cycle_phase;        /* 0 .. cycle_len-1 in cruise */
-	leocc_u32 competing;          /* 1: next to a queue others keep (check_competition) */
+	leocc_u32 competing;          /* 1: a standing queue others keep: judged on its own range */
 	leocc_u64 last_reconfig_us;   /* time of the last accepted or skipped event, 0 if none */
 	leocc_u64 reconfigs;          /* events that cut the windows */
 	leocc_u64 reconfigs_skipped;  /* events not adapted to: weak, merged or over budget */
@@ -189,7 +188,7 @@ struct leocc_mpf {                /* RTT-band histogram over the last W_RT/2..W_
 };
 
 /*
- * Per-flow state. Fits in BPF sk_storage; sizeof(struct leocc_state) is 1024 bytes on x86-64
+ * Per-flow state. Fits in BPF sk_storage; sizeof(struct leocc_state) is 1016 bytes on x86-64
  * and BPF (checked by core/tests, host and BPF builds). Treat every field as private.
  */
 struct leocc_state {
@@ -219,7 +218,6 @@ struct leocc_state {
 	leocc_u64 adapt_credit_us;    /* adaptation budget left (see rcf_budget_pct) */
 	leocc_u64 last_adapt_us;      /* when the last adaptation started */
 	leocc_u32 ra_old_rtt_l;       /* bRTT_l of the interval before the event */
-	leocc_u32 ra_old_rtt_h;       /* bRTT_h of the interval before the event */
 	leocc_u32 ra_step;            /* 0: capped drain, 1: bandwidth probe */
 	leocc_u32 ra_fresh_rtts;      /* RTT samples measured after the event */
 	leocc_u32 ra_probe_rounds;
@@ -236,27 +234,22 @@ struct leocc_state {
 	leocc_u32 brtt_h;
 	leocc_u32 cwnd;
 	leocc_u32 mss;
+	leocc_u32 ra_capped;          /* RA step 0 sub-step: above cap, at cap, measuring */
+	leocc_u32 ra_recaps;          /* RA: a second capped round is running */
 	leocc_u32 ra_prev_rtt;        /* bRTT_latest at the end of the first capped round */
 	leocc_u32 drain_start_rtt;    /* bRTT_latest when the current drain phase began */
+	leocc_u32 range_from_path;    /* bRTT_h came from the probe's band width */
+	leocc_u32 band_learning;      /* elevated RTT survived a drain: a band, let the MPF learn it */
 	leocc_u32 path_width_us;      /* the probe's band width at the last refresh (0: none) */
 	leocc_u32 dense_floor_us;     /* lowest dense bin of the flow's own bands */
 	leocc_u16 cycle_samples;      /* RTT samples in the current cruise cycle ... */
-	leocc_u16 cycle_above;        /* ... of which bRTT_latest was above the range (eq. 4) */
-	leocc_u32 compete_top_us;     /* range top when competing began: others' queue lies above */
-	leocc_u32 compete_rtt_us;     /* lowest RTT seen while competing */
-	leocc_u8 standing_cycles;     /* cycles in a row mostly congested (or, competing, not) */
-	leocc_u8 ra_same;             /* RA: the capped round found the old path */
+	leocc_u16 cycle_above;        /* ... of which above the probe-measured range */
+	leocc_u16 standing_cycles;    /* cycles in a row mostly above the probe-measured range */
 	leocc_u8 round_capped;        /* this round was held by the congested one-BDP cwnd */
 	leocc_u8 cwnd_capped;         /* the last output used cwnd_gain_congested */
-	leocc_u8 ra_capped;           /* RA step 0 sub-step: above cap, at cap, measuring */
-	leocc_u8 ra_recaps;           /* RA: a second capped round is running */
-	leocc_u8 range_from_path;     /* bRTT_h came from the probe's band width */
-	leocc_u8 band_learning;       /* elevated RTT survived a drain: a band, let the MPF learn it */
-	leocc_u64 competing_since_us; /* a queue others keep stands: competing since (0: not) */
+	leocc_u64 competing_until_us; /* another flow's queue stands: own range until then */
 	leocc_u32 path_hi_us;         /* upper end of the probe's band range (0: unknown) */
-	leocc_u16 path_high;          /* probes in a row above it */
-	leocc_u8 drain_conclusive;    /* the last drain phase, congested, was paced below delivery */
-	leocc_u8 _pad8;
+	leocc_u32 path_high;          /* probes in a row above it */
 	leocc_u64 path_steps;         /* path changes seen from the probe's level alone */
 	struct leocc_mpf path_mpf;    /* the PoP probe's RTT bands since the last event */
 };

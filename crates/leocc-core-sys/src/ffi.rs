@@ -83,7 +83,7 @@ pub struct Params {
     pub rcf_budget_max_us: u32,
     /// Delta_RTT while the RTT range is the flow's own (no probe), us.
     pub delta_rtt_own_us: u32,
-    /// Cycles congested throughout (drain included) before the flow competes (0: never).
+    /// Standing-queue cycles that switch the verdict to the flow's own range (0: never).
     pub competing_cycles: u32,
     /// 1: a second band search at half the share when none is dense at the full share.
     pub mpf_half_share: u32,
@@ -91,8 +91,6 @@ pub struct Params {
     pub ra_second_round: u32,
     /// 1: bBW_m is fed every delivery-rate sample instead of each round's largest.
     pub bw_kal_every_sample: u32,
-    /// 1: an adaptation whose capped round finds the old path skips the bandwidth probe.
-    pub ra_same_path_check: u32,
 }
 
 /// What Linux gives a congestion control per ACK (`struct leocc_ack_sample`).

@@ -118,7 +118,8 @@ pub struct View {
     pub terrestrial_bottleneck: bool,
     /// Cruise phase, 0 (burst), 1 (drain), 2.. (steady).
     pub cycle_phase: u32,
-    /// Competing: another flow keeps a queue this flow cannot drain, and eq. 4 is off.
+    /// Competing: another flow's standing queue was seen, and eq. 4 judges against the flow's
+    /// own RTT range (docs/algorithm.md, "Next to buffer-filling flows").
     pub competing: bool,
     /// Time of the last reconfiguration event accepted or skipped, microseconds (0 if none).
     pub last_reconfig_us: u64,

@@ -34,12 +34,7 @@ pub const VARIANTS: &[Variant] = &[
     },
     Variant { name: "delta-10ms", what: "Delta_RTT 10 ms over the probe's range (authors: 0)", params: &["delta_rtt_us=10000"] },
     Variant { name: "cwnd-2x", what: "cwnd gain 2 while congested (not 1 x BDP)", params: &["cwnd_gain_congested=2048"] },
-    Variant { name: "no-compete", what: "no competing mode next to a queue others keep", params: &["competing_cycles=0"] },
-    Variant {
-        name: "same-path-1.5",
-        what: "an adaptation that finds the old base RTT band probes at 1.5 too",
-        params: &["ra_same_path_check=0"],
-    },
+    Variant { name: "no-compete", what: "no switch to the own range on a standing queue", params: &["competing_cycles=0"] },
     Variant {
         name: "no-guards",
         what: "no event spacing, no adaptation budget",

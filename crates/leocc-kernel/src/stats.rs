@@ -42,7 +42,7 @@ pub struct FlowStats {
     pub terrestrial_bottleneck: bool,
     /// Phase of the cruise cycle.
     pub cycle_phase: u32,
-    /// Competing next to a queue other flows keep (eq. 4 off).
+    /// Judging against its own RTT range next to another flow's standing queue.
     pub competing: bool,
     /// Round trips counted by the core.
     pub rounds: u64,

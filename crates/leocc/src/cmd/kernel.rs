@@ -257,7 +257,7 @@ fn show_stats(a: StatsArgs) -> anyhow::Result<()> {
             format!("{}{}", f.signal, if f.signal_source == "remote" { "/opt" } else { "" }),
         );
     }
-    println!("rates in Mbit/s; * = congested (eq. 4); + = competing with a queue others keep; rcf = reconfigurations handed to the core; /opt = signal from the peer's TCP option");
+    println!("rates in Mbit/s; * = congested (eq. 4); + = another flow's standing queue seen, judged on its own range; rcf = reconfigurations handed to the core; /opt = signal from the peer's TCP option");
     Ok(())
 }
 
