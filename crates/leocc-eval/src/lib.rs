@@ -14,6 +14,7 @@ pub mod across;
 pub mod detector;
 pub mod emu_engine;
 pub mod emu_quic;
+pub mod fidelity;
 pub mod leotp;
 pub mod matrix;
 pub mod pathdelay;

@@ -30,6 +30,9 @@ pub enum BenchCmd {
     /// drawn from wide ranges; worst case, worst 10 % and median per metric, with the seed of
     /// the worst path.
     Robust(BenchRobustArgs),
+    /// The simulator against the kernel: the same traces x controls x buffers x loss through
+    /// both engines, sim/emu ratios of throughput, p95 RTT, mean queueing delay (and share).
+    Fidelity(BenchFidelityArgs),
 }
 
 /// Options of `leocc bench ray`.
@@ -292,6 +295,93 @@ fn run_ablation(a: BenchAblationArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Options of `leocc bench fidelity`.
+#[derive(Args, Debug)]
+#[command(after_help = "Each run is the one `leocc eval` makes for the cell (leocc sim --json, or \
+leocc emu-run with kernel TCP through iperf3), recorded in DIR/results.jsonl as it finishes; a \
+rerun into DIR resumes. Emulator runs need root and each holds flock /tmp/leocc-emu.lock. After \
+a simulator change, --rerun sim measures the model again against the kernel runs already in DIR.")]
+pub struct BenchFidelityArgs {
+    /// Traces (repeatable, or several after one --trace).
+    #[arg(long, num_args = 1.., required = true)]
+    pub trace: Vec<std::path::PathBuf>,
+    /// Controls, comma separated; `a+b` is a two-flow cell (both from 0 s; the share column).
+    #[arg(long, default_value = leocc_eval::fidelity::DEFAULT_CCS)]
+    pub cc: String,
+    /// Buffers, comma separated: packets, bytes or time of the mean capacity.
+    #[arg(long, default_value = leocc_eval::fidelity::DEFAULT_QUEUES)]
+    pub queue: String,
+    /// Added random loss rates on the data direction, comma separated.
+    #[arg(long, default_value = leocc_eval::fidelity::DEFAULT_LOSSES)]
+    pub loss: String,
+    /// Seconds per run.
+    #[arg(long, default_value_t = 30.0)]
+    pub duration: f64,
+    /// Emulator runs per cell, and simulator seeds 1..=RUNS.
+    #[arg(long, default_value_t = 3)]
+    pub runs: u32,
+    /// Engines: sim,emu (both), or one of them.
+    #[arg(long, value_delimiter = ',', default_value = "sim,emu")]
+    pub engine: Vec<String>,
+    /// Drop the recorded runs of these engines from DIR first (e.g. `sim` after a model change).
+    #[arg(long, value_delimiter = ',')]
+    pub rerun: Vec<String>,
+    /// Output folder: results.jsonl (one line per run), fidelity.json (the cells), logs/, ts/
+    /// [default: a temporary folder, removed afterwards].
+    #[arg(long, short)]
+    pub out: Option<std::path::PathBuf>,
+    /// Print the table as Markdown.
+    #[arg(long)]
+    pub markdown: bool,
+    /// Only print the table of what DIR holds; run nothing.
+    #[arg(long)]
+    pub report: bool,
+}
+
+fn run_fidelity(a: BenchFidelityArgs) -> anyhow::Result<()> {
+    use leocc_eval::fidelity::{self, Fidelity};
+    use leocc_eval::matrix::{parse_queues, Engine};
+    let list = |s: &str| s.split(',').map(str::trim).filter(|x| !x.is_empty()).map(String::from).collect::<Vec<_>>();
+    let engines = |v: &[String], opt: &str| -> anyhow::Result<Vec<Engine>> {
+        v.iter().map(|e| e.parse::<Engine>().map_err(|e| anyhow::anyhow!("{opt}: {e}"))).collect()
+    };
+    let losses = list(&a.loss)
+        .iter()
+        .map(|l| l.parse::<f64>().map_err(|_| anyhow::anyhow!("--loss '{l}' is not a number")))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let f = Fidelity {
+        traces: a.trace.clone(),
+        ccs: list(&a.cc),
+        queues: parse_queues(&a.queue).map_err(|e| anyhow::anyhow!(e))?,
+        losses,
+        duration_s: a.duration,
+        runs: a.runs,
+        engines: engines(&a.engine, "--engine")?,
+        rerun: engines(&a.rerun, "--rerun")?,
+    };
+    f.validate()?;
+    let tmp = std::env::temp_dir().join(format!("leocc-bench-fidelity-{}", std::process::id()));
+    let out = a.out.clone().unwrap_or_else(|| tmp.clone());
+    if a.report {
+        anyhow::ensure!(a.out.is_some(), "--report reads a folder: give --out DIR");
+    } else {
+        let runner = leocc_eval::runner::Runner { exe: std::env::current_exe()?, out_dir: out.clone(), jobs: 1, progress: true };
+        let o = fidelity::run(&f, &runner)?;
+        eprintln!("fidelity: {} runs, {} already in {}, {} failed", o.ran, o.skipped, out.display(), o.failed.len());
+        for (key, why) in &o.failed {
+            eprintln!("fidelity: FAILED {key}: {why}");
+        }
+    }
+    let cells = fidelity::summarise(&out)?;
+    print!("{}", fidelity::table(&cells, a.markdown));
+    if a.out.is_none() {
+        let _ = std::fs::remove_dir_all(&tmp);
+    } else {
+        eprintln!("fidelity: runs in {}, cells in {}", out.join("results.jsonl").display(), out.join("fidelity.json").display());
+    }
+    Ok(())
+}
+
 /// Options of `leocc bench robust`.
 #[derive(Args, Debug)]
 #[command(after_help = "Paths come from `leocc trace draw` (docs/traces.md); path i has seed \
@@ -447,6 +537,7 @@ pub fn run(cmd: BenchCmd) -> anyhow::Result<()> {
         BenchCmd::Sweep(a) => return run_sweep_bench(a),
         BenchCmd::Leotp(a) => return crate::cmd::leotp::bench(a),
         BenchCmd::Robust(a) => return run_robust(a),
+        BenchCmd::Fidelity(a) => return run_fidelity(a),
     };
     if a.rate <= 0.0 || a.duration <= 0.0 || a.long <= 0.0 {
         anyhow::bail!("--rate, --duration and --long must be positive");
