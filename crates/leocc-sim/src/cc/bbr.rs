@@ -103,6 +103,9 @@ impl Controller for Bbr {
             ("bw_mbps", c.bw.get() * 8.0 / 1e6),
             ("min_rtt_ms", if c.min_rtt_us == u64::MAX { 0.0 } else { c.min_rtt_us as f64 / 1e3 }),
             ("pacing_gain", c.pacing_gain),
+            ("extra_acked", c.aggregation_pkts()),
+            ("target", c.target_pkts()),
+            ("recovery", f64::from(u8::from(c.in_recovery()))),
         ]
     }
 }

@@ -204,6 +204,22 @@ impl BbrCore {
         self.extra_acked[0].max(self.extra_acked[1]).min(max_aggr)
     }
 
+    /// The ACK-aggregation allowance now in the cwnd target, packets (0 before the pipe is full).
+    pub fn aggregation_pkts(&self) -> f64 {
+        self.aggregation_cwnd(self.bw.get())
+    }
+
+    /// The cwnd target of bbr_set_cwnd at the max filter's bandwidth, packets.
+    pub fn target_pkts(&self) -> f64 {
+        let bw = self.bw.get();
+        self.quantization_budget(self.bdp(bw, self.cwnd_gain) + self.aggregation_cwnd(bw))
+    }
+
+    /// Whether the last ACK found the flow in loss recovery (or after an RTO).
+    pub fn in_recovery(&self) -> bool {
+        self.prev_ca_state != CaState::Open
+    }
+
     /// bbr_update_bw: round counting and the max filter; returns the ACK's rate sample.
     fn update_bw(&mut self, s: &AckSample) -> Option<f64> {
         self.round_start = false;
