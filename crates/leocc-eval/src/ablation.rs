@@ -26,24 +26,56 @@ pub struct Variant {
 
 /// The variants, the shipped defaults first.
 pub const VARIANTS: &[Variant] = &[
-    Variant { name: "default", what: "as shipped", params: &[] },
+    Variant {
+        name: "default",
+        what: "as shipped",
+        params: &[],
+    },
     Variant {
         name: "own-range",
         what: "bRTT_h from the flow's own MPF (+10 ms), not the probe's band width",
         params: &["path_min_samples=0"],
     },
-    Variant { name: "delta-10ms", what: "Delta_RTT 10 ms over the probe's range (authors: 0)", params: &["delta_rtt_us=10000"] },
-    Variant { name: "cwnd-2x", what: "cwnd gain 2 while congested (not 1 x BDP)", params: &["cwnd_gain_congested=2048"] },
-    Variant { name: "no-compete", what: "no switch to the own range on a standing queue", params: &["competing_cycles=0"] },
+    Variant {
+        name: "delta-10ms",
+        what: "Delta_RTT 10 ms over the probe's range (authors: 0)",
+        params: &["delta_rtt_us=10000"],
+    },
+    Variant {
+        name: "cwnd-2x",
+        what: "cwnd gain 2 while congested (not 1 x BDP)",
+        params: &["cwnd_gain_congested=2048"],
+    },
+    Variant {
+        name: "no-compete",
+        what: "no switch to the own range on a standing queue",
+        params: &["competing_cycles=0"],
+    },
     Variant {
         name: "no-guards",
         what: "no event spacing, no adaptation budget",
         params: &["rcf_min_spacing_us=0", "rcf_budget_pct=100"],
     },
-    Variant { name: "full-share", what: "no second band search at half the share", params: &["mpf_half_share=0"] },
-    Variant { name: "one-capped", what: "no second capped round in the adaptation", params: &["ra_second_round=0"] },
-    Variant { name: "kal-every", what: "bBW_m fed every sample, not each round's max", params: &["bw_kal_every_sample=1"] },
-    Variant { name: "margin-1pct", what: "pace 1 % under the target (authors)", params: &["pacing_margin_pct=1"] },
+    Variant {
+        name: "full-share",
+        what: "no second band search at half the share",
+        params: &["mpf_half_share=0"],
+    },
+    Variant {
+        name: "one-capped",
+        what: "no second capped round in the adaptation",
+        params: &["ra_second_round=0"],
+    },
+    Variant {
+        name: "kal-every",
+        what: "bBW_m fed every sample, not each round's max",
+        params: &["bw_kal_every_sample=1"],
+    },
+    Variant {
+        name: "margin-1pct",
+        what: "pace 1 % under the target (authors)",
+        params: &["pacing_margin_pct=1"],
+    },
 ];
 
 /// A trace to run over, with the name it gets in the table.
@@ -125,7 +157,9 @@ pub struct Row {
 
 fn scenario(plan: &Plan, job: &Job) -> Result<Scenario, String> {
     let t = &plan.traces[job.trace];
-    let dur = ((plan.duration_s * 1e6) as u64).min(t.trace.duration_us()).max(1_000_000);
+    let dur = ((plan.duration_s * 1e6) as u64)
+        .min(t.trace.duration_us())
+        .max(1_000_000);
     let spec = match job.mix {
         Mix::Single => format!("{}@0-{}", job.cc, dur as f64 / 1e6),
         Mix::Three => {
@@ -141,7 +175,11 @@ fn scenario(plan: &Plan, job: &Job) -> Result<Scenario, String> {
     sc.loss = plan.loss;
     sc.data_dir = t.trace.meta.direction.primary();
     if let Some(v) = job.variant {
-        sc.cc_params = plan.variants[v].params.iter().map(|p| ("leocc".to_string(), p.to_string())).collect();
+        sc.cc_params = plan.variants[v]
+            .params
+            .iter()
+            .map(|p| ("leocc".to_string(), p.to_string()))
+            .collect();
     }
     Ok(sc)
 }
@@ -152,13 +190,41 @@ fn jobs(plan: &Plan) -> Vec<Job> {
         for queue in 0..plan.queues.len() {
             for &seed in &plan.seeds {
                 for cc in ["bbr", "bbr3"] {
-                    out.push(Job { variant: None, trace, queue, seed, mix: Mix::Single, cc });
+                    out.push(Job {
+                        variant: None,
+                        trace,
+                        queue,
+                        seed,
+                        mix: Mix::Single,
+                        cc,
+                    });
                 }
                 for v in 0..plan.variants.len() {
-                    out.push(Job { variant: Some(v), trace, queue, seed, mix: Mix::Single, cc: "leocc" });
+                    out.push(Job {
+                        variant: Some(v),
+                        trace,
+                        queue,
+                        seed,
+                        mix: Mix::Single,
+                        cc: "leocc",
+                    });
                     if plan.multi {
-                        out.push(Job { variant: Some(v), trace, queue, seed, mix: Mix::Three, cc: "leocc" });
-                        out.push(Job { variant: Some(v), trace, queue, seed, mix: Mix::VsBbr, cc: "leocc" });
+                        out.push(Job {
+                            variant: Some(v),
+                            trace,
+                            queue,
+                            seed,
+                            mix: Mix::Three,
+                            cc: "leocc",
+                        });
+                        out.push(Job {
+                            variant: Some(v),
+                            trace,
+                            queue,
+                            seed,
+                            mix: Mix::VsBbr,
+                            cc: "leocc",
+                        });
                     }
                 }
             }
@@ -180,7 +246,9 @@ pub fn run(plan: &Plan, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<Vec<
                 if i >= jobs.len() || error.lock().unwrap().is_some() {
                     return;
                 }
-                match scenario(plan, &jobs[i]).and_then(|sc| leocc_sim::run(&sc).map_err(|e| e.to_string())) {
+                match scenario(plan, &jobs[i])
+                    .and_then(|sc| leocc_sim::run(&sc).map_err(|e| e.to_string()))
+                {
                     Ok(r) => {
                         results.lock().unwrap()[i] = Some(r);
                         progress(done.fetch_add(1, Ordering::Relaxed) + 1, jobs.len());
@@ -193,7 +261,12 @@ pub fn run(plan: &Plan, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<Vec<
     if let Some(e) = error.into_inner().unwrap() {
         return Err(e);
     }
-    let results: Vec<RunResult> = results.into_inner().unwrap().into_iter().map(|r| r.expect("every job ran")).collect();
+    let results: Vec<RunResult> = results
+        .into_inner()
+        .unwrap()
+        .into_iter()
+        .map(|r| r.expect("every job ran"))
+        .collect();
     Ok(summarise(plan, &jobs, &results))
 }
 
@@ -207,17 +280,40 @@ fn mean(xs: &[f64]) -> f64 {
 
 fn summarise(plan: &Plan, jobs: &[Job], results: &[RunResult]) -> Vec<Row> {
     let by_job: std::collections::HashMap<&Job, &RunResult> = jobs.iter().zip(results).collect();
-    let find = |variant: Option<usize>, trace: usize, queue: usize, seed: u64, mix: Mix, cc: &'static str| {
-        by_job.get(&Job { variant, trace, queue, seed, mix, cc }).copied()
+    let find = |variant: Option<usize>,
+                trace: usize,
+                queue: usize,
+                seed: u64,
+                mix: Mix,
+                cc: &'static str| {
+        by_job
+            .get(&Job {
+                variant,
+                trace,
+                queue,
+                seed,
+                mix,
+                cc,
+            })
+            .copied()
     };
     let mut rows = Vec::new();
     for (v, variant) in plan.variants.iter().enumerate() {
-        let (mut util, mut q, mut q95, mut p95, mut thr, mut jain, mut share) =
-            (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (mut util, mut q, mut q95, mut p95, mut thr, mut jain, mut share) = (
+            Vec::new(),
+            Vec::new(),
+            Vec::new(),
+            Vec::new(),
+            Vec::new(),
+            Vec::new(),
+            Vec::new(),
+        );
         for trace in 0..plan.traces.len() {
             for queue in 0..plan.queues.len() {
                 for &seed in &plan.seeds {
-                    let Some(r) = find(Some(v), trace, queue, seed, Mix::Single, "leocc") else { continue };
+                    let Some(r) = find(Some(v), trace, queue, seed, Mix::Single, "leocc") else {
+                        continue;
+                    };
                     util.push(r.utilization);
                     q.push(r.qdelay_avg_ms);
                     q95.push(r.qdelay_p95_ms);
@@ -260,7 +356,13 @@ pub fn table(rows: &[Row]) -> String {
          |---|---|---:|---:|---:|---:|---:|---:|\n",
     );
     for r in rows {
-        let opt = |x: f64| if x.is_nan() { "-".to_string() } else { format!("{x:.2}") };
+        let opt = |x: f64| {
+            if x.is_nan() {
+                "-".to_string()
+            } else {
+                format!("{x:.2}")
+            }
+        };
         s.push_str(&format!(
             "| {} | {} | {:.3} | {:.1} / {:.1} | {:.2} | {:.2} | {} | {} |\n",
             r.variant,
@@ -285,7 +387,10 @@ mod tests {
     fn a_small_plan_runs_every_variant_and_the_reference() {
         let trace = Arc::new(leocc_sim::constant_trace(20.0, 20_000, 1_000_000, &[]));
         let plan = Plan {
-            traces: vec![NamedTrace { name: "const".into(), trace }],
+            traces: vec![NamedTrace {
+                name: "const".into(),
+                trace,
+            }],
             queues: vec![QueueLimit::Packets(100)],
             seeds: vec![1],
             loss: 0.0,
@@ -299,17 +404,27 @@ mod tests {
         for r in &rows {
             assert_eq!(r.cells, 1);
             assert!(r.utilization > 0.5 && r.utilization <= 1.0, "{r:?}");
-            assert!(r.p95_vs_bbr.is_finite() && r.thr_vs_bbr3.is_finite() && r.jain3 > 0.3 && r.share_vs_bbr > 0.0, "{r:?}");
+            assert!(
+                r.p95_vs_bbr.is_finite()
+                    && r.thr_vs_bbr3.is_finite()
+                    && r.jain3 > 0.3
+                    && r.share_vs_bbr > 0.0,
+                "{r:?}"
+            );
         }
         let t = table(&rows);
-        assert!(t.contains("| default | as shipped |") && t.contains("| own-range |"), "{t}");
+        assert!(
+            t.contains("| default | as shipped |") && t.contains("| own-range |"),
+            "{t}"
+        );
     }
 
     #[test]
     fn every_variant_names_real_parameters() {
         for v in VARIANTS {
             let params: Vec<String> = v.params.iter().map(|p| p.to_string()).collect();
-            leocc_sim::cc::check_params("leocc", &params).unwrap_or_else(|e| panic!("{}: {e}", v.name));
+            leocc_sim::cc::check_params("leocc", &params)
+                .unwrap_or_else(|e| panic!("{}: {e}", v.name));
         }
     }
 }

@@ -36,38 +36,69 @@ const UTIL: usize = 1;
 const P95: usize = 2;
 const QD95: usize = 3;
 const QDAVG: usize = 4;
-const FIELDS: [&str; 5] = ["throughput_mbps", "utilization", "rtt_p95_ms", "qdelay_p95_ms", "qdelay_avg_ms"];
+const FIELDS: [&str; 5] = [
+    "throughput_mbps",
+    "utilization",
+    "rtt_p95_ms",
+    "qdelay_p95_ms",
+    "qdelay_avg_ms",
+];
 
 impl<'a> Group<'a> {
     /// The single-flow cells of `engine` and `queue`.
-    pub fn new(cells: &'a BTreeMap<CellKey, Vec<&'a Record>>, engine: &'a str, queue: &'a str) -> Group<'a> {
+    pub fn new(
+        cells: &'a BTreeMap<CellKey, Vec<&'a Record>>,
+        engine: &'a str,
+        queue: &'a str,
+    ) -> Group<'a> {
         let mut per_trace: BTreeMap<&str, BTreeMap<&str, [f64; 5]>> = BTreeMap::new();
         let mut queue_label = String::new();
         for ((e, trace, q, scenario, label), runs) in cells {
             if e != engine || q != queue || scenario != "single" || runs.is_empty() {
                 continue;
             }
-            let mean = |f: &str| runs.iter().filter_map(|r| r.num(f)).sum::<f64>() / runs.len() as f64;
-            per_trace.entry(label.as_str()).or_default().insert(trace.as_str(), FIELDS.map(mean));
+            let mean =
+                |f: &str| runs.iter().filter_map(|r| r.num(f)).sum::<f64>() / runs.len() as f64;
+            per_trace
+                .entry(label.as_str())
+                .or_default()
+                .insert(trace.as_str(), FIELDS.map(mean));
             if queue_label.is_empty() {
                 // "500 pkts (135 ms)": the time part is resolved per trace, so it is dropped.
                 let l = runs[0].queue_label();
                 queue_label = l.split(" (").next().unwrap_or(&l).to_string();
             }
         }
-        Group { engine, queue, queue_label, per_trace }
+        Group {
+            engine,
+            queue,
+            queue_label,
+            per_trace,
+        }
     }
 
     /// Number of traces with any single-flow run.
     pub fn traces(&self) -> usize {
-        self.per_trace.values().flat_map(|t| t.keys()).collect::<std::collections::BTreeSet<_>>().len()
+        self.per_trace
+            .values()
+            .flat_map(|t| t.keys())
+            .collect::<std::collections::BTreeSet<_>>()
+            .len()
     }
 
     /// LeoCC's change against `rival` in `field`, one value per trace both ran, in %.
     fn changes(&self, rival: &str, field: usize) -> Vec<f64> {
-        let (Some(ours), Some(theirs)) = (self.per_trace.get("leocc"), self.per_trace.get(rival)) else { return Vec::new() };
+        let (Some(ours), Some(theirs)) = (self.per_trace.get("leocc"), self.per_trace.get(rival))
+        else {
+            return Vec::new();
+        };
         ours.iter()
-            .filter_map(|(t, v)| theirs.get(t).filter(|w| w[field].abs() > 1e-12).map(|w| (v[field] / w[field] - 1.0) * 100.0))
+            .filter_map(|(t, v)| {
+                theirs
+                    .get(t)
+                    .filter(|w| w[field].abs() > 1e-12)
+                    .map(|w| (v[field] / w[field] - 1.0) * 100.0)
+            })
             .collect()
     }
 
@@ -75,7 +106,11 @@ impl<'a> Group<'a> {
     /// of traces where LeoCC is ahead (more throughput, lower p95 RTT).
     pub fn headline_row(&self) -> String {
         let leocc = self.per_trace.get("leocc");
-        let vals = |f: usize| leocc.map(|m| m.values().map(|v| v[f]).collect::<Vec<_>>()).unwrap_or_default();
+        let vals = |f: usize| {
+            leocc
+                .map(|m| m.values().map(|v| v[f]).collect::<Vec<_>>())
+                .unwrap_or_default()
+        };
         let mut row = format!(
             "<tr><td>{}</td><td>all {} traces</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
             esc(self.engine),
@@ -119,7 +154,12 @@ impl<'a> Group<'a> {
             );
         }
         html += "</table><div class=\"row\">";
-        html += &self.cdf("utilisation", "utilisation across traces (%, better →)", UTIL, 100.0);
+        html += &self.cdf(
+            "utilisation",
+            "utilisation across traces (%, better →)",
+            UTIL,
+            100.0,
+        );
         html += &self.cdf("p95 RTT", "p95 RTT across traces (ms, ← better)", P95, 1.0);
         html + "</div>"
     }
@@ -133,11 +173,20 @@ impl<'a> Group<'a> {
         );
         c.height = 320;
         for (cc, traces) in &self.per_trace {
-            let mut v: Vec<f64> = traces.values().map(|x| x[field] * scale).filter(|x| x.is_finite()).collect();
+            let mut v: Vec<f64> = traces
+                .values()
+                .map(|x| x[field] * scale)
+                .filter(|x| x.is_finite())
+                .collect();
             v.sort_by(f64::total_cmp);
             let n = v.len() as f64;
-            let pts: Vec<(f64, f64)> = v.iter().enumerate().map(|(i, &x)| (x, (i + 1) as f64 / n)).collect();
-            c.series.push(Series::new(*cc, cc_color(cc), Style::Step, pts));
+            let pts: Vec<(f64, f64)> = v
+                .iter()
+                .enumerate()
+                .map(|(i, &x)| (x, (i + 1) as f64 / n))
+                .collect();
+            c.series
+                .push(Series::new(*cc, cc_color(cc), Style::Step, pts));
         }
         format!("<figure>{}</figure>", c.svg())
     }
@@ -145,12 +194,21 @@ impl<'a> Group<'a> {
 
 /// "median [p10, p90]" of `v` scaled, or "–" when empty.
 fn median_range(v: &[f64], scale: f64) -> String {
-    let mut v: Vec<f64> = v.iter().map(|x| x * scale).filter(|x| x.is_finite()).collect();
+    let mut v: Vec<f64> = v
+        .iter()
+        .map(|x| x * scale)
+        .filter(|x| x.is_finite())
+        .collect();
     if v.is_empty() {
         return "–".into();
     }
     v.sort_by(f64::total_cmp);
-    format!("{:.1} [{:.1}, {:.1}]", quantile(&v, 0.5), quantile(&v, 0.1), quantile(&v, 0.9))
+    format!(
+        "{:.1} [{:.1}, {:.1}]",
+        quantile(&v, 0.5),
+        quantile(&v, 0.1),
+        quantile(&v, 0.9)
+    )
 }
 
 /// LeoCC's per-trace changes against a rival: median change and the share of traces where
@@ -161,8 +219,15 @@ fn change_cell(changes: &[f64], higher_is_better: bool) -> String {
     }
     let mut v = changes.to_vec();
     v.sort_by(f64::total_cmp);
-    let ahead = v.iter().filter(|&&c| if higher_is_better { c > 0.0 } else { c < 0.0 }).count();
-    format!("{:+.0} % (ahead on {:.0} %)", quantile(&v, 0.5), ahead as f64 * 100.0 / v.len() as f64)
+    let ahead = v
+        .iter()
+        .filter(|&&c| if higher_is_better { c > 0.0 } else { c < 0.0 })
+        .count();
+    format!(
+        "{:+.0} % (ahead on {:.0} %)",
+        quantile(&v, 0.5),
+        ahead as f64 * 100.0 / v.len() as f64
+    )
 }
 
 #[cfg(test)]
@@ -172,9 +237,11 @@ mod tests {
     use serde_json::json;
 
     fn run(trace: &str, label: &str, seed: u64, thr: f64, p95: f64) -> Record {
-        Record(json!({"engine": "sim", "trace": trace, "queue": "500", "scenario": "single", "label": label, "seed": seed,
+        Record(
+            json!({"engine": "sim", "trace": trace, "queue": "500", "scenario": "single", "label": label, "seed": seed,
             "throughput_mbps": thr, "utilization": thr / 100.0, "rtt_p95_ms": p95, "qdelay_p95_ms": p95 - 40.0,
-            "qdelay_avg_ms": 5.0}))
+            "qdelay_avg_ms": 5.0}),
+        )
     }
 
     #[test]
@@ -197,14 +264,20 @@ mod tests {
         assert!(row.contains("+100 % (ahead on 100 %)"), "{row}");
         assert!(row.contains("(ahead on 75 %)"), "{row}");
         let page = g.section();
-        assert!(page.contains("80.0 [80.0, 80.0]"), "LeoCC's throughput is the mean over seeds: {page}");
+        assert!(
+            page.contains("80.0 [80.0, 80.0]"),
+            "LeoCC's throughput is the mean over seeds: {page}"
+        );
         assert_eq!(page.matches("<svg").count(), 2);
     }
 
     #[test]
     fn quantiles_by_nearest_rank() {
         let v: Vec<f64> = (1..=10).map(f64::from).collect();
-        assert_eq!((quantile(&v, 0.1), quantile(&v, 0.5), quantile(&v, 0.9)), (1.0, 5.0, 9.0));
+        assert_eq!(
+            (quantile(&v, 0.1), quantile(&v, 0.5), quantile(&v, 0.9)),
+            (1.0, 5.0, 9.0)
+        );
         assert_eq!(median_range(&[], 1.0), "–");
         assert_eq!(change_cell(&[], true), "–");
     }

@@ -38,7 +38,13 @@ pub fn run_ms(trace: &Trace, max_seconds: Option<f64>) -> u64 {
 
 /// Emulates `trace` (labelled `name`) for `run_ms` with the daemon in the client namespace;
 /// keeps the event log as `keep_log` when given. Needs root (the caller checks).
-pub fn emulate(name: &str, trace: &Trace, detector: &DetectorConfig, run_ms: u64, keep_log: Option<&Path>) -> Result<TraceRun> {
+pub fn emulate(
+    name: &str,
+    trace: &Trace,
+    detector: &DetectorConfig,
+    run_ms: u64,
+    keep_log: Option<&Path>,
+) -> Result<TraceRun> {
     let (truth_us, truth_source) = truth_of(trace);
     let dir = std::env::temp_dir().join(format!("leocc-probe-emulate-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
@@ -60,7 +66,9 @@ pub fn emulate(name: &str, trace: &Trace, detector: &DetectorConfig, run_ms: u64
     let emu = Emulator::start(&cfg)?;
     let t0 = emu.clock().t0_mono_ns();
     let h = emu.spawn_in(Side::Client, "leocc-probe", move || daemon::run(opts, None))?;
-    let run = h.join().map_err(|_| anyhow::anyhow!("the probe thread panicked"))?;
+    let run = h
+        .join()
+        .map_err(|_| anyhow::anyhow!("the probe thread panicked"))?;
     let end_us = (leocc_probe::net::mono_ns() - t0) / 1000;
     emu.stop();
     let summary = run?.map_err(anyhow::Error::msg)?;
@@ -68,11 +76,18 @@ pub fn emulate(name: &str, trace: &Trace, detector: &DetectorConfig, run_ms: u64
     let score = score_log(&text, t0, &truth_us, end_us).map_err(anyhow::Error::msg)?;
     let kept_log = match keep_log {
         Some(dest) => {
-            leocc_trace::write_atomic(dest, text.as_bytes()).with_context(|| format!("keeping the log as {}", dest.display()))?;
+            leocc_trace::write_atomic(dest, text.as_bytes())
+                .with_context(|| format!("keeping the log as {}", dest.display()))?;
             Some((dest.to_path_buf(), t0))
         }
         None => None,
     };
     std::fs::remove_dir_all(&dir)?;
-    Ok(TraceRun { truth_source, score, summary, seconds: run_ms as f64 / 1e3, kept_log })
+    Ok(TraceRun {
+        truth_source,
+        score,
+        summary,
+        seconds: run_ms as f64 / 1e3,
+        kept_log,
+    })
 }

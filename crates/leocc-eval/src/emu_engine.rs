@@ -74,7 +74,8 @@ pub(crate) fn preflight(ccs: &[String], exe: &Path) -> Result<()> {
         bail!("the emulator engine needs root (network namespaces and TUN)");
     }
     which("iperf3").context("iperf3 not found (scripts/setup.sh installs it)")?;
-    let available = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control").unwrap_or_default();
+    let available = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+        .unwrap_or_default();
     let mut reloaded = false;
     for cc in ccs {
         if crate::emu_quic::quic_name(cc).is_some() {
@@ -82,18 +83,29 @@ pub(crate) fn preflight(ccs: &[String], exe: &Path) -> Result<()> {
             continue;
         }
         if !KERNEL_CCS.contains(&cc.as_str()) {
-            bail!("control '{cc}' has no kernel implementation here (the emulator engine runs {})", KERNEL_CCS.join(", "));
+            bail!(
+                "control '{cc}' has no kernel implementation here (the emulator engine runs {})",
+                KERNEL_CCS.join(", ")
+            );
         }
         if cc == "leocc" && !reloaded {
             // Always this binary's LeoCC: a leocc left loaded by another build would be measured
             // under this build's name otherwise. Unloading with live flows is safe.
             if available.split_whitespace().any(|a| a == "leocc") {
-                let st = Command::new(exe).args(["kernel", "unload"]).stdout(Stdio::null()).status().context("running leocc kernel unload")?;
+                let st = Command::new(exe)
+                    .args(["kernel", "unload"])
+                    .stdout(Stdio::null())
+                    .status()
+                    .context("running leocc kernel unload")?;
                 if !st.success() {
                     bail!("`leocc kernel unload` failed before reloading this build's LeoCC");
                 }
             }
-            let st = Command::new(exe).args(["kernel", "load"]).stdout(Stdio::null()).status().context("running leocc kernel load")?;
+            let st = Command::new(exe)
+                .args(["kernel", "load"])
+                .stdout(Stdio::null())
+                .status()
+                .context("running leocc kernel load")?;
             if !st.success() {
                 bail!("`leocc kernel load` failed");
             }
@@ -106,12 +118,18 @@ pub(crate) fn preflight(ccs: &[String], exe: &Path) -> Result<()> {
 /// Sets `settings` (`leocc.NAME=VALUE`, range-checked as `leocc sim --param` does) for the new
 /// LeoCC flows of this run; the guard returns the kernel to the defaults when the run ends, on
 /// an error as well (and the next run's preflight reloads LeoCC, which resets them in any case).
-fn kernel_params(settings: &[String], ccs: &[String]) -> Result<Option<leocc_kernel::params::ParamsGuard>> {
+fn kernel_params(
+    settings: &[String],
+    ccs: &[String],
+) -> Result<Option<leocc_kernel::params::ParamsGuard>> {
     if settings.is_empty() {
         return Ok(None);
     }
     if !ccs.iter().any(|c| c == "leocc") {
-        bail!("parameters {} given, but no LeoCC flow runs", settings.join(" "));
+        bail!(
+            "parameters {} given, but no LeoCC flow runs",
+            settings.join(" ")
+        );
     }
     let p = apply_leocc_settings("--param", leocc_kernel::params::Params::default(), settings)?;
     Ok(Some(leocc_kernel::params::ParamsGuard::set(&p)?))
@@ -120,14 +138,20 @@ fn kernel_params(settings: &[String], ccs: &[String]) -> Result<Option<leocc_ker
 /// `base` with the `leocc.NAME=VALUE` settings applied, each range-checked as `leocc sim
 /// --param` checks it; `option` names the command-line option in errors. Only LeoCC has
 /// parameters in the kernel: a setting for another control is an error.
-pub fn apply_leocc_settings(option: &str, base: leocc_kernel::params::Params, settings: &[String]) -> Result<leocc_kernel::params::Params> {
+pub fn apply_leocc_settings(
+    option: &str,
+    base: leocc_kernel::params::Params,
+    settings: &[String],
+) -> Result<leocc_kernel::params::Params> {
     let mut p = base;
     for s in settings {
-        let (cc, setting) = leocc_sim::cc::parse_setting(s).map_err(|e| anyhow!("{option} '{s}': {e}"))?;
+        let (cc, setting) =
+            leocc_sim::cc::parse_setting(s).map_err(|e| anyhow!("{option} '{s}': {e}"))?;
         if cc != "leocc" {
             bail!("{option} '{s}': only LeoCC (BPF) takes parameters in the kernel; {cc} has none to set");
         }
-        p.apply([setting.as_str()]).map_err(|e| anyhow!("{option} '{s}': {e}"))?;
+        p.apply([setting.as_str()])
+            .map_err(|e| anyhow!("{option} '{s}': {e}"))?;
     }
     Ok(p)
 }
@@ -144,7 +168,10 @@ fn install_interrupt_handler() {
     for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         // SAFETY: the handler only stores into an atomic, which is async-signal-safe.
         unsafe {
-            libc::signal(sig, on_interrupt as extern "C" fn(libc::c_int) as libc::sighandler_t);
+            libc::signal(
+                sig,
+                on_interrupt as extern "C" fn(libc::c_int) as libc::sighandler_t,
+            );
         }
     }
 }
@@ -168,11 +195,17 @@ struct Flow {
 /// Runs the flows and returns the run's JSON record (the simulator's fields).
 pub fn run(r: &EmuRun) -> Result<Value> {
     let trace = Trace::load(&r.trace).map_err(|e| anyhow!("{e}"))?;
-    let specs = crate::emu_quic::parse_flows(&r.flows, "cubic", (r.duration_s * 1e6) as u64).map_err(|e| anyhow!(e))?;
+    let specs = crate::emu_quic::parse_flows(&r.flows, "cubic", (r.duration_s * 1e6) as u64)
+        .map_err(|e| anyhow!(e))?;
     let flows: Vec<Flow> = specs
         .iter()
         .enumerate()
-        .map(|(i, f)| Flow { cc: f.cc.clone(), start_s: f.start_us as f64 / 1e6, stop_s: f.stop_us as f64 / 1e6, port: BASE_PORT + i as u16 })
+        .map(|(i, f)| Flow {
+            cc: f.cc.clone(),
+            start_s: f.start_us as f64 / 1e6,
+            stop_s: f.stop_us as f64 / 1e6,
+            port: BASE_PORT + i as u16,
+        })
         .collect();
     let ccs: Vec<String> = flows.iter().map(|f| f.cc.clone()).collect();
     // Kernel tests load and unload the global "leocc"; a LeoCC run holds their lock so that it
@@ -186,14 +219,23 @@ pub fn run(r: &EmuRun) -> Result<Value> {
     let _params = kernel_params(&r.params, &ccs)?;
 
     let data_dir = trace.meta.direction.primary();
-    let (fwd, back) = (trace.link(data_dir), trace.link(if data_dir == Dir::Up { Dir::Down } else { Dir::Up }));
+    let (fwd, back) = (
+        trace.link(data_dir),
+        trace.link(if data_dir == Dir::Up {
+            Dir::Down
+        } else {
+            Dir::Up
+        }),
+    );
     let mut cfg = EmuConfig::new(trace.link(Dir::Up), trace.link(Dir::Down));
     cfg.terrestrial = trace.terrestrial();
     cfg.seed = r.seed;
     cfg.loss = r.loss.unwrap_or(0.0);
     let queue = r
         .queue
-        .unwrap_or(leocc_sim::QueueLimit::Packets(leocc_emu::emulator::DEFAULT_QUEUE_PACKETS as u64))
+        .unwrap_or(leocc_sim::QueueLimit::Packets(
+            leocc_emu::emulator::DEFAULT_QUEUE_PACKETS as u64,
+        ))
         .resolve_at(fwd.mean_capacity_bps(0, fwd.period_us().max(1)))
         .map_err(|e| anyhow!(e))?;
     cfg.queue = emu_queue(&queue);
@@ -205,11 +247,16 @@ pub fn run(r: &EmuRun) -> Result<Value> {
     };
     // QUIC flows: the sender is the server; its certificate and the detector's subscription
     // socket live in a directory of this run.
-    let send_addr = if recv_addr == leocc_emu::CLIENT_ADDR { leocc_emu::SERVER_ADDR } else { leocc_emu::CLIENT_ADDR };
+    let send_addr = if recv_addr == leocc_emu::CLIENT_ADDR {
+        leocc_emu::SERVER_ADDR
+    } else {
+        leocc_emu::CLIENT_ADDR
+    };
     let quic_dir = std::env::temp_dir().join(format!("leocc-emu-quic-{}", std::process::id()));
     let any_quic = ccs.iter().any(|c| crate::emu_quic::quic_name(c).is_some());
     if any_quic {
-        std::fs::create_dir_all(&quic_dir).with_context(|| format!("creating {}", quic_dir.display()))?;
+        std::fs::create_dir_all(&quic_dir)
+            .with_context(|| format!("creating {}", quic_dir.display()))?;
     }
     let events_socket = quic_dir.join(leocc_probe::subscribe::SOCKET_NAME);
 
@@ -228,8 +275,18 @@ pub fn run(r: &EmuRun) -> Result<Value> {
             if crate::emu_quic::quic_name(&f.cc).is_some() {
                 let mut cmd = emu.command(send_side, &r.leocc_exe.to_string_lossy());
                 let cert = quic_dir.join(format!("{}.der", f.port));
-                crate::emu_quic::serve_args(&mut cmd, &f.cc, &format!("{send_addr}:{}", f.port), &cert, &events_socket);
-                let c = die_with_parent(&mut cmd).stdout(Stdio::null()).stderr(Stdio::null()).spawn().context("starting leocc quic serve")?;
+                crate::emu_quic::serve_args(
+                    &mut cmd,
+                    &f.cc,
+                    &format!("{send_addr}:{}", f.port),
+                    &cert,
+                    &events_socket,
+                );
+                let c = die_with_parent(&mut cmd)
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .context("starting leocc quic serve")?;
                 children.push(c);
                 continue;
             }
@@ -255,7 +312,12 @@ pub fn run(r: &EmuRun) -> Result<Value> {
                 cmd.arg("probe");
             }
             let c = die_with_parent(&mut cmd)
-                .args(["--pop", &leocc_emu::POP_ADDR.to_string(), "--duration", &format!("{}", r.duration_s + 2.0)])
+                .args([
+                    "--pop",
+                    &leocc_emu::POP_ADDR.to_string(),
+                    "--duration",
+                    &format!("{}", r.duration_s + 2.0),
+                ])
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .spawn()
@@ -268,33 +330,54 @@ pub fn run(r: &EmuRun) -> Result<Value> {
             .iter()
             .map(|f| {
                 let quic = crate::emu_quic::quic_name(&f.cc).is_some();
-                let mut cmd = if quic { emu.command(recv_side, &r.leocc_exe.to_string_lossy()) } else { emu.command(send_side, "iperf3") };
+                let mut cmd = if quic {
+                    emu.command(recv_side, &r.leocc_exe.to_string_lossy())
+                } else {
+                    emu.command(send_side, "iperf3")
+                };
                 // Spawned on the thread below, which waits for it: the death signal holds.
                 die_with_parent(&mut cmd);
                 if quic {
                     let cert = quic_dir.join(format!("{}.der", f.port));
-                    crate::emu_quic::get_args(&mut cmd, &format!("{send_addr}:{}", f.port), &cert, f.stop_s - f.start_s, INTERVAL_S);
+                    crate::emu_quic::get_args(
+                        &mut cmd,
+                        &format!("{send_addr}:{}", f.port),
+                        &cert,
+                        f.stop_s - f.start_s,
+                        INTERVAL_S,
+                    );
                 } else {
-                cmd.args([
-                    "-c",
-                    &recv_addr.to_string(),
-                    "-p",
-                    &f.port.to_string(),
-                    "-C",
-                    &f.cc,
-                    "-t",
-                    &format!("{}", f.stop_s - f.start_s),
-                    "-i",
-                    &INTERVAL_S.to_string(),
-                    "-J",
-                ]);
+                    cmd.args([
+                        "-c",
+                        &recv_addr.to_string(),
+                        "-p",
+                        &f.port.to_string(),
+                        "-C",
+                        &f.cc,
+                        "-t",
+                        &format!("{}", f.stop_s - f.start_s),
+                        "-i",
+                        &INTERVAL_S.to_string(),
+                        "-J",
+                    ]);
                 }
                 let start = f.start_s;
                 std::thread::spawn(move || -> Result<Value> {
                     let wait = Duration::from_secs_f64(start).saturating_sub(t0.elapsed());
                     std::thread::sleep(wait);
-                    let out = cmd.stderr(Stdio::piped()).output().context("running iperf3 -c")?;
-                    let v: Value = serde_json::from_slice(&out.stdout).with_context(|| format!("parsing the flow's JSON output ({})", String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or("")))?;
+                    let out = cmd
+                        .stderr(Stdio::piped())
+                        .output()
+                        .context("running iperf3 -c")?;
+                    let v: Value = serde_json::from_slice(&out.stdout).with_context(|| {
+                        format!(
+                            "parsing the flow's JSON output ({})",
+                            String::from_utf8_lossy(&out.stderr)
+                                .lines()
+                                .last()
+                                .unwrap_or("")
+                        )
+                    })?;
                     if let Some(e) = v.get("error").and_then(Value::as_str) {
                         bail!("iperf3: {e}");
                     }
@@ -314,7 +397,11 @@ pub fn run(r: &EmuRun) -> Result<Value> {
             outs.push(h.join().map_err(|_| anyhow!("iperf3 thread panicked"))??);
         }
         if t0.elapsed().as_secs_f64() > deadline {
-            eprintln!("emu-run: flows took {:.1} s for a {:.1} s run", t0.elapsed().as_secs_f64(), r.duration_s);
+            eprintln!(
+                "emu-run: flows took {:.1} s for a {:.1} s run",
+                t0.elapsed().as_secs_f64(),
+                r.duration_s
+            );
         }
         Ok(outs)
     })();
@@ -334,7 +421,11 @@ pub fn run(r: &EmuRun) -> Result<Value> {
         Dir::Down => &summary.downlink,
         Dir::Up => &summary.uplink,
     };
-    let loss_rate = if data.arrived_pkts > 0 { (data.dropped_queue + data.dropped_loss) as f64 / data.arrived_pkts as f64 } else { 0.0 };
+    let loss_rate = if data.arrived_pkts > 0 {
+        (data.dropped_queue + data.dropped_loss) as f64 / data.arrived_pkts as f64
+    } else {
+        0.0
+    };
     let mut rec = measure(&flows, &outs, &fwd, &back, r, loss_rate)?;
     rec["queue"] = queue.given.to_string().into();
     rec["queue_bytes"] = queue.bytes.into();
@@ -346,13 +437,26 @@ pub fn run(r: &EmuRun) -> Result<Value> {
 /// The emulator's form of a resolved queue limit: packets stay packets, the rest is bytes.
 pub fn emu_queue(q: &leocc_sim::ResolvedQueue) -> QueueLimit {
     match q.limit {
-        leocc_sim::QueueLimit::Packets(n) => QueueLimit { packets: Some(n as usize), bytes: None },
-        _ => QueueLimit { packets: None, bytes: Some(q.bytes as usize) },
+        leocc_sim::QueueLimit::Packets(n) => QueueLimit {
+            packets: Some(n as usize),
+            bytes: None,
+        },
+        _ => QueueLimit {
+            packets: None,
+            bytes: Some(q.bytes as usize),
+        },
     }
 }
 
 /// Turns the iperf3 outputs into the record and writes the time series.
-fn measure(flows: &[Flow], outs: &[Value], fwd: &LinkModel, back: &LinkModel, r: &EmuRun, loss_rate: f64) -> Result<Value> {
+fn measure(
+    flows: &[Flow],
+    outs: &[Value],
+    fwd: &LinkModel,
+    back: &LinkModel,
+    r: &EmuRun,
+    loss_rate: f64,
+) -> Result<Value> {
     let mut all_rtt = Vec::new();
     let mut all_owd = Vec::new();
     let mut all_q = Vec::new();
@@ -366,11 +470,20 @@ fn measure(flows: &[Flow], outs: &[Value], fwd: &LinkModel, back: &LinkModel, r:
         let rtx = end["sum_sent"]["retransmits"].as_f64().unwrap_or(0.0);
         let (mut rtts, mut owds, mut qs) = (Vec::new(), Vec::new(), Vec::new());
         for iv in out["intervals"].as_array().map_or(&[][..], Vec::as_slice) {
-            let Some(s) = iv["streams"].get(0) else { continue };
+            let Some(s) = iv["streams"].get(0) else {
+                continue;
+            };
             let t_end = f.start_s + s["end"].as_f64().unwrap_or(0.0);
             let rtt_ms = s["rtt"].as_f64().unwrap_or(0.0) / 1000.0;
             let mbps = s["bits_per_second"].as_f64().unwrap_or(0.0) / 1e6;
-            let _ = std::fmt::Write::write_fmt(&mut ts, format_args!("{t_end:.3},{i},{},{mbps:.3},{rtt_ms:.3},{}\n", f.cc, s["snd_cwnd"].as_f64().unwrap_or(0.0) / MSS_BYTES));
+            let _ = std::fmt::Write::write_fmt(
+                &mut ts,
+                format_args!(
+                    "{t_end:.3},{i},{},{mbps:.3},{rtt_ms:.3},{}\n",
+                    f.cc,
+                    s["snd_cwnd"].as_f64().unwrap_or(0.0) / MSS_BYTES
+                ),
+            );
             if rtt_ms > 0.0 {
                 let t_us = (t_end * 1e6) as u64;
                 let base_back = back.delay_us(t_us) as f64 / 1000.0;
@@ -381,7 +494,8 @@ fn measure(flows: &[Flow], outs: &[Value], fwd: &LinkModel, back: &LinkModel, r:
             }
         }
         let active_s = f.stop_s - f.start_s;
-        let wire_bytes = crate::emu_quic::wire_bytes(out).unwrap_or((recv_bytes / MSS_BYTES + rtx) * WIRE_BYTES);
+        let wire_bytes =
+            crate::emu_quic::wire_bytes(out).unwrap_or((recv_bytes / MSS_BYTES + rtx) * WIRE_BYTES);
         let sent_pkts = crate::emu_quic::sent_packets(out).unwrap_or(sent_bytes / MSS_BYTES);
         let thr = wire_bytes * 8.0 / active_s / 1e6;
         let cap = fwd.mean_capacity_bps((f.start_s * 1e6) as u64, (f.stop_s * 1e6) as u64) / 1e6;
@@ -401,11 +515,18 @@ fn measure(flows: &[Flow], outs: &[Value], fwd: &LinkModel, back: &LinkModel, r:
         all_owd.extend(owds);
         all_q.extend(qs);
     }
-    let span_s = flows.iter().map(|f| f.stop_s).fold(0.0, f64::max) - flows.iter().map(|f| f.start_s).fold(f64::MAX, f64::min);
+    let span_s = flows.iter().map(|f| f.stop_s).fold(0.0, f64::max)
+        - flows.iter().map(|f| f.start_s).fold(f64::MAX, f64::min);
     let thr = total_bytes * 8.0 / span_s / 1e6;
     let cap = fwd.mean_capacity_bps(0, (r.duration_s * 1e6) as u64) / 1e6;
-    let per: Vec<f64> = flow_recs.iter().filter_map(|f| f["throughput_mbps"].as_f64()).collect();
-    let (s, s2) = (per.iter().sum::<f64>(), per.iter().map(|x| x * x).sum::<f64>());
+    let per: Vec<f64> = flow_recs
+        .iter()
+        .filter_map(|f| f["throughput_mbps"].as_f64())
+        .collect();
+    let (s, s2) = (
+        per.iter().sum::<f64>(),
+        per.iter().map(|x| x * x).sum::<f64>(),
+    );
     if let Some(p) = &r.timeseries {
         leocc_trace::write_atomic(p, ts.as_bytes())?;
     }
@@ -422,7 +543,11 @@ fn measure(flows: &[Flow], outs: &[Value], fwd: &LinkModel, back: &LinkModel, r:
 }
 
 fn mean(v: &[f64]) -> f64 {
-    if v.is_empty() { 0.0 } else { v.iter().sum::<f64>() / v.len() as f64 }
+    if v.is_empty() {
+        0.0
+    } else {
+        v.iter().sum::<f64>() / v.len() as f64
+    }
 }
 
 /// Nearest-rank percentile (0 when empty).

@@ -30,7 +30,11 @@ pub fn check(cc: &str) -> Result<(), String> {
 
 /// `leocc_sim::parse_flows` accepting `quic:NAME` controls: each item is parsed with a kernel
 /// stand-in name (the grammar of counts and times is the simulator's), then renamed.
-pub fn parse_flows(spec: &str, default_cc: &str, duration_us: u64) -> Result<Vec<FlowSpec>, String> {
+pub fn parse_flows(
+    spec: &str,
+    default_cc: &str,
+    duration_us: u64,
+) -> Result<Vec<FlowSpec>, String> {
     if spec.trim().parse::<u32>().is_ok() {
         return leocc_sim::parse_flows(spec, default_cc, duration_us);
     }
@@ -65,17 +69,22 @@ pub fn parse_flows(spec: &str, default_cc: &str, duration_us: u64) -> Result<Vec
 /// Arguments of the server (the sender) of one QUIC flow.
 pub fn serve_args(cmd: &mut Command, cc: &str, listen: &str, cert: &Path, events_socket: &Path) {
     let name = quic_name(cc).unwrap_or(cc);
-    cmd.args(["quic", "serve", "--once", "--listen", listen, "--cc", name, "--cert"])
-        .arg(cert)
-        .args(["--events", "socket", "--events-socket"])
-        .arg(events_socket);
+    cmd.args([
+        "quic", "serve", "--once", "--listen", listen, "--cc", name, "--cert",
+    ])
+    .arg(cert)
+    .args(["--events", "socket", "--events-socket"])
+    .arg(events_socket);
 }
 
 /// Arguments of the client (the receiver, which prints the JSON) of one QUIC flow.
 pub fn get_args(cmd: &mut Command, server: &str, cert: &Path, seconds: f64, interval_s: f64) {
-    cmd.args(["quic", "get", server, "--cert"])
-        .arg(cert)
-        .args(["-t", &seconds.to_string(), "-i", &interval_s.to_string()]);
+    cmd.args(["quic", "get", server, "--cert"]).arg(cert).args([
+        "-t",
+        &seconds.to_string(),
+        "-i",
+        &interval_s.to_string(),
+    ]);
 }
 
 /// Bytes that crossed the bottleneck for a QUIC flow: the sender's UDP datagrams not declared
@@ -102,11 +111,18 @@ mod tests {
 
     #[test]
     fn quic_controls_parse_beside_kernel_ones() {
-        let f = parse_flows("quic:leocc@0-10,cubic@0-10,2*quic:bbr@5-10", "cubic", 10_000_000).unwrap();
+        let f = parse_flows(
+            "quic:leocc@0-10,cubic@0-10,2*quic:bbr@5-10",
+            "cubic",
+            10_000_000,
+        )
+        .unwrap();
         let ccs: Vec<&str> = f.iter().map(|f| f.cc.as_str()).collect();
         assert_eq!(ccs, ["quic:leocc", "cubic", "quic:bbr", "quic:bbr"]);
         assert_eq!((f[2].start_us, f[2].stop_us), (5_000_000, 10_000_000));
-        assert!(parse_flows("quic:vegas@0-10", "cubic", 10_000_000).unwrap_err().contains("vegas"));
+        assert!(parse_flows("quic:vegas@0-10", "cubic", 10_000_000)
+            .unwrap_err()
+            .contains("vegas"));
         assert!(parse_flows("quic:leocc@x-10", "cubic", 10_000_000).is_err());
     }
 }

@@ -58,8 +58,12 @@ pub struct Fidelity {
 }
 
 /// The metrics compared, as (record field or derived name, label, unit).
-pub const METRICS: [(&str, &str); 4] =
-    [("throughput_mbps", "throughput"), ("rtt_p95_ms", "p95 RTT"), ("qdelay_avg_ms", "mean qdelay"), ("share", "share")];
+pub const METRICS: [(&str, &str); 4] = [
+    ("throughput_mbps", "throughput"),
+    ("rtt_p95_ms", "p95 RTT"),
+    ("qdelay_avg_ms", "mean qdelay"),
+    ("share", "share"),
+];
 
 impl Fidelity {
     /// Checks the options.
@@ -71,7 +75,10 @@ impl Fidelity {
             bail!("--cc, --queue and --loss need at least one value each");
         }
         if !(self.duration_s > 0.0 && self.duration_s <= 3600.0) {
-            bail!("--duration {} must be in (0, 3600] seconds", self.duration_s);
+            bail!(
+                "--duration {} must be in (0, 3600] seconds",
+                self.duration_s
+            );
         }
         if self.runs == 0 {
             bail!("--runs must be at least 1");
@@ -88,9 +95,14 @@ impl Fidelity {
             }
             for p in parts {
                 if !leocc_sim::cc::NAMES.contains(&p) {
-                    bail!("--cc '{label}': unknown control '{p}' (known: {})", leocc_sim::cc::NAMES.join(", "));
+                    bail!(
+                        "--cc '{label}': unknown control '{p}' (known: {})",
+                        leocc_sim::cc::NAMES.join(", ")
+                    );
                 }
-                if self.engines.contains(&Engine::Emu) && !crate::emu_engine::KERNEL_CCS.contains(&p) {
+                if self.engines.contains(&Engine::Emu)
+                    && !crate::emu_engine::KERNEL_CCS.contains(&p)
+                {
                     bail!(
                         "--cc '{label}': '{p}' has no kernel implementation for the emulator (it runs {}); give --engine sim to compare nothing but the simulator",
                         crate::emu_engine::KERNEL_CCS.join(", ")
@@ -158,7 +170,13 @@ fn cell_flows(label: &str, d: f64) -> (Scenario, String) {
     match label {
         "leocc+bbr" => (Scenario::VsBbr, Scenario::VsBbr.flows_spec(label, d)),
         "leocc+cubic" => (Scenario::VsCubic, Scenario::VsCubic.flows_spec(label, d)),
-        l if l.contains('+') => (Scenario::Single, l.split('+').map(|c| format!("{c}@0-{d}")).collect::<Vec<_>>().join(",")),
+        l if l.contains('+') => (
+            Scenario::Single,
+            l.split('+')
+                .map(|c| format!("{c}@0-{d}"))
+                .collect::<Vec<_>>()
+                .join(","),
+        ),
         l => (Scenario::Single, Scenario::Single.flows_spec(l, d)),
     }
 }
@@ -185,7 +203,8 @@ impl EmuLock {
             }
             // SAFETY: as above.
             if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
-                return Err(std::io::Error::last_os_error()).with_context(|| format!("locking {EMU_LOCK}"));
+                return Err(std::io::Error::last_os_error())
+                    .with_context(|| format!("locking {EMU_LOCK}"));
             }
         }
         Ok(EmuLock { _file: file })
@@ -208,7 +227,10 @@ fn drop_engine_rows(path: &Path, engines: &[Engine]) -> Result<usize> {
     results::repair(path)?;
     let recs = results::read(path)?;
     let names: Vec<String> = engines.iter().map(Engine::to_string).collect();
-    let keep: Vec<&Record> = recs.iter().filter(|r| !names.iter().any(|n| n == r.str("engine"))).collect();
+    let keep: Vec<&Record> = recs
+        .iter()
+        .filter(|r| !names.iter().any(|n| n == r.str("engine")))
+        .collect();
     let mut text = String::new();
     for r in &keep {
         text.push_str(&serde_json::to_string(&r.0)?);
@@ -229,21 +251,51 @@ pub fn run(f: &Fidelity, runner: &Runner) -> Result<RunOutcome> {
             bail!("the emulator side needs root (network namespaces and TUN); --engine sim runs the simulator alone");
         }
     }
-    std::fs::create_dir_all(&runner.out_dir).with_context(|| format!("creating {}", runner.out_dir.display()))?;
+    std::fs::create_dir_all(&runner.out_dir)
+        .with_context(|| format!("creating {}", runner.out_dir.display()))?;
     let dropped = drop_engine_rows(&crate::runner::results_path(&runner.out_dir), &f.rerun)?;
     if dropped > 0 && runner.progress {
-        eprintln!("fidelity: dropped {dropped} recorded runs of {} to run them again", f.rerun.iter().map(Engine::to_string).collect::<Vec<_>>().join(", "));
+        eprintln!(
+            "fidelity: dropped {dropped} recorded runs of {} to run them again",
+            f.rerun
+                .iter()
+                .map(Engine::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
     }
     let (results_file, todo, o) = runner.pending(&specs)?;
-    let mut outcome = RunOutcome { skipped: o.skipped, ..Default::default() };
+    let mut outcome = RunOutcome {
+        skipped: o.skipped,
+        ..Default::default()
+    };
     let total = todo.len();
-    let started = Instant::now();
+    // Per engine: (runs left, seconds spent, runs done), for an ETA that knows an emulator
+    // run takes its duration and a simulator run a fraction of a second.
+    let mut per = [Engine::Sim, Engine::Emu].map(|e| {
+        (
+            todo.iter().filter(|s| s.engine == e).count(),
+            0.0f64,
+            0usize,
+        )
+    });
     for (i, spec) in todo.iter().enumerate() {
         let t0 = Instant::now();
         let result = (|| -> Result<Value> {
-            let _lock = if spec.engine == Engine::Emu { Some(EmuLock::acquire(runner.progress)?) } else { None };
-            let out = runner.command(spec).output().with_context(|| format!("starting {}", runner.exe.display()))?;
-            let exit = if out.status.success() { Ok(()) } else { Err(out.status.to_string()) };
+            let _lock = if spec.engine == Engine::Emu {
+                Some(EmuLock::acquire(runner.progress)?)
+            } else {
+                None
+            };
+            let out = runner
+                .command(spec)
+                .output()
+                .with_context(|| format!("starting {}", runner.exe.display()))?;
+            let exit = if out.status.success() {
+                Ok(())
+            } else {
+                Err(out.status.to_string())
+            };
             let mut rec = runner.finish(spec, exit, &out.stdout, &out.stderr)?;
             rec["loss_added"] = spec.loss.unwrap_or(0.0).into();
             results::append(&results_file, &rec)?;
@@ -260,7 +312,22 @@ pub fn run(f: &Fidelity, runner: &Runner) -> Result<RunOutcome> {
                 Err(e) => format!("FAILED: {e:#}"),
             };
             let done = i + 1;
-            let eta = started.elapsed().mul_f64((total - done) as f64 / done as f64);
+            let e = usize::from(spec.engine == Engine::Emu);
+            per[e].0 -= 1;
+            per[e].1 += t0.elapsed().as_secs_f64();
+            per[e].2 += 1;
+            let guess = [1.0, f.duration_s + 6.0];
+            let eta_s: f64 = (0..2)
+                .map(|k| {
+                    per[k].0 as f64
+                        * if per[k].2 > 0 {
+                            per[k].1 / per[k].2 as f64
+                        } else {
+                            guess[k]
+                        }
+                })
+                .sum();
+            let eta = std::time::Duration::from_secs_f64(eta_s);
             eprintln!(
                 "fidelity: [{done}/{total}] ETA {} {} {} q{} loss {} {} seed {} ({:.1} s): {what}",
                 crate::runner::fmt_duration(eta),
@@ -314,7 +381,11 @@ impl Cell {
     pub fn badness(&self) -> Option<(f64, &Compared)> {
         self.metrics
             .iter()
-            .filter(|m| (m.sim.mean - m.emu.mean).abs() > floor(m.metric) && m.ratio.is_finite() && m.ratio > 0.0)
+            .filter(|m| {
+                (m.sim.mean - m.emu.mean).abs() > floor(m.metric)
+                    && m.ratio.is_finite()
+                    && m.ratio > 0.0
+            })
             .map(|m| (m.ratio.ln().abs(), m))
             .max_by(|a, b| a.0.total_cmp(&b.0))
     }
@@ -337,7 +408,10 @@ fn value(r: &Record, metric: &str) -> Option<f64> {
         if flows.len() != 2 {
             return None;
         }
-        let t: Vec<f64> = flows.iter().filter_map(|f| f["throughput_mbps"].as_f64()).collect();
+        let t: Vec<f64> = flows
+            .iter()
+            .filter_map(|f| f["throughput_mbps"].as_f64())
+            .collect();
         return (t.len() == 2 && t[0] + t[1] > 0.0).then(|| t[0] / (t[0] + t[1]));
     }
     r.num(metric)
@@ -345,7 +419,11 @@ fn value(r: &Record, metric: &str) -> Option<f64> {
 
 /// The sample standard deviation (n − 1); 0 for one value.
 fn sample_sd(s: &Stat) -> f64 {
-    if s.n < 2 { 0.0 } else { s.sd * (s.n as f64 / (s.n as f64 - 1.0)).sqrt() }
+    if s.n < 2 {
+        0.0
+    } else {
+        s.sd * (s.n as f64 / (s.n as f64 - 1.0)).sqrt()
+    }
 }
 
 /// Student's t, 97.5 % quantile, for `df` degrees of freedom (interpolated in 1/df).
@@ -370,7 +448,11 @@ pub fn t975(df: f64) -> f64 {
     for w in T.windows(2) {
         let ((d0, t0), (d1, t1)) = (w[0], w[1]);
         if df <= d1 {
-            let (x0, x1, x) = (1.0 / d0, if d1.is_finite() { 1.0 / d1 } else { 0.0 }, 1.0 / df);
+            let (x0, x1, x) = (
+                1.0 / d0,
+                if d1.is_finite() { 1.0 / d1 } else { 0.0 },
+                1.0 / df,
+            );
             return t0 + (t1 - t0) * (x0 - x) / (x0 - x1);
         }
     }
@@ -394,7 +476,13 @@ pub fn ratio_interval(sim: &Stat, emu: &Stat) -> Option<(f64, f64)> {
     if var <= 0.0 {
         return Some((r, r));
     }
-    let dof_part = |v: f64, n: usize| if n >= 2 { v * v / (n as f64 - 1.0) } else { 0.0 };
+    let dof_part = |v: f64, n: usize| {
+        if n >= 2 {
+            v * v / (n as f64 - 1.0)
+        } else {
+            0.0
+        }
+    };
     let df = var * var / (dof_part(a, sim.n) + dof_part(b, emu.n)).max(f64::MIN_POSITIVE);
     let half = t975(df) * var.sqrt();
     Some((r * (-half).exp(), r * half.exp()))
@@ -406,7 +494,12 @@ pub fn cells(records: &[Record]) -> Vec<Cell> {
     let mut by: BTreeMap<Key, (Vec<&Record>, Vec<&Record>)> = BTreeMap::new();
     for r in records {
         let loss = r.num("loss_added").unwrap_or(0.0);
-        let key = (r.str("trace").to_string(), r.queue(), format!("{loss}"), r.str("label").to_string());
+        let key = (
+            r.str("trace").to_string(),
+            r.queue(),
+            format!("{loss}"),
+            r.str("label").to_string(),
+        );
         let e = by.entry(key).or_default();
         match r.str("engine") {
             "sim" => e.0.push(r),
@@ -423,11 +516,29 @@ pub fn cells(records: &[Record]) -> Vec<Cell> {
         for (metric, _) in METRICS {
             let sv: Vec<f64> = sim.iter().filter_map(|r| value(r, metric)).collect();
             let ev: Vec<f64> = emu.iter().filter_map(|r| value(r, metric)).collect();
-            let (Some(s), Some(e)) = (Stat::of(&sv), Stat::of(&ev)) else { continue };
-            let ratio = if e.mean != 0.0 { s.mean / e.mean } else { f64::NAN };
-            metrics.push(Compared { metric, sim: s, emu: e, ratio, interval: ratio_interval(&s, &e) });
+            let (Some(s), Some(e)) = (Stat::of(&sv), Stat::of(&ev)) else {
+                continue;
+            };
+            let ratio = if e.mean != 0.0 {
+                s.mean / e.mean
+            } else {
+                f64::NAN
+            };
+            metrics.push(Compared {
+                metric,
+                sim: s,
+                emu: e,
+                ratio,
+                interval: ratio_interval(&s, &e),
+            });
         }
-        out.push(Cell { trace, queue, loss: loss.parse().unwrap_or(0.0), label, metrics });
+        out.push(Cell {
+            trace,
+            queue,
+            loss: loss.parse().unwrap_or(0.0),
+            label,
+            metrics,
+        });
     }
     out
 }
@@ -451,7 +562,14 @@ fn fmt_ratio(c: &Compared) -> String {
 
 fn fmt_metric(c: Option<&Compared>, digits: usize) -> String {
     match c {
-        Some(c) => format!("{:.*} / {:.*} = {}", digits, c.sim.mean, digits, c.emu.mean, fmt_ratio(c)),
+        Some(c) => format!(
+            "{:.*} / {:.*} = {}",
+            digits,
+            c.sim.mean,
+            digits,
+            c.emu.mean,
+            fmt_ratio(c)
+        ),
         None => "–".into(),
     }
 }
@@ -461,7 +579,16 @@ fn fmt_metric(c: Option<&Compared>, digits: usize) -> String {
 pub fn table(cells: &[Cell], markdown: bool) -> String {
     let worst = worst(cells);
     let two_flow = cells.iter().any(|c| c.get("share").is_some());
-    let mut heads = vec!["trace", "buffer", "loss", "control", "runs sim/emu", "throughput Mbit/s sim / emu = ratio [95 %]", "p95 RTT ms", "mean queueing delay ms"];
+    let mut heads = vec![
+        "trace",
+        "buffer",
+        "loss",
+        "control",
+        "runs sim/emu",
+        "throughput Mbit/s sim / emu = ratio [95 %]",
+        "p95 RTT ms",
+        "mean queueing delay ms",
+    ];
     if two_flow {
         heads.push("share of flow 1");
     }
@@ -471,7 +598,11 @@ pub fn table(cells: &[Cell], markdown: bool) -> String {
         let mark = |s: String, metric: &str| -> String {
             match worst {
                 Some((w, m)) if w == i && m.metric == metric => {
-                    if markdown { format!("**{s}**") } else { format!("{s} <== worst") }
+                    if markdown {
+                        format!("**{s}**")
+                    } else {
+                        format!("{s} <== worst")
+                    }
                 }
                 _ => s,
             }
@@ -479,7 +610,11 @@ pub fn table(cells: &[Cell], markdown: bool) -> String {
         let mut row = vec![
             c.trace.clone(),
             c.queue.clone(),
-            if c.loss > 0.0 { format!("{}", c.loss) } else { "0".into() },
+            if c.loss > 0.0 {
+                format!("{}", c.loss)
+            } else {
+                "0".into()
+            },
             c.label.clone(),
             format!("{}/{}", n.0, n.1),
             mark(fmt_metric(c.get("throughput_mbps"), 1), "throughput_mbps"),
@@ -494,7 +629,14 @@ pub fn table(cells: &[Cell], markdown: bool) -> String {
     let mut s = String::new();
     if markdown {
         s.push_str(&format!("| {} |\n", heads.join(" | ")));
-        s.push_str(&format!("|{}\n", heads.iter().enumerate().map(|(i, _)| if i < 4 { "---|" } else { "---:|" }).collect::<String>()));
+        s.push_str(&format!(
+            "|{}\n",
+            heads
+                .iter()
+                .enumerate()
+                .map(|(i, _)| if i < 4 { "---|" } else { "---:|" })
+                .collect::<String>()
+        ));
         for r in &rows {
             s.push_str(&format!("| {} |\n", r.join(" | ")));
         }
@@ -506,7 +648,14 @@ pub fn table(cells: &[Cell], markdown: bool) -> String {
             }
         }
         let line = |cols: Vec<String>| -> String {
-            cols.iter().enumerate().map(|(i, c)| format!("{c:<width$}", width = w[i])).collect::<Vec<_>>().join("  ").trim_end().to_string() + "\n"
+            cols.iter()
+                .enumerate()
+                .map(|(i, c)| format!("{c:<width$}", width = w[i]))
+                .collect::<Vec<_>>()
+                .join("  ")
+                .trim_end()
+                .to_string()
+                + "\n"
         };
         s.push_str(&line(heads.iter().map(|h| h.to_string()).collect()));
         for r in rows {
@@ -516,7 +665,10 @@ pub fn table(cells: &[Cell], markdown: bool) -> String {
     match worst {
         Some((i, m)) => {
             let c = &cells[i];
-            let label = METRICS.iter().find(|(f, _)| *f == m.metric).map_or(m.metric, |(_, l)| *l);
+            let label = METRICS
+                .iter()
+                .find(|(f, _)| *f == m.metric)
+                .map_or(m.metric, |(_, l)| *l);
             s.push_str(&format!(
                 "\nworst cell: {} {} loss {} {}: {label} sim/emu {} (sim {:.2}, emu {:.2})\n",
                 c.trace,
@@ -572,7 +724,8 @@ pub fn summarise(out_dir: &Path) -> Result<Vec<Cell>> {
     let recs = results::read(&crate::runner::results_path(out_dir))?;
     let cells = cells(&recs);
     let text = serde_json::to_string_pretty(&cells_json(&cells))? + "\n";
-    leocc_trace::write_atomic(&out_dir.join("fidelity.json"), text.as_bytes()).map_err(|e| anyhow!("{e}"))?;
+    leocc_trace::write_atomic(&out_dir.join("fidelity.json"), text.as_bytes())
+        .map_err(|e| anyhow!("{e}"))?;
     Ok(cells)
 }
 
@@ -603,9 +756,14 @@ mod tests {
         };
         let s = f.specs();
         assert_eq!(s.len(), 2 * 2 * 3 * 3);
-        assert!(s[..18].iter().all(|r| r.engine == Engine::Sim), "simulator runs first");
+        assert!(
+            s[..18].iter().all(|r| r.engine == Engine::Sim),
+            "simulator runs first"
+        );
         assert_eq!(s[0].key, "sim|starlink-down-60s|single|bbr|1|d30|q150ms|l-");
-        assert!(s.iter().any(|r| r.key == "emu|starlink-down-60s|vs-bbr|leocc+bbr|3|d30|q150ms|l0.002"));
+        assert!(s
+            .iter()
+            .any(|r| r.key == "emu|starlink-down-60s|vs-bbr|leocc+bbr|3|d30|q150ms|l0.002"));
         let two = s.iter().find(|r| r.label == "cubic+bbr").unwrap();
         assert_eq!(two.flows, "cubic@0-30,bbr@0-30");
         let mut keys: Vec<_> = s.iter().map(|r| &r.key).collect();
@@ -638,9 +796,16 @@ mod tests {
         // Cubic's 0.3 vs 3.3 ms is below the floor; BBR's queue ratio (55/25) is the worst.
         let (i, m) = worst(&cells).unwrap();
         assert_eq!((i, m.metric), (0, "qdelay_avg_ms"));
-        assert!(cells[1].get("rtt_p95_ms").unwrap().interval.is_none(), "one run each: no interval");
+        assert!(
+            cells[1].get("rtt_p95_ms").unwrap().interval.is_none(),
+            "one run each: no interval"
+        );
         let t = table(&cells, false);
-        assert!(t.contains("<== worst") && t.contains("worst cell: t 150ms loss 0.002 bbr: mean qdelay"), "{t}");
+        assert!(
+            t.contains("<== worst")
+                && t.contains("worst cell: t 150ms loss 0.002 bbr: mean qdelay"),
+            "{t}"
+        );
         let md = table(&cells, true);
         assert!(md.starts_with("| trace |") && md.contains("**"), "{md}");
     }
@@ -664,7 +829,11 @@ mod tests {
             engines: vec![Engine::Sim, Engine::Emu],
             rerun: Vec::new(),
         };
-        assert!(f.validate().unwrap_err().to_string().contains("no kernel implementation"));
+        assert!(f
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("no kernel implementation"));
         f.ccs = vec!["a+b+c".into()];
         assert!(f.validate().is_err());
         f.ccs = vec!["bbr".into()];

@@ -18,12 +18,12 @@
 //! it (`owd_endpoint_*`): LEOTP's per segment from the producer's timestamp, kernel TCP's as
 //! iperf3's smoothed RTT every 100 ms minus the chain's reverse-path base delay.
 
+use crate::pathdelay;
+use crate::results::nearest_rank;
 use anyhow::{anyhow, bail, Context, Result};
 use leocc_emu::chain::{node_addr, Chain, ChainConfig, HopConfig};
 use leocc_emu::owned::{die_with_parent, own_group, terminate_group};
 use leocc_emu::QueueLimit;
-use crate::pathdelay;
-use crate::results::nearest_rank;
 use leocc_trace::isl::{self, ChainSpec};
 use leocc_trace::{Dir, LinkModel};
 use serde_json::{json, Value};
@@ -35,7 +35,14 @@ pub const DEFAULT_DURATION_S: f64 = 20.0;
 /// Median capacity of every hop, Mbit/s, unless told otherwise.
 pub const DEFAULT_MBPS: f64 = 30.0;
 /// The experiments, in the order they run.
-pub const EXPERIMENTS: [&str; 6] = ["headline", "loss", "ablation", "hops", "fairness", "fairness-rtt"];
+pub const EXPERIMENTS: [&str; 6] = [
+    "headline",
+    "loss",
+    "ablation",
+    "hops",
+    "fairness",
+    "fairness-rtt",
+];
 /// Flows of one protocol in the fairness experiment (seed 003's Fig. 15: two flows, equal RTTs).
 const FAIRNESS_FLOWS: usize = 2;
 /// Node of the second flow's receiver in `fairness-rtt`: 3 of the 6 hops from the producer,
@@ -69,10 +76,22 @@ impl Variant {
     /// Short label for tables and plots.
     pub fn label(&self) -> String {
         match self {
-            Variant::Leotp { innet: true, hop_cc: true } => "leotp".into(),
-            Variant::Leotp { innet: false, hop_cc: true } => "leotp-no-innet".into(),
-            Variant::Leotp { innet: true, hop_cc: false } => "leotp-no-hopcc".into(),
-            Variant::Leotp { innet: false, hop_cc: false } => "leotp-neither".into(),
+            Variant::Leotp {
+                innet: true,
+                hop_cc: true,
+            } => "leotp".into(),
+            Variant::Leotp {
+                innet: false,
+                hop_cc: true,
+            } => "leotp-no-innet".into(),
+            Variant::Leotp {
+                innet: true,
+                hop_cc: false,
+            } => "leotp-no-hopcc".into(),
+            Variant::Leotp {
+                innet: false,
+                hop_cc: false,
+            } => "leotp-neither".into(),
             Variant::Tcp(cc) => cc.clone(),
         }
     }
@@ -129,8 +148,25 @@ impl Run {
 }
 
 /// The plan of an experiment.
-pub fn plan(experiment: &str, duration_s: f64, mbps: f64, seed: u64, with_leocc: bool) -> Result<Vec<Run>> {
-    let run = |v: &str, hops: usize, loss: f64| -> Result<Run> { Ok(Run { experiment: experiment.into(), variant: Variant::parse(v)?, hops, loss, mbps, seed, duration_s, flows: 1 }) };
+pub fn plan(
+    experiment: &str,
+    duration_s: f64,
+    mbps: f64,
+    seed: u64,
+    with_leocc: bool,
+) -> Result<Vec<Run>> {
+    let run = |v: &str, hops: usize, loss: f64| -> Result<Run> {
+        Ok(Run {
+            experiment: experiment.into(),
+            variant: Variant::parse(v)?,
+            hops,
+            loss,
+            mbps,
+            seed,
+            duration_s,
+            flows: 1,
+        })
+    };
     let mut out = Vec::new();
     match experiment {
         "headline" => {
@@ -167,10 +203,16 @@ pub fn plan(experiment: &str, duration_s: f64, mbps: f64, seed: u64, with_leocc:
                 vs.push("leocc");
             }
             for v in vs {
-                out.push(Run { flows: FAIRNESS_FLOWS, ..run(v, 6, 0.01)? });
+                out.push(Run {
+                    flows: FAIRNESS_FLOWS,
+                    ..run(v, 6, 0.01)?
+                });
             }
         }
-        _ => bail!("unknown experiment {experiment:?} (one of {})", EXPERIMENTS.join(", ")),
+        _ => bail!(
+            "unknown experiment {experiment:?} (one of {})",
+            EXPERIMENTS.join(", ")
+        ),
     }
     Ok(out)
 }
@@ -178,7 +220,16 @@ pub fn plan(experiment: &str, duration_s: f64, mbps: f64, seed: u64, with_leocc:
 fn hop_models(r: &Run) -> Result<Vec<HopConfig>> {
     // Long enough that the schedule does not loop within a run.
     let secs = (r.duration_s.ceil() as u64 + 10).max(30);
-    let gen = |mbps: f64| isl::chain(&ChainSpec { hops: r.hops, duration_ms: secs * 1000, median_mbps: mbps, loss: 0.0, seed: r.seed }).map_err(|e| anyhow!(e));
+    let gen = |mbps: f64| {
+        isl::chain(&ChainSpec {
+            hops: r.hops,
+            duration_ms: secs * 1000,
+            median_mbps: mbps,
+            loss: 0.0,
+            seed: r.seed,
+        })
+        .map_err(|e| anyhow!(e))
+    };
     let mut traces = gen(r.mbps)?;
     if r.experiment == "fairness-rtt" {
         // Same seed, same geometry and handovers: only the capacity of the far flow's own
@@ -186,7 +237,13 @@ fn hop_models(r: &Run) -> Result<Vec<HopConfig>> {
         let wide = gen(r.mbps * UNSHARED_CAPACITY)?;
         traces[..NEAR_NODE].clone_from_slice(&wide[..NEAR_NODE]);
     }
-    Ok(traces.iter().map(|t| HopConfig { up: t.link(Dir::Up), down: t.link(Dir::Down) }).collect())
+    Ok(traces
+        .iter()
+        .map(|t| HopConfig {
+            up: t.link(Dir::Up),
+            down: t.link(Dir::Down),
+        })
+        .collect())
 }
 
 /// The node flow `k` of run `r` receives at: node 0, except the second flow of `fairness-rtt`.
@@ -208,7 +265,10 @@ pub fn run(r: &Run, exe: &Path, scratch: &Path) -> Result<Value> {
     cfg.seed = r.seed;
     let capture = scratch.join("capture");
     cfg.pcap_dir = Some(capture.clone());
-    cfg.queue = QueueLimit { packets: Some(leocc_emu::emulator::DEFAULT_QUEUE_PACKETS), bytes: None };
+    cfg.queue = QueueLimit {
+        packets: Some(leocc_emu::emulator::DEFAULT_QUEUE_PACKETS),
+        bytes: None,
+    };
     for ns in leocc_emu::netns::leftover_namespaces() {
         let _ = leocc_emu::netns::remove(&ns);
     }
@@ -221,17 +281,34 @@ pub fn run(r: &Run, exe: &Path, scratch: &Path) -> Result<Value> {
     let result = (|| -> Result<Value> {
         let h = chain.hops();
         let exe_s = exe.to_string_lossy().to_string();
-        let spawn = |c: &mut Command| -> Result<Child> { own_group(die_with_parent(c)).stdout(Stdio::null()).stderr(Stdio::null()).spawn().context("starting a chain process") };
+        let spawn = |c: &mut Command| -> Result<Child> {
+            own_group(die_with_parent(c))
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .context("starting a chain process")
+        };
         let dur = format!("{}", r.duration_s);
         match &r.variant {
             Variant::Leotp { innet, hop_cc } => {
                 let listen = format!("0.0.0.0:{PORT}");
-                let p = spawn(chain.command(h, &exe_s).args(["leotp", "serve", "--listen", &listen]))?;
+                let p = spawn(
+                    chain
+                        .command(h, &exe_s)
+                        .args(["leotp", "serve", "--listen", &listen]),
+                )?;
                 leocc_emu::shell::wait_until_listening(p.id());
                 kids.push(p);
                 for i in (1..h).rev() {
                     let mut c = chain.command(i, &exe_s);
-                    c.args(["leotp", "mid", "--listen", &listen, "--upstream", &format!("{}:{PORT}", node_addr(i + 1))]);
+                    c.args([
+                        "leotp",
+                        "mid",
+                        "--listen",
+                        &listen,
+                        "--upstream",
+                        &format!("{}:{PORT}", node_addr(i + 1)),
+                    ]);
                     if !innet {
                         c.arg("--no-innet-retx");
                     }
@@ -248,14 +325,31 @@ pub fn run(r: &Run, exe: &Path, scratch: &Path) -> Result<Value> {
                 for k in 0..r.flows {
                     let json = scratch.join(format!("leotp-get-{k}.json"));
                     let _ = std::fs::remove_file(&json);
-                    let name = if k == 0 { "bulk".to_string() } else { format!("bulk-{}", k + 1) };
+                    let name = if k == 0 {
+                        "bulk".to_string()
+                    } else {
+                        format!("bulk-{}", k + 1)
+                    };
                     let at = receiver_node(r, k);
                     let mut c = chain.command(at, &exe_s);
-                    c.args(["leotp", "get", &format!("{}:{PORT}", node_addr(at + 1)), &name, "-t", &dur, "--json"]).arg(&json);
+                    c.args([
+                        "leotp",
+                        "get",
+                        &format!("{}:{PORT}", node_addr(at + 1)),
+                        &name,
+                        "-t",
+                        &dur,
+                        "--json",
+                    ])
+                    .arg(&json);
                     if !innet {
                         c.arg("--no-innet-retx");
                     }
-                    let child = own_group(die_with_parent(&mut c)).stdout(Stdio::null()).stderr(Stdio::null()).spawn().context("starting leotp get")?;
+                    let child = own_group(die_with_parent(&mut c))
+                        .stdout(Stdio::null())
+                        .stderr(Stdio::null())
+                        .spawn()
+                        .context("starting leotp get")?;
                     consumers.push((child, json));
                 }
                 let mut flows = Vec::new();
@@ -264,7 +358,9 @@ pub fn run(r: &Run, exe: &Path, scratch: &Path) -> Result<Value> {
                     if !st.success() {
                         bail!("leotp get failed ({st})");
                     }
-                    let v: Value = serde_json::from_slice(&std::fs::read(&json).context("reading the leotp report")?)?;
+                    let v: Value = serde_json::from_slice(
+                        &std::fs::read(&json).context("reading the leotp report")?,
+                    )?;
                     let e = &v["end"];
                     flows.push(json!({
                         "thr_mbps": e["sum_received"]["bits_per_second"].as_f64().unwrap_or(0.0) / 1e6,
@@ -278,7 +374,12 @@ pub fn run(r: &Run, exe: &Path, scratch: &Path) -> Result<Value> {
             Variant::Tcp(cc) => {
                 let ports: Vec<u16> = (0..r.flows).map(|k| PORT + k as u16).collect();
                 for (k, port) in ports.iter().enumerate() {
-                    let s = spawn(chain.command(receiver_node(r, k), "iperf3").args(["-s", "-1", "-p", &port.to_string()]))?;
+                    let s = spawn(chain.command(receiver_node(r, k), "iperf3").args([
+                        "-s",
+                        "-1",
+                        "-p",
+                        &port.to_string(),
+                    ]))?;
                     leocc_emu::shell::wait_until_listening(s.id());
                     kids.push(s);
                 }
@@ -289,7 +390,19 @@ pub fn run(r: &Run, exe: &Path, scratch: &Path) -> Result<Value> {
                     .enumerate()
                     .map(|(k, port)| {
                         die_with_parent(&mut chain.command(h, "iperf3"))
-                            .args(["-c", &node_addr(receiver_node(r, k)).to_string(), "-p", &port.to_string(), "-t", &dur, "-C", cc, "-i", IPERF_INTERVAL_S, "-J"])
+                            .args([
+                                "-c",
+                                &node_addr(receiver_node(r, k)).to_string(),
+                                "-p",
+                                &port.to_string(),
+                                "-t",
+                                &dur,
+                                "-C",
+                                cc,
+                                "-i",
+                                IPERF_INTERVAL_S,
+                                "-J",
+                            ])
                             .stdout(Stdio::piped())
                             .stderr(Stdio::null())
                             .spawn()
@@ -299,22 +412,34 @@ pub fn run(r: &Run, exe: &Path, scratch: &Path) -> Result<Value> {
                 let mut flows = Vec::new();
                 for (k, c) in clients.into_iter().enumerate() {
                     let out = c.wait_with_output().context("waiting for iperf3 -c")?;
-                    let v: Value = serde_json::from_slice(&out.stdout).map_err(|e| anyhow!("iperf3 output: {e}"))?;
+                    let v: Value = serde_json::from_slice(&out.stdout)
+                        .map_err(|e| anyhow!("iperf3 output: {e}"))?;
                     if let Some(err) = v["error"].as_str() {
                         bail!("iperf3: {err}");
                     }
-                    let thr = v["end"]["sum_received"]["bits_per_second"].as_f64().unwrap_or(0.0) / 1e6;
+                    let thr = v["end"]["sum_received"]["bits_per_second"]
+                        .as_f64()
+                        .unwrap_or(0.0)
+                        / 1e6;
                     // OWD = RTT sample − reverse base delay (ACKs rarely queue: they are small).
                     let mut owd = Vec::new();
                     for iv in v["intervals"].as_array().into_iter().flatten() {
-                        let Some(rtt_us) = iv["streams"][0]["rtt"].as_f64() else { continue };
+                        let Some(rtt_us) = iv["streams"][0]["rtt"].as_f64() else {
+                            continue;
+                        };
                         let at = t0 + (iv["sum"]["end"].as_f64().unwrap_or(0.0) * 1e6) as u64;
-                        let back: u64 = ups[receiver_node(r, k)..].iter().map(|l| l.delay_us(at)).sum();
+                        let back: u64 = ups[receiver_node(r, k)..]
+                            .iter()
+                            .map(|l| l.delay_us(at))
+                            .sum();
                         owd.push((rtt_us - back as f64).max(0.0) / 1000.0);
                     }
-                    let mean = (!owd.is_empty()).then(|| owd.iter().sum::<f64>() / owd.len() as f64);
+                    let mean =
+                        (!owd.is_empty()).then(|| owd.iter().sum::<f64>() / owd.len() as f64);
                     owd.sort_by(f64::total_cmp);
-                    let p95 = owd.get(((owd.len() as f64 - 1.0) * 0.95).round().max(0.0) as usize).copied();
+                    let p95 = owd
+                        .get(((owd.len() as f64 - 1.0) * 0.95).round().max(0.0) as usize)
+                        .copied();
                     flows.push(json!({
                         "thr_mbps": thr,
                         "owd_mean_ms": mean,
@@ -322,7 +447,10 @@ pub fn run(r: &Run, exe: &Path, scratch: &Path) -> Result<Value> {
                         "retransmits": v["end"]["sum_sent"]["retransmits"],
                     }));
                 }
-                Ok(combine(flows, "sender srtt every 100 ms minus reverse base delay"))
+                Ok(combine(
+                    flows,
+                    "sender srtt every 100 ms minus reverse base delay",
+                ))
             }
         }
     })();
@@ -331,9 +459,17 @@ pub fn run(r: &Run, exe: &Path, scratch: &Path) -> Result<Value> {
     }
     let hops_summary: Vec<String> = chain.stop().iter().map(|s| s.to_string()).collect();
     let mut v = result?;
-    let path = pathdelay::analyse(&capture.join("server.pcap"), node_addr(r.hops), &capture.join("client.pcap"), node_addr(0));
+    let path = pathdelay::analyse(
+        &capture.join("server.pcap"),
+        node_addr(r.hops),
+        &capture.join("client.pcap"),
+        node_addr(0),
+    );
     let _ = std::fs::remove_dir_all(&capture);
-    record_path_delay(&mut v, &path.context("measuring one-way delay from the chain's captures")?);
+    record_path_delay(
+        &mut v,
+        &path.context("measuring one-way delay from the chain's captures")?,
+    );
     v["experiment"] = json!(r.experiment);
     v["variant"] = json!(r.variant.label());
     v["hops"] = json!(r.hops);
@@ -351,7 +487,10 @@ pub fn run(r: &Run, exe: &Path, scratch: &Path) -> Result<Value> {
 /// a single flow as they are, of several the mean delay over flows and the total
 /// retransmissions, with the flows' own results and Jain's index over their throughput.
 fn combine(flows: Vec<Value>, owd_method: &str) -> Value {
-    let thr: Vec<f64> = flows.iter().map(|f| f["thr_mbps"].as_f64().unwrap_or(0.0)).collect();
+    let thr: Vec<f64> = flows
+        .iter()
+        .map(|f| f["thr_mbps"].as_f64().unwrap_or(0.0))
+        .collect();
     let mut v = if flows.len() == 1 {
         flows[0].clone()
     } else {
@@ -370,7 +509,10 @@ fn combine(flows: Vec<Value>, owd_method: &str) -> Value {
         })
     };
     // The endpoints' own delay measurement, kept beside the path's (record_path_delay).
-    for (from, to) in [("owd_mean_ms", "owd_endpoint_mean_ms"), ("owd_p95_ms", "owd_endpoint_p95_ms")] {
+    for (from, to) in [
+        ("owd_mean_ms", "owd_endpoint_mean_ms"),
+        ("owd_p95_ms", "owd_endpoint_p95_ms"),
+    ] {
         if let Some(x) = v.as_object_mut().and_then(|o| o.remove(from)) {
             v[to] = x;
         }
@@ -398,16 +540,21 @@ fn record_path_delay(v: &mut Value, p: &pathdelay::PathDelay) {
     let all = sorted(&p.owd_ms);
     let retx = sorted(&p.retx_owd_ms);
     let inorder = sorted(&p.inorder_ms);
-    v["owd_method"] = json!("path: server capture to client capture, per data packet, from the data's first copy");
+    v["owd_method"] = json!(
+        "path: server capture to client capture, per data packet, from the data's first copy"
+    );
     v["owd_mean_ms"] = json!(mean(&all));
     v["owd_p95_ms"] = json!((!all.is_empty()).then(|| nearest_rank(&all, 0.95)));
     v["inorder_mean_ms"] = json!(mean(&inorder));
     v["inorder_p95_ms"] = json!((!inorder.is_empty()).then(|| nearest_rank(&inorder, 0.95)));
     v["delivered_pkts"] = json!(p.delivered_pkts);
     v["retx_pkts"] = json!(p.retx_owd_ms.len());
-    v["retx_share"] = json!((p.delivered_pkts > 0).then(|| p.retx_owd_ms.len() as f64 / p.delivered_pkts as f64));
+    v["retx_share"] =
+        json!((p.delivered_pkts > 0).then(|| p.retx_owd_ms.len() as f64 / p.delivered_pkts as f64));
     v["retx_owd_mean_ms"] = json!(mean(&retx));
-    v["retx_owd_quantiles_ms"] = json!((!retx.is_empty()).then(|| (0..RETX_QUANTILES).map(|k| nearest_rank(&retx, k as f64 / (RETX_QUANTILES - 1) as f64)).collect::<Vec<f64>>()));
+    v["retx_owd_quantiles_ms"] = json!((!retx.is_empty()).then(|| (0..RETX_QUANTILES)
+        .map(|k| nearest_rank(&retx, k as f64 / (RETX_QUANTILES - 1) as f64))
+        .collect::<Vec<f64>>()));
     v["sender_traffic_ratio"] = json!(p.sender_traffic_ratio());
     v["path_unmatched_pkts"] = json!(p.unmatched);
 }
@@ -422,7 +569,9 @@ pub fn bottleneck_mbps(hops: &[HopConfig], duration_s: f64) -> f64 {
     let windows: Vec<f64> = (0..end / BOTTLENECK_WINDOW_US)
         .map(|k| {
             let t = k * BOTTLENECK_WINDOW_US;
-            hops.iter().map(|h| h.down.mean_capacity_bps(t, t + BOTTLENECK_WINDOW_US)).fold(f64::INFINITY, f64::min)
+            hops.iter()
+                .map(|h| h.down.mean_capacity_bps(t, t + BOTTLENECK_WINDOW_US))
+                .fold(f64::INFINITY, f64::min)
         })
         .collect();
     if windows.is_empty() {
@@ -436,9 +585,14 @@ pub fn bottleneck_mbps(hops: &[HopConfig], duration_s: f64) -> f64 {
 /// loaded: other users of this machine may be using it.
 fn ensure_leocc(exe: &Path) -> Result<leocc_kernel::lab::GlobalLock> {
     let lock = leocc_kernel::lab::GlobalLock::acquire().context("taking the kernel lab lock")?;
-    let avail = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control").unwrap_or_default();
+    let avail = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+        .unwrap_or_default();
     if !avail.split_whitespace().any(|c| c == "leocc") {
-        let st = Command::new(exe).args(["kernel", "load"]).stdout(Stdio::null()).status().context("running leocc kernel load")?;
+        let st = Command::new(exe)
+            .args(["kernel", "load"])
+            .stdout(Stdio::null())
+            .status()
+            .context("running leocc kernel load")?;
         if !st.success() {
             bail!("`leocc kernel load` failed: LeoCC cannot run end to end here");
         }
@@ -448,7 +602,11 @@ fn ensure_leocc(exe: &Path) -> Result<leocc_kernel::lab::GlobalLock> {
 
 /// Mean of a field over the runs of `variant` (absent values skipped).
 fn field(rows: &[Value], pred: impl Fn(&Value) -> bool, key: &str) -> Option<f64> {
-    let v: Vec<f64> = rows.iter().filter(|r| pred(r)).filter_map(|r| r[key].as_f64()).collect();
+    let v: Vec<f64> = rows
+        .iter()
+        .filter(|r| pred(r))
+        .filter_map(|r| r[key].as_f64())
+        .collect();
     (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
 
@@ -479,14 +637,42 @@ pub fn report(rows: &[Value], out: &Path) -> Result<PathBuf> {
         let mut owd = Vec::new();
         let mut inorder_means = Vec::new();
         for l in &ls {
-            let is = |r: &Value| exp(if e == "headline" { "headline" } else { "ablation" })(r) && r["variant"] == l.as_str();
-            let (t, o, p, x) = (field(rows, is, "thr_mbps"), field(rows, is, "owd_mean_ms"), field(rows, is, "owd_p95_ms"), field(rows, is, "retransmits"));
+            let is = |r: &Value| {
+                exp(if e == "headline" {
+                    "headline"
+                } else {
+                    "ablation"
+                })(r)
+                    && r["variant"] == l.as_str()
+            };
+            let (t, o, p, x) = (
+                field(rows, is, "thr_mbps"),
+                field(rows, is, "owd_mean_ms"),
+                field(rows, is, "owd_p95_ms"),
+                field(rows, is, "retransmits"),
+            );
             let f = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.1}"));
-            let n = rows.iter().filter(|r| is(r) && r.get("error").is_none()).count();
+            let n = rows
+                .iter()
+                .filter(|r| is(r) && r.get("error").is_none())
+                .count();
             let share = field(rows, is, "retx_share").map(|v| v * 100.0);
             let inorder_mean = field(rows, is, "inorder_mean_ms");
-            let inorder = format!("{} / {}", f(inorder_mean), f(field(rows, is, "inorder_p95_ms")));
-            md.push_str(&format!("| {l} | {} | {} | {} | {inorder} | {} | {} | {} | {} | {n} |\n", f(t), f(o), f(p), f(share), f(field(rows, is, "retx_owd_mean_ms")), f(x), f(field(rows, is, "bottleneck_mbps"))));
+            let inorder = format!(
+                "{} / {}",
+                f(inorder_mean),
+                f(field(rows, is, "inorder_p95_ms"))
+            );
+            md.push_str(&format!(
+                "| {l} | {} | {} | {} | {inorder} | {} | {} | {} | {} | {n} |\n",
+                f(t),
+                f(o),
+                f(p),
+                f(share),
+                f(field(rows, is, "retx_owd_mean_ms")),
+                f(x),
+                f(field(rows, is, "bottleneck_mbps"))
+            ));
             thr.push(t.map(|v| (v, v, v)));
             owd.push(o.map(|v| (v, v, v)));
             inorder_means.push(inorder_mean.map(|v| (v, v, v)));
@@ -495,7 +681,11 @@ pub fn report(rows: &[Value], out: &Path) -> Result<PathBuf> {
         if e == "headline" {
             // Seed 003's Fig. 14: each run as a point, throughput against mean one-way delay
             // under the chain's fluctuating capacity (up and to the left is better).
-            let mut c = Chart::new(format!("{e}: throughput against mean one-way delay, one point per run"), Axis::new("mean one-way delay (ms, ← better)"), Axis::new("throughput (Mbit/s)"));
+            let mut c = Chart::new(
+                format!("{e}: throughput against mean one-way delay, one point per run"),
+                Axis::new("mean one-way delay (ms, ← better)"),
+                Axis::new("throughput (Mbit/s)"),
+            );
             c.height = 360;
             for (i, l) in ls.iter().enumerate() {
                 let pts: Vec<(f64, f64)> = rows
@@ -503,26 +693,48 @@ pub fn report(rows: &[Value], out: &Path) -> Result<PathBuf> {
                     .filter(|r| r["experiment"] == e && r["variant"] == l.as_str())
                     .filter_map(|r| Some((r["owd_mean_ms"].as_f64()?, r["thr_mbps"].as_f64()?)))
                     .collect();
-                c.series.push(Series::new(l.clone(), color(i), Style::Points, pts));
+                c.series
+                    .push(Series::new(l.clone(), color(i), Style::Points, pts));
             }
             let svg = c.svg();
-            leocc_trace::out::write_atomic(&out.join(format!("{e}-scatter.svg")), svg.as_bytes()).map_err(|e| anyhow!("{e}"))?;
-            md.push_str(&format!("![{e}: throughput against mean one-way delay]({e}-scatter.svg)\n\n"));
+            leocc_trace::out::write_atomic(&out.join(format!("{e}-scatter.svg")), svg.as_bytes())
+                .map_err(|e| anyhow!("{e}"))?;
+            md.push_str(&format!(
+                "![{e}: throughput against mean one-way delay]({e}-scatter.svg)\n\n"
+            ));
             let svg = retx_cdf(rows, e, &ls);
-            leocc_trace::out::write_atomic(&out.join(format!("{e}-retx-owd.svg")), svg.as_bytes()).map_err(|e| anyhow!("{e}"))?;
-            md.push_str(&format!("![{e}: one-way delay of retransmitted packets]({e}-retx-owd.svg)\n\n"));
+            leocc_trace::out::write_atomic(&out.join(format!("{e}-retx-owd.svg")), svg.as_bytes())
+                .map_err(|e| anyhow!("{e}"))?;
+            md.push_str(&format!(
+                "![{e}: one-way delay of retransmitted packets]({e}-retx-owd.svg)\n\n"
+            ));
         }
         // Two charts: Mbit/s and ms on one axis would flatten one of them. The delay chart puts
         // the network's view (one-way delay) beside a stream reader's (in-order delay).
-        let delays = vec![("one-way (network)".to_string(), owd), ("in-order (application)".to_string(), inorder_means)];
-        for (name, title, unit, series) in [("throughput", "throughput", "Mbit/s", vec![("throughput".to_string(), thr)]), ("owd", "mean delay", "ms", delays)] {
+        let delays = vec![
+            ("one-way (network)".to_string(), owd),
+            ("in-order (application)".to_string(), inorder_means),
+        ];
+        for (name, title, unit, series) in [
+            (
+                "throughput",
+                "throughput",
+                "Mbit/s",
+                vec![("throughput".to_string(), thr)],
+            ),
+            ("owd", "mean delay", "ms", delays),
+        ] {
             let svg = bars(&format!("{e}: {title} ({unit})"), unit, &ls, &series);
-            leocc_trace::out::write_atomic(&out.join(format!("{e}-{name}.svg")), svg.as_bytes()).map_err(|e| anyhow!("{e}"))?;
+            leocc_trace::out::write_atomic(&out.join(format!("{e}-{name}.svg")), svg.as_bytes())
+                .map_err(|e| anyhow!("{e}"))?;
             md.push_str(&format!("![{e} {title}]({e}-{name}.svg)\n"));
         }
         md.push('\n');
     }
-    for (e, xkey, xlabel) in [("loss", "loss", "random loss per hop"), ("hops", "hops", "hops")] {
+    for (e, xkey, xlabel) in [
+        ("loss", "loss", "random loss per hop"),
+        ("hops", "hops", "hops"),
+    ] {
         let ls = labels(e);
         if ls.is_empty() {
             continue;
@@ -535,12 +747,20 @@ pub fn report(rows: &[Value], out: &Path) -> Result<PathBuf> {
             let mut pts = Vec::new();
             let mut opts = Vec::new();
             let mut cpts = Vec::new();
-            let mut xs: Vec<f64> = rows.iter().filter(|r| r["experiment"] == e && r["variant"] == l.as_str()).filter_map(|r| r[xkey].as_f64()).collect();
+            let mut xs: Vec<f64> = rows
+                .iter()
+                .filter(|r| r["experiment"] == e && r["variant"] == l.as_str())
+                .filter_map(|r| r[xkey].as_f64())
+                .collect();
             xs.sort_by(f64::total_cmp);
             xs.dedup();
             for x0 in xs {
                 // Mean over the seeds of this x.
-                let at = |r: &Value| r["experiment"] == e && r["variant"] == l.as_str() && r[xkey].as_f64() == Some(x0);
+                let at = |r: &Value| {
+                    r["experiment"] == e
+                        && r["variant"] == l.as_str()
+                        && r[xkey].as_f64() == Some(x0)
+                };
                 let x = if xkey == "loss" { x0 * 100.0 } else { x0 };
                 let (t, o) = (field(rows, at, "thr_mbps"), field(rows, at, "owd_mean_ms"));
                 if let Some(t) = t {
@@ -555,17 +775,34 @@ pub fn report(rows: &[Value], out: &Path) -> Result<PathBuf> {
                 }
                 let n = rows.iter().filter(|r| at(r)).count();
                 let f = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.1}"));
-                md.push_str(&format!("| {l} | {x} | {} | {} | {} | {n} |\n", f(t), f(o), f(cost)));
+                md.push_str(&format!(
+                    "| {l} | {x} | {} | {} | {} | {n} |\n",
+                    f(t),
+                    f(o),
+                    f(cost)
+                ));
             }
             thr_series.push(Series::new(l.clone(), color(i), Style::Line, pts));
             owd_series.push(Series::new(l.clone(), color(i), Style::Line, opts));
             cost_series.push(Series::new(l.clone(), color(i), Style::Line, cpts));
         }
         md.push('\n');
-        let x = if xkey == "loss" { "random loss per hop, %" } else { "hops" };
-        let mut c1 = Chart::new(format!("{e}: throughput"), Axis::new(x), Axis::new("Mbit/s"));
+        let x = if xkey == "loss" {
+            "random loss per hop, %"
+        } else {
+            "hops"
+        };
+        let mut c1 = Chart::new(
+            format!("{e}: throughput"),
+            Axis::new(x),
+            Axis::new("Mbit/s"),
+        );
         c1.series = thr_series;
-        let mut c2 = Chart::new(format!("{e}: mean one-way delay"), Axis::new(x), Axis::new("ms"));
+        let mut c2 = Chart::new(
+            format!("{e}: mean one-way delay"),
+            Axis::new(x),
+            Axis::new("ms"),
+        );
         c2.series = owd_series;
         let mut charts = vec![c1, c2];
         if e == "loss" {
@@ -575,7 +812,8 @@ pub fn report(rows: &[Value], out: &Path) -> Result<PathBuf> {
             charts.push(c3);
         }
         let svg = leocc_plot::stack(&format!("LEOTP vs kernel TCP: {e}"), &charts);
-        leocc_trace::out::write_atomic(&out.join(format!("{e}.svg")), svg.as_bytes()).map_err(|e| anyhow!("{e}"))?;
+        leocc_trace::out::write_atomic(&out.join(format!("{e}.svg")), svg.as_bytes())
+            .map_err(|e| anyhow!("{e}"))?;
         md.push_str(&format!("![{e}]({e}.svg)\n\n"));
     }
     for (e, what) in [
@@ -621,7 +859,13 @@ pub fn report(rows: &[Value], out: &Path) -> Result<PathBuf> {
 /// from each run's quantiles (every run of a protocol weighs the same).
 fn retx_cdf(rows: &[Value], experiment: &str, labels: &[String]) -> String {
     use leocc_plot::{color, Axis, Chart, Series, Style};
-    let mut c = Chart::new(format!("{experiment}: one-way delay of retransmitted packets (CDF, from the path captures)"), Axis::new("one-way delay (ms, log scale)").log(), Axis::new("fraction of retransmitted packets"));
+    let mut c = Chart::new(
+        format!(
+            "{experiment}: one-way delay of retransmitted packets (CDF, from the path captures)"
+        ),
+        Axis::new("one-way delay (ms, log scale)").log(),
+        Axis::new("fraction of retransmitted packets"),
+    );
     c.height = 340;
     for (i, l) in labels.iter().enumerate() {
         let mut v: Vec<f64> = rows
@@ -632,8 +876,13 @@ fn retx_cdf(rows: &[Value], experiment: &str, labels: &[String]) -> String {
             .collect();
         v.sort_by(f64::total_cmp);
         let n = v.len() as f64;
-        let pts = v.iter().enumerate().map(|(k, &x)| (x, (k + 1) as f64 / n)).collect();
-        c.series.push(Series::new(l.clone(), color(i), Style::Line, pts));
+        let pts = v
+            .iter()
+            .enumerate()
+            .map(|(k, &x)| (x, (k + 1) as f64 / n))
+            .collect();
+        c.series
+            .push(Series::new(l.clone(), color(i), Style::Line, pts));
     }
     c.svg()
 }
@@ -665,22 +914,53 @@ pub fn evaluate(cfg: &EvalConfig, out: &Path) -> Result<PathBuf> {
     let mut runs = Vec::new();
     for e in &cfg.experiments {
         for k in 0..cfg.seeds.max(1) {
-            runs.extend(plan(e, cfg.duration_s, cfg.mbps, cfg.seed + k, cfg.with_leocc)?);
+            runs.extend(plan(
+                e,
+                cfg.duration_s,
+                cfg.mbps,
+                cfg.seed + k,
+                cfg.with_leocc,
+            )?);
         }
     }
     // Finished runs of an earlier, interrupted or smaller evaluation into the same folder are
     // kept, not run again; failed ones are.
-    let mut rows: Vec<Value> = read_rows(&out.join("results.jsonl"))?.into_iter().filter(|r| r.get("error").is_none()).collect();
+    let mut rows: Vec<Value> = read_rows(&out.join("results.jsonl"))?
+        .into_iter()
+        .filter(|r| r.get("error").is_none())
+        .collect();
     let kept = rows.len();
-    let todo: Vec<&Run> = runs.iter().filter(|r| !rows.iter().any(|row| r.is_recorded_in(row))).collect();
+    let todo: Vec<&Run> = runs
+        .iter()
+        .filter(|r| !rows.iter().any(|row| r.is_recorded_in(row)))
+        .collect();
     if runs.len() > todo.len() {
-        eprintln!("leotp eval: {} of {} runs already in {}, skipping them", runs.len() - todo.len(), runs.len(), out.join("results.jsonl").display());
+        eprintln!(
+            "leotp eval: {} of {} runs already in {}, skipping them",
+            runs.len() - todo.len(),
+            runs.len(),
+            out.join("results.jsonl").display()
+        );
     }
     for (i, r) in todo.iter().enumerate() {
-        eprintln!("leotp eval: [{}/{}] {} {} hops {} loss {:.1} % ...", i + 1, todo.len(), r.experiment, r.variant.label(), r.hops, r.loss * 100.0);
+        eprintln!(
+            "leotp eval: [{}/{}] {} {} hops {} loss {:.1} % ...",
+            i + 1,
+            todo.len(),
+            r.experiment,
+            r.variant.label(),
+            r.hops,
+            r.loss * 100.0
+        );
         let row = match run(r, &cfg.exe, out) {
             Ok(v) => {
-                eprintln!("leotp eval:   {:.2} Mbit/s, mean OWD {} ms", v["thr_mbps"].as_f64().unwrap_or(0.0), v["owd_mean_ms"].as_f64().map_or("-".into(), |x| format!("{x:.1}")));
+                eprintln!(
+                    "leotp eval:   {:.2} Mbit/s, mean OWD {} ms",
+                    v["thr_mbps"].as_f64().unwrap_or(0.0),
+                    v["owd_mean_ms"]
+                        .as_f64()
+                        .map_or("-".into(), |x| format!("{x:.1}"))
+                );
                 v
             }
             Err(e) => {
@@ -691,7 +971,8 @@ pub fn evaluate(cfg: &EvalConfig, out: &Path) -> Result<PathBuf> {
         };
         rows.push(row);
         let text: String = rows.iter().map(|r| format!("{r}\n")).collect();
-        leocc_trace::out::write_atomic(&out.join("results.jsonl"), text.as_bytes()).map_err(|e| anyhow!("{e}"))?;
+        leocc_trace::out::write_atomic(&out.join("results.jsonl"), text.as_bytes())
+            .map_err(|e| anyhow!("{e}"))?;
     }
     for k in 0..FAIRNESS_FLOWS.max(1) {
         let _ = std::fs::remove_file(out.join(format!("leotp-get-{k}.json")));
@@ -713,7 +994,10 @@ fn read_rows(path: &Path) -> Result<Vec<Value>> {
     text.lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| serde_json::from_str(l).with_context(|| format!("{}:{}: not a JSON object", path.display(), i + 1)))
+        .map(|(i, l)| {
+            serde_json::from_str(l)
+                .with_context(|| format!("{}:{}: not a JSON object", path.display(), i + 1))
+        })
         .collect()
 }
 
@@ -727,10 +1011,15 @@ pub fn report_from(files: &[PathBuf], experiments: &[String], out: &Path) -> Res
         if !f.is_file() {
             bail!("{}: no such results file", f.display());
         }
-        rows.extend(read_rows(f)?.into_iter().filter(|v| experiments.iter().any(|e| v["experiment"] == e.as_str())));
+        rows.extend(
+            read_rows(f)?
+                .into_iter()
+                .filter(|v| experiments.iter().any(|e| v["experiment"] == e.as_str())),
+        );
     }
     let text: String = rows.iter().map(|r| format!("{r}\n")).collect();
-    leocc_trace::out::write_atomic(&out.join("results.jsonl"), text.as_bytes()).map_err(|e| anyhow!("{e}"))?;
+    leocc_trace::out::write_atomic(&out.join("results.jsonl"), text.as_bytes())
+        .map_err(|e| anyhow!("{e}"))?;
     report(&rows, out)
 }
 
@@ -741,34 +1030,71 @@ mod tests {
     #[test]
     fn fairness_runs_two_flows_and_combines_them() {
         let runs = plan("fairness", 20.0, 30.0, 1, true).unwrap();
-        assert_eq!(runs.iter().map(|r| r.variant.label()).collect::<Vec<_>>(), ["leotp", "cubic", "bbr", "leocc"]);
+        assert_eq!(
+            runs.iter().map(|r| r.variant.label()).collect::<Vec<_>>(),
+            ["leotp", "cubic", "bbr", "leocc"]
+        );
         assert!(runs.iter().all(|r| r.flows == 2 && r.hops == 6));
-        assert!(runs.iter().all(|r| (receiver_node(r, 0), receiver_node(r, 1)) == (0, 0)), "equal RTTs: both at node 0");
+        assert!(
+            runs.iter()
+                .all(|r| (receiver_node(r, 0), receiver_node(r, 1)) == (0, 0)),
+            "equal RTTs: both at node 0"
+        );
         let rtt = plan("fairness-rtt", 20.0, 30.0, 1, false).unwrap();
-        assert!(rtt.iter().all(|r| r.flows == 2 && (receiver_node(r, 0), receiver_node(r, 1)) == (0, NEAR_NODE)));
+        assert!(rtt
+            .iter()
+            .all(|r| r.flows == 2 && (receiver_node(r, 0), receiver_node(r, 1)) == (0, NEAR_NODE)));
         // The far flow's own hops are wider; the shared ones and every delay are the same.
         let (eq, un) = (hop_models(&runs[0]).unwrap(), hop_models(&rtt[0]).unwrap());
         let cap = |h: &HopConfig| h.down.mean_capacity_bps(0, 10_000_000);
         for i in 0..6 {
             let ratio = cap(&un[i]) / cap(&eq[i]);
-            let want = if i < NEAR_NODE { UNSHARED_CAPACITY } else { 1.0 };
+            let want = if i < NEAR_NODE {
+                UNSHARED_CAPACITY
+            } else {
+                1.0
+            };
             assert!((ratio - want).abs() < 0.05, "hop {i}: {ratio}");
-            assert_eq!(un[i].down.delay_us(5_000_000), eq[i].down.delay_us(5_000_000));
+            assert_eq!(
+                un[i].down.delay_us(5_000_000),
+                eq[i].down.delay_us(5_000_000)
+            );
         }
-        let one = combine(vec![json!({"thr_mbps": 10.0, "owd_mean_ms": 50.0, "retransmits": 3})], "m");
-        assert_eq!((one["thr_mbps"].as_f64(), one.get("jain")), (Some(10.0), None));
-        let two = combine(vec![json!({"thr_mbps": 12.0, "owd_mean_ms": 40.0, "retransmits": 1}), json!({"thr_mbps": 4.0, "owd_mean_ms": 60.0, "retransmits": 2})], "m");
+        let one = combine(
+            vec![json!({"thr_mbps": 10.0, "owd_mean_ms": 50.0, "retransmits": 3})],
+            "m",
+        );
+        assert_eq!(
+            (one["thr_mbps"].as_f64(), one.get("jain")),
+            (Some(10.0), None)
+        );
+        let two = combine(
+            vec![
+                json!({"thr_mbps": 12.0, "owd_mean_ms": 40.0, "retransmits": 1}),
+                json!({"thr_mbps": 4.0, "owd_mean_ms": 60.0, "retransmits": 2}),
+            ],
+            "m",
+        );
         assert_eq!(two["thr_mbps"].as_f64(), Some(16.0));
         assert_eq!(two["owd_endpoint_mean_ms"].as_f64(), Some(50.0));
-        assert!(two.get("owd_mean_ms").is_none(), "the path's measurement, not the endpoints', fills owd_mean_ms");
+        assert!(
+            two.get("owd_mean_ms").is_none(),
+            "the path's measurement, not the endpoints', fills owd_mean_ms"
+        );
         assert_eq!(two["retransmits"].as_u64(), Some(3));
         assert!((two["jain"].as_f64().unwrap() - 256.0 / (2.0 * 160.0)).abs() < 1e-12);
         // A fairness run's record is not mistaken for a one-flow run of the same cell.
-        let single = Run { flows: 1, ..runs[0].clone() };
+        let single = Run {
+            flows: 1,
+            ..runs[0].clone()
+        };
         let mut row = json!({"experiment": "fairness", "variant": "leotp", "hops": 6, "loss": 0.01, "seed": 1, "duration_s": 20.0, "mbps": 30.0, "flows": 2});
         assert!(runs[0].is_recorded_in(&row) && !single.is_recorded_in(&row));
         row["flows"] = json!(null);
-        assert!(single.is_recorded_in(&row), "records from before the flows field are one-flow runs");
+        assert!(
+            single.is_recorded_in(&row),
+            "records from before the flows field are one-flow runs"
+        );
     }
 
     #[test]
@@ -776,7 +1102,12 @@ mod tests {
         let r = plan("headline", 20.0, 30.0, 2, false).unwrap().remove(0);
         let row = json!({"experiment": "headline", "variant": "leotp", "hops": 6, "loss": 0.015, "seed": 2, "duration_s": 20.0, "mbps": 30.0, "thr_mbps": 1.0});
         assert!(r.is_recorded_in(&row));
-        for (k, v) in [("seed", json!(3)), ("variant", json!("bbr")), ("duration_s", json!(30.0)), ("loss", json!(0.01))] {
+        for (k, v) in [
+            ("seed", json!(3)),
+            ("variant", json!("bbr")),
+            ("duration_s", json!(30.0)),
+            ("loss", json!(0.01)),
+        ] {
             let mut other = row.clone();
             other[k] = v;
             assert!(!r.is_recorded_in(&other), "{k} differs");
@@ -790,7 +1121,10 @@ mod tests {
         let loss = plan("loss", 20.0, 30.0, 1, false).unwrap();
         assert!(loss.iter().any(|r| r.loss == 0.05) && loss.iter().any(|r| r.loss == 0.0));
         let ab = plan("ablation", 20.0, 30.0, 1, false).unwrap();
-        assert_eq!(ab.iter().map(|r| r.variant.label()).collect::<Vec<_>>(), ["leotp", "leotp-no-innet", "leotp-no-hopcc", "leotp-neither"]);
+        assert_eq!(
+            ab.iter().map(|r| r.variant.label()).collect::<Vec<_>>(),
+            ["leotp", "leotp-no-innet", "leotp-no-hopcc", "leotp-neither"]
+        );
         for r in ab {
             assert_eq!(Variant::parse(&r.variant.label()).unwrap(), r.variant);
         }
@@ -809,14 +1143,31 @@ mod tests {
             json!({"experiment": "loss", "variant": "leotp", "loss": 0.02, "thr_mbps": 19.0, "owd_mean_ms": 41.0, "sender_traffic_ratio": 1.02}),
         ];
         let md = std::fs::read_to_string(report(&rows, &dir).unwrap()).unwrap();
-        assert!(md.contains("| leotp | 20.0 | 40.0 | 60.0 | 45.0 / 70.0 | 10.0 | 80.0 | 3.0 | - | 1 |"), "{md}");
-        assert!(md.contains("| bbr | 18.0 | 90.0 | 120.0 | - / - | - | - | 30.0"), "{md}");
-        assert!(md.contains("| leotp | 2 | 19.0 | 41.0 | 102.0 | 1 |"), "{md}");
-        for f in ["headline-throughput.svg", "headline-owd.svg", "headline-retx-owd.svg", "loss.svg"] {
+        assert!(
+            md.contains("| leotp | 20.0 | 40.0 | 60.0 | 45.0 / 70.0 | 10.0 | 80.0 | 3.0 | - | 1 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| bbr | 18.0 | 90.0 | 120.0 | - / - | - | - | 30.0"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| leotp | 2 | 19.0 | 41.0 | 102.0 | 1 |"),
+            "{md}"
+        );
+        for f in [
+            "headline-throughput.svg",
+            "headline-owd.svg",
+            "headline-retx-owd.svg",
+            "loss.svg",
+        ] {
             assert!(dir.join(f).exists(), "{f}");
         }
         let cdf = std::fs::read_to_string(dir.join("headline-retx-owd.svg")).unwrap();
-        assert!(cdf.contains("leotp") && cdf.contains("<path"), "Fig. 10 draws LEOTP's CDF");
+        assert!(
+            cdf.contains("leotp") && cdf.contains("<path"),
+            "Fig. 10 draws LEOTP's CDF"
+        );
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

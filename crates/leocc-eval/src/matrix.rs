@@ -21,7 +21,10 @@ pub fn parse_queues(s: &str) -> Result<Vec<QueueLimit>, String> {
         }
     }
     if out.is_empty() {
-        return Err(format!("--queue '{s}': no queue given ({})", leocc_sim::QUEUE_GRAMMAR));
+        return Err(format!(
+            "--queue '{s}': no queue given ({})",
+            leocc_sim::QUEUE_GRAMMAR
+        ));
     }
     Ok(out)
 }
@@ -40,7 +43,10 @@ pub fn parse_qdiscs(s: &str) -> Result<Vec<Qdisc>, String> {
         }
     }
     if out.is_empty() {
-        return Err(format!("--qdisc '{s}': no queue discipline given (one of: {})", leocc_sim::QDISC_NAMES.join(", ")));
+        return Err(format!(
+            "--qdisc '{s}': no queue discipline given (one of: {})",
+            leocc_sim::QDISC_NAMES.join(", ")
+        ));
     }
     Ok(out)
 }
@@ -234,14 +240,23 @@ impl RunSpec {
     pub fn file_id(&self) -> String {
         self.key
             .chars()
-            .map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c } else { '_' })
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
             .collect()
     }
 }
 
 /// The stem of a trace path (`traces/starlink-down-60s.leo` -> `starlink-down-60s`).
 pub fn trace_name(path: &Path) -> String {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     match name.split_once('.') {
         Some((stem, _)) if !stem.is_empty() => stem.to_string(),
         _ => name,
@@ -260,7 +275,11 @@ impl Matrix {
     /// order (trace, queue, discipline, scenario, control, seed). A drop-tail run's key is the
     /// key it had before disciplines existed, so a results file from then resumes; the others'
     /// keys end in `|dropfront` or `|codel`.
-    pub fn expand_qdiscs(&self, qdiscs: &[Qdisc], trace_duration_s: impl Fn(&Path) -> f64) -> Vec<RunSpec> {
+    pub fn expand_qdiscs(
+        &self,
+        qdiscs: &[Qdisc],
+        trace_duration_s: impl Fn(&Path) -> f64,
+    ) -> Vec<RunSpec> {
         let mut out = Vec::new();
         for trace in &self.traces {
             let name = trace_name(trace);
@@ -288,7 +307,11 @@ impl Matrix {
                                     queue,
                                     self.loss.map_or("-".into(), |l| l.to_string()),
                                     if self.oracle_reconfig { "|oracle" } else { "" },
-                                    if qdisc.is_default() { String::new() } else { format!("|{qdisc}") },
+                                    if qdisc.is_default() {
+                                        String::new()
+                                    } else {
+                                        format!("|{qdisc}")
+                                    },
                                 );
                                 out.push(RunSpec {
                                     key,
@@ -352,10 +375,18 @@ mod tests {
     fn every_buffer_is_a_run_of_its_own() {
         let mut m = matrix(vec![Scenario::Single]);
         m.queues = parse_queues(DEFAULT_QUEUES).unwrap();
-        assert_eq!(m.queues, vec![QueueLimit::Packets(500), QueueLimit::Time(150_000)]);
+        assert_eq!(
+            m.queues,
+            vec![QueueLimit::Packets(500), QueueLimit::Time(150_000)]
+        );
         let runs = m.expand(|_| 60.0);
         assert_eq!(runs.len(), 2 * 2 * 2 * 3);
-        assert_eq!(runs.iter().filter(|r| r.queue == QueueLimit::Time(150_000)).count(), runs.len() / 2);
+        assert_eq!(
+            runs.iter()
+                .filter(|r| r.queue == QueueLimit::Time(150_000))
+                .count(),
+            runs.len() / 2
+        );
         // The shallow buffer keeps the key runs had before the buffer axis.
         assert!(runs[0].key.contains("|q500|"), "{}", runs[0].key);
         assert!(runs.iter().any(|r| r.key.contains("|q150ms|")));
@@ -377,8 +408,14 @@ mod tests {
 
     #[test]
     fn mixed_and_fairness_flow_specs() {
-        assert_eq!(Scenario::VsCubic.flows_spec("leocc+cubic", 30.0), "leocc@0-30,cubic@0-30");
-        assert_eq!(Scenario::Fairness.flows_spec("bbr", 60.0), "bbr@0-60,bbr@10-60,bbr@20-60");
+        assert_eq!(
+            Scenario::VsCubic.flows_spec("leocc+cubic", 30.0),
+            "leocc@0-30,cubic@0-30"
+        );
+        assert_eq!(
+            Scenario::Fairness.flows_spec("bbr", 60.0),
+            "bbr@0-60,bbr@10-60,bbr@20-60"
+        );
     }
 
     #[test]
@@ -386,9 +423,15 @@ mod tests {
         for s in Scenario::ALL {
             assert_eq!(s.to_string().parse::<Scenario>().unwrap(), s);
         }
-        assert!("sideways".parse::<Scenario>().unwrap_err().contains("sideways"));
+        assert!("sideways"
+            .parse::<Scenario>()
+            .unwrap_err()
+            .contains("sideways"));
         assert!("qemu".parse::<Engine>().is_err());
-        assert_eq!(trace_name(Path::new("x/starlink-down-60s.leo")), "starlink-down-60s");
+        assert_eq!(
+            trace_name(Path::new("x/starlink-down-60s.leo")),
+            "starlink-down-60s"
+        );
     }
 
     #[test]
@@ -396,18 +439,31 @@ mod tests {
         let m = matrix(vec![Scenario::Single]);
         let plain = m.expand(|_| 60.0);
         let qdiscs = parse_qdiscs("droptail, codel,dropfront,codel").unwrap();
-        assert_eq!(qdiscs, vec![Qdisc::DropTail, Qdisc::CoDel, Qdisc::DropFront]);
+        assert_eq!(
+            qdiscs,
+            vec![Qdisc::DropTail, Qdisc::CoDel, Qdisc::DropFront]
+        );
         let runs = m.expand_qdiscs(&qdiscs, |_| 60.0);
         assert_eq!(runs.len(), 3 * plain.len());
         let keys: std::collections::HashSet<&str> = runs.iter().map(|r| r.key.as_str()).collect();
         assert_eq!(keys.len(), runs.len(), "keys are distinct");
         // Drop-tail runs are the plain matrix's runs, keys included (old results resume).
-        let tail: Vec<&str> = runs.iter().filter(|r| r.qdisc == Qdisc::DropTail).map(|r| r.key.as_str()).collect();
-        assert_eq!(tail, plain.iter().map(|r| r.key.as_str()).collect::<Vec<_>>());
+        let tail: Vec<&str> = runs
+            .iter()
+            .filter(|r| r.qdisc == Qdisc::DropTail)
+            .map(|r| r.key.as_str())
+            .collect();
+        assert_eq!(
+            tail,
+            plain.iter().map(|r| r.key.as_str()).collect::<Vec<_>>()
+        );
         assert!(plain.iter().all(|r| r.qdisc == Qdisc::DropTail));
         let codel = runs.iter().find(|r| r.qdisc == Qdisc::CoDel).unwrap();
         assert!(codel.key.ends_with("|codel"), "{}", codel.key);
-        assert_eq!(runs.iter().filter(|r| r.qdisc == Qdisc::DropFront).count(), plain.len());
+        assert_eq!(
+            runs.iter().filter(|r| r.qdisc == Qdisc::DropFront).count(),
+            plain.len()
+        );
         assert!(parse_qdiscs("droptail,red").unwrap_err().contains("'red'"));
         assert!(parse_qdiscs(" , ").is_err());
     }

@@ -85,7 +85,10 @@ fn seen(ip: &[u8]) -> Option<Seen> {
     if ihl < 20 || total < ihl || total > ip.len() {
         return None;
     }
-    let (src, dst) = (Ipv4Addr::new(ip[12], ip[13], ip[14], ip[15]), Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19]));
+    let (src, dst) = (
+        Ipv4Addr::new(ip[12], ip[13], ip[14], ip[15]),
+        Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19]),
+    );
     let l4 = &ip[ihl..total];
     let port = |at: usize| u16::from_be_bytes([l4[at], l4[at + 1]]);
     let (flow, pos, len) = match ip[9] {
@@ -94,7 +97,11 @@ fn seen(ip: &[u8]) -> Option<Seen> {
             if doff < 20 || doff >= l4.len() {
                 return None; // no payload (pure ACK, SYN, FIN) or malformed
             }
-            (Flow::Tcp(src, port(0), dst, port(2)), u32::from_be_bytes([l4[4], l4[5], l4[6], l4[7]]), (l4.len() - doff) as u32)
+            (
+                Flow::Tcp(src, port(0), dst, port(2)),
+                u32::from_be_bytes([l4[4], l4[5], l4[6], l4[7]]),
+                (l4.len() - doff) as u32,
+            )
         }
         IPPROTO_UDP if l4.len() >= 8 => {
             use leocc_leotp::packet::{parse, Kind, FLAG_RETX};
@@ -102,14 +109,33 @@ fn seen(ip: &[u8]) -> Option<Seen> {
             let flow = Flow::Leotp(p.name.to_string());
             match p.kind {
                 Kind::Data => (flow, p.start, 1),
-                Kind::Void => return Some(Seen::Recovery { flow, start: p.start, end: p.end }),
-                Kind::Interest if p.flags & FLAG_RETX != 0 => return Some(Seen::Recovery { flow, start: p.start, end: p.end }),
+                Kind::Void => {
+                    return Some(Seen::Recovery {
+                        flow,
+                        start: p.start,
+                        end: p.end,
+                    })
+                }
+                Kind::Interest if p.flags & FLAG_RETX != 0 => {
+                    return Some(Seen::Recovery {
+                        flow,
+                        start: p.start,
+                        end: p.end,
+                    })
+                }
                 Kind::Interest => return None,
             }
         }
         _ => return None,
     };
-    Some(Seen::Data(Data { src, dst, flow, pos, len, wire_bytes: total as u64 }))
+    Some(Seen::Data(Data {
+        src,
+        dst,
+        flow,
+        pos,
+        len,
+        wire_bytes: total as u64,
+    }))
 }
 
 /// Whether `a` comes before `b` in a flow (serial-number order, so TCP's wrap is harmless).
@@ -149,7 +175,12 @@ impl PathDelay {
 /// Matches what `client` (the address of the receiving end) received in `client_pcap`
 /// against what `server` sent in `server_pcap`. Both captures must share a clock (the chain's
 /// do). A malformed capture is an error naming the file; packets that are not data are skipped.
-pub fn analyse(server_pcap: &Path, server: Ipv4Addr, client_pcap: &Path, client: Ipv4Addr) -> Result<PathDelay> {
+pub fn analyse(
+    server_pcap: &Path,
+    server: Ipv4Addr,
+    client_pcap: &Path,
+    client: Ipv4Addr,
+) -> Result<PathDelay> {
     let mut first_sent: HashMap<(Flow, u32), u64> = HashMap::new();
     let mut streams: HashMap<Flow, InOrder> = HashMap::new();
     let mut out = PathDelay::default();
@@ -161,7 +192,10 @@ pub fn analyse(server_pcap: &Path, server: Ipv4Addr, client_pcap: &Path, client:
         };
         out.sent_pkts += 1;
         out.sent_bytes += d.wire_bytes;
-        streams.entry(d.flow.clone()).and_modify(|s| s.start_at(d.pos)).or_insert_with(|| InOrder::new(d.pos));
+        streams
+            .entry(d.flow.clone())
+            .and_modify(|s| s.start_at(d.pos))
+            .or_insert_with(|| InOrder::new(d.pos));
         first_sent.entry((d.flow, d.pos)).or_insert(rec.unix_us);
     }
     let mut highest: HashMap<Flow, u32> = HashMap::new();
@@ -228,7 +262,11 @@ struct InOrder {
 
 impl InOrder {
     fn new(start: u32) -> InOrder {
-        InOrder { start, next: 0, waiting: BTreeMap::new() }
+        InOrder {
+            start,
+            next: 0,
+            waiting: BTreeMap::new(),
+        }
     }
 
     /// Moves the flow's start back if the server sent data before `pos` (called while reading
@@ -241,7 +279,14 @@ impl InOrder {
 
     /// A data packet arrived at `now_us`: pushes the in-order delay of every packet it makes
     /// readable (itself, if nothing is missing before it, and those that waited behind it).
-    fn arrive(&mut self, pos: u32, len: u32, sent_us: Option<u64>, now_us: u64, delays: &mut Vec<f64>) {
+    fn arrive(
+        &mut self,
+        pos: u32,
+        len: u32,
+        sent_us: Option<u64>,
+        now_us: u64,
+        delays: &mut Vec<f64>,
+    ) {
         let rel = u64::from(pos.wrapping_sub(self.start));
         let end = rel + u64::from(len);
         if end <= self.next {
@@ -343,13 +388,40 @@ mod tests {
         let d = dir("tcp");
         let (s, c) = (d.join("server.pcap"), d.join("client.pcap"));
         // Segment 1000 is lost and resent at t = 300 ms; 2448 arrives first.
-        capture(&s, &[(0, tcp(1000, 1448)), (10_000, tcp(2448, 1448)), (300_000, tcp(1000, 1448)), (300_500, ipv4(IPPROTO_TCP, SERVER, CLIENT, &tcp(0, 0)[20..]))]);
-        capture(&c, &[(50_000, tcp(2448, 1448)), (350_000, tcp(1000, 1448)), (360_000, tcp(1000, 1448))]);
+        capture(
+            &s,
+            &[
+                (0, tcp(1000, 1448)),
+                (10_000, tcp(2448, 1448)),
+                (300_000, tcp(1000, 1448)),
+                (300_500, ipv4(IPPROTO_TCP, SERVER, CLIENT, &tcp(0, 0)[20..])),
+            ],
+        );
+        capture(
+            &c,
+            &[
+                (50_000, tcp(2448, 1448)),
+                (350_000, tcp(1000, 1448)),
+                (360_000, tcp(1000, 1448)),
+            ],
+        );
         let p = analyse(&s, SERVER, &c, CLIENT).unwrap();
-        assert_eq!((p.sent_pkts, p.delivered_pkts, p.unmatched), (3, 2, 0), "{p:?}");
+        assert_eq!(
+            (p.sent_pkts, p.delivered_pkts, p.unmatched),
+            (3, 2, 0),
+            "{p:?}"
+        );
         assert_eq!(p.owd_ms, vec![40.0, 350.0]);
-        assert_eq!(p.retx_owd_ms, vec![350.0], "the resent segment filled a hole; its delay counts from its first copy");
-        assert_eq!(p.inorder_ms, vec![350.0, 340.0], "2448 arrived at 50 ms but waited for 1000 (head-of-line blocking)");
+        assert_eq!(
+            p.retx_owd_ms,
+            vec![350.0],
+            "the resent segment filled a hole; its delay counts from its first copy"
+        );
+        assert_eq!(
+            p.inorder_ms,
+            vec![350.0, 340.0],
+            "2448 arrived at 50 ms but waited for 1000 (head-of-line blocking)"
+        );
         assert!((p.sender_traffic_ratio().unwrap() - 1.5).abs() < 1e-12);
         std::fs::remove_dir_all(d).unwrap();
     }
@@ -359,16 +431,40 @@ mod tests {
         let d = dir("leotp");
         let (s, c) = (d.join("server.pcap"), d.join("client.pcap"));
         let mid = Ipv4Addr::new(10, 15, 0, 2);
-        capture(&s, &[(0, leotp(SERVER, 0)), (1_000, leotp(SERVER, 1)), (2_000, leotp(SERVER, 2))]);
+        capture(
+            &s,
+            &[
+                (0, leotp(SERVER, 0)),
+                (1_000, leotp(SERVER, 1)),
+                (2_000, leotp(SERVER, 2)),
+            ],
+        );
         // Segment 1 is repaired by a mid-node's cache (its VPH reaches the client first): the
         // producer sent it once. Segment 0 arrives after 2 without any sign of recovery (a
         // cache answered 2 first): out of order, not retransmitted.
-        capture(&c, &[(30_000, leotp(mid, 2)), (31_000, void(mid, 1, 2)), (32_000, leotp(mid, 0)), (90_000, leotp(mid, 1)), (95_000, leotp(mid, 9))]);
+        capture(
+            &c,
+            &[
+                (30_000, leotp(mid, 2)),
+                (31_000, void(mid, 1, 2)),
+                (32_000, leotp(mid, 0)),
+                (90_000, leotp(mid, 1)),
+                (95_000, leotp(mid, 9)),
+            ],
+        );
         let p = analyse(&s, SERVER, &c, CLIENT).unwrap();
-        assert_eq!((p.delivered_pkts, p.unmatched), (3, 1), "segment 9 was never sent by the server");
+        assert_eq!(
+            (p.delivered_pkts, p.unmatched),
+            (3, 1),
+            "segment 9 was never sent by the server"
+        );
         assert_eq!(p.owd_ms, vec![28.0, 32.0, 89.0]);
         assert_eq!(p.retx_owd_ms, vec![89.0]);
-        assert_eq!(p.inorder_ms, vec![32.0, 89.0, 88.0], "2 waits for 0 and then for 1; 9 (never sent) waits for 3..9 for ever");
+        assert_eq!(
+            p.inorder_ms,
+            vec![32.0, 89.0, 88.0],
+            "2 waits for 0 and then for 1; 9 (never sent) waits for 3..9 for ever"
+        );
         assert_eq!(p.sender_traffic_ratio(), Some(1.0));
         std::fs::remove_dir_all(d).unwrap();
     }
@@ -387,17 +483,31 @@ mod tests {
         s.arrive(seg(1), 1000, Some(10_000), 61_000, &mut d);
         assert_eq!(d.len(), 2, "a late copy of read data changes nothing");
         s.arrive(seg(3), 1000, None, 62_000, &mut d);
-        assert_eq!((d.len(), s.next), (2, 4000), "data with no sending time is read but not timed");
+        assert_eq!(
+            (d.len(), s.next),
+            (2, 4000),
+            "data with no sending time is read but not timed"
+        );
     }
 
     #[test]
     fn malformed_packets_are_skipped_and_sequence_order_wraps() {
         assert!(before(u32::MAX - 10, 5) && !before(5, u32::MAX - 10));
-        for junk in [vec![], vec![0x45; 19], vec![0x60; 40], ipv4(IPPROTO_TCP, SERVER, CLIENT, &[0u8; 10]), ipv4(IPPROTO_UDP, SERVER, CLIENT, b"12345678LT\x09junk")] {
+        for junk in [
+            vec![],
+            vec![0x45; 19],
+            vec![0x60; 40],
+            ipv4(IPPROTO_TCP, SERVER, CLIENT, &[0u8; 10]),
+            ipv4(IPPROTO_UDP, SERVER, CLIENT, b"12345678LT\x09junk"),
+        ] {
             assert_eq!(data_of(&junk), None);
         }
         let mut cut = tcp(1, 100);
         cut.truncate(60);
-        assert_eq!(data_of(&cut), None, "a packet shorter than its IP length is not read past its end");
+        assert_eq!(
+            data_of(&cut),
+            None,
+            "a packet shorter than its IP length is not read past its end"
+        );
     }
 }

@@ -70,17 +70,28 @@ impl Runner {
         if todo.is_empty() {
             return Ok(outcome);
         }
-        let driver = std::env::temp_dir().join(format!("leocc-ray-driver-{}.py", std::process::id()));
+        let driver =
+            std::env::temp_dir().join(format!("leocc-ray-driver-{}.py", std::process::id()));
         leocc_trace::write_atomic(&driver, DRIVER.as_bytes())?;
         let mut cmd = Command::new(&ray.python);
-        cmd.arg(&driver).arg("--address").arg(&ray.address).arg("--exe").arg(&self.exe);
-        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd.arg(&driver)
+            .arg("--address")
+            .arg(&ray.address)
+            .arg("--exe")
+            .arg(&self.exe);
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
         leocc_emu::owned::die_with_parent_by(&mut cmd, libc::SIGTERM);
-        let mut child = cmd.spawn().with_context(|| format!("starting the Ray driver with {}", ray.python.display()))?;
+        let mut child = cmd
+            .spawn()
+            .with_context(|| format!("starting the Ray driver with {}", ray.python.display()))?;
         let lines: Vec<String> = todo
             .iter()
             .enumerate()
-            .map(|(i, s)| json!({"id": i, "args": worker_args(self, s), "trace": s.trace}).to_string())
+            .map(|(i, s)| {
+                json!({"id": i, "args": worker_args(self, s), "trace": s.trace}).to_string()
+            })
             .collect();
         let mut stdin = child.stdin.take().expect("piped");
         let stdout = child.stdout.take().expect("piped");
@@ -104,12 +115,20 @@ impl Runner {
             });
             for line in BufReader::new(stdout).lines() {
                 let line = line.context("reading the Ray driver's output")?;
-                let msg: Value = serde_json::from_str(&line).with_context(|| format!("the Ray driver printed `{line}`"))?;
-                let id = msg["id"].as_u64().map(|i| i as usize).filter(|&i| i < todo.len() && !finished[i]);
-                let id = id.ok_or_else(|| anyhow!("the Ray driver answered for an unknown or finished run: `{line}`"))?;
+                let msg: Value = serde_json::from_str(&line)
+                    .with_context(|| format!("the Ray driver printed `{line}`"))?;
+                let id = msg["id"]
+                    .as_u64()
+                    .map(|i| i as usize)
+                    .filter(|&i| i < todo.len() && !finished[i]);
+                let id = id.ok_or_else(|| {
+                    anyhow!("the Ray driver answered for an unknown or finished run: `{line}`")
+                })?;
                 finished[id] = true;
                 let spec = todo[id];
-                let result = self.record_of(spec, &msg).and_then(|rec| results::append(&results_file, &rec));
+                let result = self
+                    .record_of(spec, &msg)
+                    .and_then(|rec| results::append(&results_file, &rec));
                 n += 1;
                 match &result {
                     Ok(()) => ok += 1,
@@ -121,9 +140,22 @@ impl Runner {
         })?;
         let status = child.wait()?;
         let _ = std::fs::remove_file(&driver);
-        let why = String::from_utf8_lossy(&driver_log).lines().rev().take(3).collect::<Vec<_>>().join(" | ");
-        for spec in todo.iter().zip(&finished).filter(|(_, &f)| !f).map(|(s, _)| s) {
-            failed.push((spec.key.clone(), format!("the Ray driver exited ({status}) before this run finished: {why}")));
+        let why = String::from_utf8_lossy(&driver_log)
+            .lines()
+            .rev()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" | ");
+        for spec in todo
+            .iter()
+            .zip(&finished)
+            .filter(|(_, &f)| !f)
+            .map(|(s, _)| s)
+        {
+            failed.push((
+                spec.key.clone(),
+                format!("the Ray driver exited ({status}) before this run finished: {why}"),
+            ));
         }
         outcome.ran = ok;
         outcome.failed = failed;
@@ -137,12 +169,18 @@ impl Runner {
         if let Some(e) = msg["error"].as_str() {
             bail!("the Ray task failed: {e}");
         }
-        let code = msg["code"].as_i64().ok_or_else(|| anyhow!("the Ray driver's result has no exit code"))?;
+        let code = msg["code"]
+            .as_i64()
+            .ok_or_else(|| anyhow!("the Ray driver's result has no exit code"))?;
         if let Some(ts) = msg["timeseries"].as_str() {
             leocc_trace::write_atomic(&timeseries_path(&self.out_dir, spec), ts.as_bytes())?;
         }
         let text = |k: &str| msg[k].as_str().unwrap_or("").as_bytes().to_vec();
-        let exit = if code == 0 { Ok(()) } else { Err(format!("exit status {code} on a Ray worker")) };
+        let exit = if code == 0 {
+            Ok(())
+        } else {
+            Err(format!("exit status {code} on a Ray worker"))
+        };
         self.finish(spec, exit, &text("stdout"), &text("stderr"))
     }
 }
@@ -155,7 +193,12 @@ mod tests {
 
     #[test]
     fn worker_args_replace_only_the_trace_and_timeseries_paths() {
-        let runner = Runner { exe: "/bin/leocc".into(), out_dir: "/tmp/o".into(), jobs: 1, progress: false };
+        let runner = Runner {
+            exe: "/bin/leocc".into(),
+            out_dir: "/tmp/o".into(),
+            jobs: 1,
+            progress: false,
+        };
         let m = Matrix {
             engine: Engine::Sim,
             traces: vec!["/data/a.trace".into()],
@@ -175,6 +218,11 @@ mod tests {
         assert_eq!(after("--timeseries"), TIMESERIES_ARG);
         assert_eq!(after("--seed"), "3");
         assert_eq!(args[0], "sim");
-        assert!(!args.iter().any(|a| a.contains("/data/a.trace") || a.contains("/tmp/o")), "{args:?}");
+        assert!(
+            !args
+                .iter()
+                .any(|a| a.contains("/data/a.trace") || a.contains("/tmp/o")),
+            "{args:?}"
+        );
     }
 }

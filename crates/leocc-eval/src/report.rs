@@ -25,14 +25,35 @@ pub const THROUGHPUT_RIVALS: [&str; 3] = ["cubic", "copa", "bbr3"];
 /// Vivace) and the authors' own code (`leocc-ref`).
 pub const DELAY_RIVALS: [&str; 3] = ["bbr", "vivace", "leocc-ref"];
 /// Every control in a fixed order, so that a control has the same colour in every chart.
-const CC_ORDER: [&str; 10] = ["leocc", "cubic", "bbr", "bbr3", "copa", "vivace", "reno", "vegas", "satcp", "leocc-ref"];
+const CC_ORDER: [&str; 10] = [
+    "leocc",
+    "cubic",
+    "bbr",
+    "bbr3",
+    "copa",
+    "vivace",
+    "reno",
+    "vegas",
+    "satcp",
+    "leocc-ref",
+];
 
 /// The colour of a control (or a mixed label) wherever it appears. Labels outside
 /// [`CC_ORDER`] (quic:*, swept settings, mixes) take a colour from a hash of the whole label:
 /// by length alone, quic:cubic and quic:leocc were the same green.
 pub(crate) fn cc_color(label: &str) -> &'static str {
-    let other = || CC_ORDER.len() + label.bytes().fold(0usize, |h, b| h.wrapping_mul(31).wrapping_add(b as usize));
-    color(CC_ORDER.iter().position(|c| *c == label).unwrap_or_else(other))
+    let other = || {
+        CC_ORDER.len()
+            + label
+                .bytes()
+                .fold(0usize, |h, b| h.wrapping_mul(31).wrapping_add(b as usize))
+    };
+    color(
+        CC_ORDER
+            .iter()
+            .position(|c| *c == label)
+            .unwrap_or_else(other),
+    )
 }
 
 /// How ground-truth reconfigurations are drawn over time series.
@@ -54,12 +75,21 @@ pub struct TsRow {
 
 /// Reads a run's CSV time series (header with at least t_s, flow, throughput_mbps, rtt_ms).
 pub fn read_timeseries(path: &Path) -> Result<Vec<TsRow>> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let mut lines = text.lines();
     let header: Vec<&str> = lines.next().unwrap_or("").split(',').collect();
     let col = |name: &str| header.iter().position(|h| h.trim() == name);
-    let (Some(ct), Some(cf), Some(cth), Some(cr)) = (col("t_s"), col("flow"), col("throughput_mbps"), col("rtt_ms")) else {
-        anyhow::bail!("{}:1: expected columns t_s, flow, throughput_mbps, rtt_ms", path.display());
+    let (Some(ct), Some(cf), Some(cth), Some(cr)) = (
+        col("t_s"),
+        col("flow"),
+        col("throughput_mbps"),
+        col("rtt_ms"),
+    ) else {
+        anyhow::bail!(
+            "{}:1: expected columns t_s, flow, throughput_mbps, rtt_ms",
+            path.display()
+        );
     };
     let mut out = Vec::new();
     for (i, line) in lines.enumerate() {
@@ -67,9 +97,21 @@ pub fn read_timeseries(path: &Path) -> Result<Vec<TsRow>> {
         let num = |c: usize| -> Result<f64> {
             f.get(c)
                 .and_then(|v| v.trim().parse::<f64>().ok())
-                .with_context(|| format!("{}:{}: bad or missing column {}", path.display(), i + 2, header[c]))
+                .with_context(|| {
+                    format!(
+                        "{}:{}: bad or missing column {}",
+                        path.display(),
+                        i + 2,
+                        header[c]
+                    )
+                })
         };
-        out.push(TsRow { t_s: num(ct)?, flow: num(cf)? as usize, throughput_mbps: num(cth)?, rtt_ms: num(cr)? });
+        out.push(TsRow {
+            t_s: num(ct)?,
+            flow: num(cf)? as usize,
+            throughput_mbps: num(cth)?,
+            rtt_ms: num(cr)?,
+        });
     }
     Ok(out)
 }
@@ -92,7 +134,11 @@ impl TraceView {
         let dir = trace.meta.direction.primary();
         let fwd = trace.link(dir);
         let back = trace.link(if dir == Dir::Up { Dir::Down } else { Dir::Up });
-        let horizon_s = if horizon_s > 0.0 { horizon_s } else { trace.duration_us() as f64 / 1e6 };
+        let horizon_s = if horizon_s > 0.0 {
+            horizon_s
+        } else {
+            trace.duration_us() as f64 / 1e6
+        };
         let bins = (horizon_s / BIN_S).ceil() as u64;
         let bin_us = (BIN_S * 1e6) as u64;
         let mut capacity = Vec::with_capacity(bins as usize);
@@ -112,13 +158,22 @@ impl TraceView {
         if period_s > 0.0 {
             let mut base = 0.0;
             while base < horizon_s {
-                reconfig_s.extend(trace.reconfigurations_us().iter().map(|&r| base + r as f64 / 1e6).filter(|&r| r < horizon_s));
+                reconfig_s.extend(
+                    trace
+                        .reconfigurations_us()
+                        .iter()
+                        .map(|&r| base + r as f64 / 1e6)
+                        .filter(|&r| r < horizon_s),
+                );
                 base += period_s;
             }
         }
         Ok(TraceView {
             mean_capacity_mbps: fwd.mean_capacity_bps(0, bins * bin_us) / 1e6,
-            base_owd_p95_ms: owds.get((owds.len() as f64 * 0.95) as usize).copied().unwrap_or(0.0),
+            base_owd_p95_ms: owds
+                .get((owds.len() as f64 * 0.95) as usize)
+                .copied()
+                .unwrap_or(0.0),
             capacity,
             base_rtt,
             reconfig_s,
@@ -129,7 +184,12 @@ impl TraceView {
 fn fmt_stat(s: Option<Stat>, scale: f64, decimals: usize) -> String {
     match s {
         None => "–".into(),
-        Some(s) if s.n > 1 => format!("{:.d$} ± {:.d$}", s.mean * scale, s.sd * scale, d = decimals),
+        Some(s) if s.n > 1 => format!(
+            "{:.d$} ± {:.d$}",
+            s.mean * scale,
+            s.sd * scale,
+            d = decimals
+        ),
         Some(s) => format!("{:.d$}", s.mean * scale, d = decimals),
     }
 }
@@ -166,7 +226,9 @@ pub fn write(out_dir: &Path, records: &[Record], command_line: &str) -> Result<P
     // Engines and buffers with more traces than a page can show one by one.
     let mut per_group: BTreeMap<(&str, &str), usize> = BTreeMap::new();
     for (engine, _, queue) in traces.keys() {
-        *per_group.entry((engine.as_str(), queue.as_str())).or_default() += 1;
+        *per_group
+            .entry((engine.as_str(), queue.as_str()))
+            .or_default() += 1;
     }
     let many: BTreeMap<(&str, &str), across::Group> = per_group
         .iter()
@@ -195,12 +257,27 @@ pub fn write(out_dir: &Path, records: &[Record], command_line: &str) -> Result<P
         let view = match TraceView::load(&resolve(out_dir, path), horizon) {
             Ok(v) => Some(v),
             Err(e) => {
-                let _ = write!(html, "<p class=\"warn\">Trace {} could not be read for overlays: {}</p>", esc(&path.display().to_string()), esc(&format!("{e:#}")));
+                let _ = write!(
+                    html,
+                    "<p class=\"warn\">Trace {} could not be read for overlays: {}</p>",
+                    esc(&path.display().to_string()),
+                    esc(&format!("{e:#}"))
+                );
                 None
             }
         };
-        let _ = write!(html, "<h2>{} — {} — buffer {}</h2>", esc(trace), esc(engine), esc(queue_label));
-        let at = At { engine, trace, queue };
+        let _ = write!(
+            html,
+            "<h2>{} — {} — buffer {}</h2>",
+            esc(trace),
+            esc(engine),
+            esc(queue_label)
+        );
+        let at = At {
+            engine,
+            trace,
+            queue,
+        };
         single_section(&mut html, &ts, &cells, at, view.as_ref());
         multi_flow_section(&mut html, &ts, &cells, at, view.as_ref());
     }
@@ -219,7 +296,11 @@ fn resolve(out_dir: &Path, p: &Path) -> PathBuf {
     if p.exists() {
         return p.to_path_buf();
     }
-    out_dir.parent().map(|d| d.join(p)).filter(|q| q.exists()).unwrap_or_else(|| p.to_path_buf())
+    out_dir
+        .parent()
+        .map(|d| d.join(p))
+        .filter(|q| q.exists())
+        .unwrap_or_else(|| p.to_path_buf())
 }
 
 type Cells<'a> = BTreeMap<CellKey, Vec<&'a Record>>;
@@ -259,12 +340,21 @@ fn headline_table(cells: &Cells, many: &BTreeMap<(&str, &str), across::Group>) -
         rows += &g.headline_row();
     }
     for ((engine, trace, queue, scenario, label), runs) in cells {
-        if scenario != "single" || label != "leocc" || many.contains_key(&(engine.as_str(), queue.as_str())) {
+        if scenario != "single"
+            || label != "leocc"
+            || many.contains_key(&(engine.as_str(), queue.as_str()))
+        {
             continue;
         }
         let get = |cc: &str, field: &str| {
             cells
-                .get(&(engine.clone(), trace.clone(), queue.clone(), "single".into(), cc.into()))
+                .get(&(
+                    engine.clone(),
+                    trace.clone(),
+                    queue.clone(),
+                    "single".into(),
+                    cc.into(),
+                ))
                 .and_then(|r| stat(r, field))
                 .map(|s| s.mean)
         };
@@ -272,10 +362,16 @@ fn headline_table(cells: &Cells, many: &BTreeMap<(&str, &str), across::Group>) -
         let p95 = stat(runs, "rtt_p95_ms").map(|s| s.mean).unwrap_or(0.0);
         let mut cols = String::new();
         for cc in THROUGHPUT_RIVALS {
-            cols += &format!("<td>{}</td>", get(cc, "throughput_mbps").map_or("–".into(), |t| pct_change(thr, t)));
+            cols += &format!(
+                "<td>{}</td>",
+                get(cc, "throughput_mbps").map_or("–".into(), |t| pct_change(thr, t))
+            );
         }
         for cc in DELAY_RIVALS {
-            cols += &format!("<td>{}</td>", get(cc, "rtt_p95_ms").map_or("–".into(), |t| pct_change(p95, t)));
+            cols += &format!(
+                "<td>{}</td>",
+                get(cc, "rtt_p95_ms").map_or("–".into(), |t| pct_change(p95, t))
+            );
         }
         let _ = write!(
             rows,
@@ -316,7 +412,11 @@ const METRICS: [(&str, &str, f64, usize); 10] = [
 ];
 
 fn single_section(html: &mut String, ts: &Store, cells: &Cells, at: At, view: Option<&TraceView>) {
-    let At { engine, trace, queue } = at;
+    let At {
+        engine,
+        trace,
+        queue,
+    } = at;
     let runs = single_runs(cells, at);
     if runs.is_empty() {
         return;
@@ -324,20 +424,38 @@ fn single_section(html: &mut String, ts: &Store, cells: &Cells, at: At, view: Op
     // Throughput against p95 one-way delay, Pantheon style.
     let mut chart = Chart::new(
         format!("{trace}: throughput vs 95th-percentile one-way delay ({engine}, queue {queue})"),
-        Axis::new("95th-percentile one-way delay (ms, log scale, better →)").log().inverted(),
+        Axis::new("95th-percentile one-way delay (ms, log scale, better →)")
+            .log()
+            .inverted(),
         Axis::new("throughput (Mbit/s)"),
     );
     chart.height = 420;
     for (label, rs) in &runs {
-        let (Some(t), Some(d)) = (stat(rs, "throughput_mbps"), stat(rs, "owd_p95_ms")) else { continue };
-        let mut s = Series::new(*label, cc_color(label), Style::Points, vec![(d.mean, t.mean)]).labelled();
+        let (Some(t), Some(d)) = (stat(rs, "throughput_mbps"), stat(rs, "owd_p95_ms")) else {
+            continue;
+        };
+        let mut s = Series::new(
+            *label,
+            cc_color(label),
+            Style::Points,
+            vec![(d.mean, t.mean)],
+        )
+        .labelled();
         if t.n > 1 {
             s.spread.push((d.min, d.max, t.min, t.max));
         }
         chart.series.push(s);
     }
     if let Some(v) = view {
-        chart.series.push(Series::new("oracle", "#000000", Style::Points, vec![(v.base_owd_p95_ms.max(0.1), v.mean_capacity_mbps)]).labelled());
+        chart.series.push(
+            Series::new(
+                "oracle",
+                "#000000",
+                Style::Points,
+                vec![(v.base_owd_p95_ms.max(0.1), v.mean_capacity_mbps)],
+            )
+            .labelled(),
+        );
     }
     let _ = write!(html, "<figure>{}<figcaption>Each control's mean over seeds with its min–max spread; the oracle point is all the capacity the trace offers at its base delay.</figcaption></figure>", chart.svg());
 
@@ -362,7 +480,12 @@ fn single_section(html: &mut String, ts: &Store, cells: &Cells, at: At, view: Op
         fields
             .iter()
             .map(|(f, name, scale)| {
-                let vals = runs.iter().map(|(_, rs)| stat(rs, f).map(|s| (s.mean * scale, s.min * scale, s.max * scale))).collect();
+                let vals = runs
+                    .iter()
+                    .map(|(_, rs)| {
+                        stat(rs, f).map(|s| (s.mean * scale, s.min * scale, s.max * scale))
+                    })
+                    .collect();
                 (name.to_string(), vals)
             })
             .collect()
@@ -370,19 +493,55 @@ fn single_section(html: &mut String, ts: &Store, cells: &Cells, at: At, view: Op
     let _ = write!(
         html,
         "<div class=\"row\">{}{}</div><div class=\"row\">{}</div>",
-        bars("Utilisation", "% of offered capacity", &cats, &series(&[("utilization", "utilisation", 100.0)])),
-        bars("Queueing delay", "ms", &cats, &series(&[("qdelay_avg_ms", "mean", 1.0), ("qdelay_p95_ms", "p95", 1.0)])),
-        bars("Loss and retransmissions", "% of packets sent", &cats, &series(&[("loss_rate", "loss", 100.0), ("retrans_rate", "retransmissions", 100.0)])),
+        bars(
+            "Utilisation",
+            "% of offered capacity",
+            &cats,
+            &series(&[("utilization", "utilisation", 100.0)])
+        ),
+        bars(
+            "Queueing delay",
+            "ms",
+            &cats,
+            &series(&[
+                ("qdelay_avg_ms", "mean", 1.0),
+                ("qdelay_p95_ms", "p95", 1.0)
+            ])
+        ),
+        bars(
+            "Loss and retransmissions",
+            "% of packets sent",
+            &cats,
+            &series(&[
+                ("loss_rate", "loss", 100.0),
+                ("retrans_rate", "retransmissions", 100.0)
+            ])
+        ),
     );
 
     // Time series per control (the first seed).
     html.push_str("<h3>Time series (first seed)</h3>");
     for (label, rs) in &runs {
-        let Some(rec) = rs.iter().min_by_key(|r| r.num("seed").unwrap_or(0.0) as u64) else { continue };
+        let Some(rec) = rs
+            .iter()
+            .min_by_key(|r| r.num("seed").unwrap_or(0.0) as u64)
+        else {
+            continue;
+        };
         match ts.read(rec.str("key"), rec.str("timeseries")) {
-            Ok(rows) => html.push_str(&timeseries_chart(&format!("{trace}, queue {queue}: {label}"), &rows, view, false)),
+            Ok(rows) => html.push_str(&timeseries_chart(
+                &format!("{trace}, queue {queue}: {label}"),
+                &rows,
+                view,
+                false,
+            )),
             Err(e) => {
-                let _ = write!(html, "<p class=\"warn\">{}: no time series ({})</p>", esc(label), esc(&format!("{e:#}")));
+                let _ = write!(
+                    html,
+                    "<p class=\"warn\">{}: no time series ({})</p>",
+                    esc(label),
+                    esc(&format!("{e:#}"))
+                );
             }
         }
     }
@@ -392,7 +551,10 @@ fn single_section(html: &mut String, ts: &Store, cells: &Cells, at: At, view: Op
 fn per_flow(rows: &[TsRow]) -> BTreeMap<usize, Vec<(f64, f64, f64)>> {
     let mut flows: BTreeMap<usize, Vec<(f64, f64, f64)>> = BTreeMap::new();
     for r in rows {
-        flows.entry(r.flow).or_default().push((r.t_s, r.throughput_mbps, r.rtt_ms));
+        flows
+            .entry(r.flow)
+            .or_default()
+            .push((r.t_s, r.throughput_mbps, r.rtt_ms));
     }
     flows
 }
@@ -402,23 +564,61 @@ fn thin<T: Copy>(v: &[T]) -> Vec<T> {
     v.iter().step_by(step).copied().collect()
 }
 
-fn timeseries_chart(title: &str, rows: &[TsRow], view: Option<&TraceView>, per_flow_lines: bool) -> String {
-    let mut c = Chart::new(title, Axis::new("time (s)"), Axis::new("throughput (Mbit/s)"));
+fn timeseries_chart(
+    title: &str,
+    rows: &[TsRow],
+    view: Option<&TraceView>,
+    per_flow_lines: bool,
+) -> String {
+    let mut c = Chart::new(
+        title,
+        Axis::new("time (s)"),
+        Axis::new("throughput (Mbit/s)"),
+    );
     c.y2 = Some(Axis::new("RTT (ms)"));
     let horizon = rows.iter().map(|r| r.t_s).fold(0.0, f64::max);
     if let Some(v) = view {
-        let cap: Vec<_> = v.capacity.iter().copied().filter(|p| p.0 <= horizon).collect();
-        c.series.push(Series::new("capacity", "#999999", Style::Area, thin(&cap)));
-        let base: Vec<_> = v.base_rtt.iter().copied().filter(|p| p.0 <= horizon).collect();
-        c.series.push(Series::new("base RTT", "#999999", Style::Line, thin(&base)).on_right().dashed());
-        c.markers = v.reconfig_s.iter().filter(|&&x| x <= horizon).map(|&x| Marker::new(x, RECONFIG_COLOR, RECONFIG_DASH)).collect();
-        c.marker_kinds.push(MarkerKind { name: "reconfiguration".into(), color: RECONFIG_COLOR.into(), dash: RECONFIG_DASH.into() });
+        let cap: Vec<_> = v
+            .capacity
+            .iter()
+            .copied()
+            .filter(|p| p.0 <= horizon)
+            .collect();
+        c.series
+            .push(Series::new("capacity", "#999999", Style::Area, thin(&cap)));
+        let base: Vec<_> = v
+            .base_rtt
+            .iter()
+            .copied()
+            .filter(|p| p.0 <= horizon)
+            .collect();
+        c.series.push(
+            Series::new("base RTT", "#999999", Style::Line, thin(&base))
+                .on_right()
+                .dashed(),
+        );
+        c.markers = v
+            .reconfig_s
+            .iter()
+            .filter(|&&x| x <= horizon)
+            .map(|&x| Marker::new(x, RECONFIG_COLOR, RECONFIG_DASH))
+            .collect();
+        c.marker_kinds.push(MarkerKind {
+            name: "reconfiguration".into(),
+            color: RECONFIG_COLOR.into(),
+            dash: RECONFIG_DASH.into(),
+        });
     }
     let flows = per_flow(rows);
     if per_flow_lines {
         for (i, (f, pts)) in flows.iter().enumerate() {
             let thr: Vec<_> = pts.iter().map(|p| (p.0, p.1)).collect();
-            c.series.push(Series::new(format!("flow {f}"), color(i), Style::Line, thin(&thr)));
+            c.series.push(Series::new(
+                format!("flow {f}"),
+                color(i),
+                Style::Line,
+                thin(&thr),
+            ));
         }
     } else {
         let mut total: BTreeMap<u64, (f64, f64, u32)> = BTreeMap::new();
@@ -430,10 +630,19 @@ fn timeseries_chart(title: &str, rows: &[TsRow], view: Option<&TraceView>, per_f
                 e.2 += 1;
             }
         }
-        let thr: Vec<_> = total.iter().map(|(t, v)| (*t as f64 / 1000.0, v.0)).collect();
-        let rtt: Vec<_> = total.iter().filter(|(_, v)| v.2 > 0).map(|(t, v)| (*t as f64 / 1000.0, v.1 / v.2 as f64)).collect();
-        c.series.push(Series::new("throughput", color(0), Style::Line, thin(&thr)));
-        c.series.push(Series::new("RTT", color(1), Style::Line, thin(&rtt)).on_right());
+        let thr: Vec<_> = total
+            .iter()
+            .map(|(t, v)| (*t as f64 / 1000.0, v.0))
+            .collect();
+        let rtt: Vec<_> = total
+            .iter()
+            .filter(|(_, v)| v.2 > 0)
+            .map(|(t, v)| (*t as f64 / 1000.0, v.1 / v.2 as f64))
+            .collect();
+        c.series
+            .push(Series::new("throughput", color(0), Style::Line, thin(&thr)));
+        c.series
+            .push(Series::new("RTT", color(1), Style::Line, thin(&rtt)).on_right());
     }
     format!("<figure>{}</figure>", c.svg())
 }
@@ -446,14 +655,22 @@ fn jain_over_time(rows: &[TsRow]) -> Vec<(f64, f64)> {
         .iter()
         .map(|(f, pts)| {
             let active: Vec<f64> = pts.iter().filter(|p| p.1 > 0.0).map(|p| p.0).collect();
-            (*f, (active.first().copied().unwrap_or(f64::MAX), active.last().copied().unwrap_or(0.0)))
+            (
+                *f,
+                (
+                    active.first().copied().unwrap_or(f64::MAX),
+                    active.last().copied().unwrap_or(0.0),
+                ),
+            )
         })
         .collect();
     let mut bins: BTreeMap<u64, Vec<f64>> = BTreeMap::new();
     for r in rows {
         let (a, b) = spans[&r.flow];
         if r.t_s >= a && r.t_s <= b {
-            bins.entry((r.t_s * 1000.0).round() as u64).or_default().push(r.throughput_mbps);
+            bins.entry((r.t_s * 1000.0).round() as u64)
+                .or_default()
+                .push(r.throughput_mbps);
         }
     }
     bins.into_iter()
@@ -461,14 +678,30 @@ fn jain_over_time(rows: &[TsRow]) -> Vec<(f64, f64)> {
         .map(|(t, xs)| {
             let s: f64 = xs.iter().sum();
             let s2: f64 = xs.iter().map(|x| x * x).sum();
-            (t as f64 / 1000.0, if s2 > 0.0 { s * s / (xs.len() as f64 * s2) } else { 1.0 })
+            (
+                t as f64 / 1000.0,
+                if s2 > 0.0 {
+                    s * s / (xs.len() as f64 * s2)
+                } else {
+                    1.0
+                },
+            )
         })
         .collect()
 }
 
-fn multi_flow_section(html: &mut String, ts: &Store, cells: &Cells, at: At, view: Option<&TraceView>) {
+fn multi_flow_section(
+    html: &mut String,
+    ts: &Store,
+    cells: &Cells,
+    at: At,
+    view: Option<&TraceView>,
+) {
     let At { trace, queue, .. } = at;
-    let multi: Vec<_> = cells.iter().filter(|(k, _)| at.holds(k) && k.3 != "single").collect();
+    let multi: Vec<_> = cells
+        .iter()
+        .filter(|(k, _)| at.holds(k) && k.3 != "single")
+        .collect();
     if multi.is_empty() {
         return;
     }
@@ -476,7 +709,20 @@ fn multi_flow_section(html: &mut String, ts: &Store, cells: &Cells, at: At, view
     for ((_, _, _, scenario, label), runs) in &multi {
         let per_flow: Vec<String> = runs
             .first()
-            .map(|r| r.flows().iter().map(|f| format!("{} {:.1}", f.get("cc").and_then(|v| v.as_str()).unwrap_or("?"), f.get("throughput_mbps").and_then(|v| v.as_f64()).unwrap_or(0.0))).collect())
+            .map(|r| {
+                r.flows()
+                    .iter()
+                    .map(|f| {
+                        format!(
+                            "{} {:.1}",
+                            f.get("cc").and_then(|v| v.as_str()).unwrap_or("?"),
+                            f.get("throughput_mbps")
+                                .and_then(|v| v.as_f64())
+                                .unwrap_or(0.0)
+                        )
+                    })
+                    .collect()
+            })
             .unwrap_or_default();
         let _ = write!(
             html,
@@ -491,14 +737,31 @@ fn multi_flow_section(html: &mut String, ts: &Store, cells: &Cells, at: At, view
     }
     html.push_str("</table>");
     for ((_, _, _, scenario, label), runs) in &multi {
-        let Some(rec) = runs.iter().min_by_key(|r| r.num("seed").unwrap_or(0.0) as u64) else { continue };
-        let Ok(rows) = ts.read(rec.str("key"), rec.str("timeseries")) else { continue };
-        html.push_str(&timeseries_chart(&format!("{trace}, queue {queue}: {scenario}, {label} — per-flow throughput"), &rows, view, true));
+        let Some(rec) = runs
+            .iter()
+            .min_by_key(|r| r.num("seed").unwrap_or(0.0) as u64)
+        else {
+            continue;
+        };
+        let Ok(rows) = ts.read(rec.str("key"), rec.str("timeseries")) else {
+            continue;
+        };
+        html.push_str(&timeseries_chart(
+            &format!("{trace}, queue {queue}: {scenario}, {label} — per-flow throughput"),
+            &rows,
+            view,
+            true,
+        ));
         let j = jain_over_time(&rows);
         if !j.is_empty() {
-            let mut c = Chart::new(format!("{trace}, queue {queue}: {scenario}, {label} — Jain's index over time"), Axis::new("time (s)"), Axis::new("Jain's index").range(0.0, 1.0));
+            let mut c = Chart::new(
+                format!("{trace}, queue {queue}: {scenario}, {label} — Jain's index over time"),
+                Axis::new("time (s)"),
+                Axis::new("Jain's index").range(0.0, 1.0),
+            );
             c.height = 220;
-            c.series.push(Series::new("Jain's index", color(2), Style::Line, thin(&j)));
+            c.series
+                .push(Series::new("Jain's index", color(2), Style::Line, thin(&j)));
             let _ = write!(html, "<figure>{}</figure>", c.svg());
         }
     }
@@ -510,7 +773,15 @@ fn engine_comparison(cells: &Cells) -> String {
         if engine != "sim" || scenario != "single" {
             continue;
         }
-        let Some(emu_runs) = cells.get(&("emu".to_string(), trace.clone(), queue.clone(), scenario.clone(), label.clone())) else { continue };
+        let Some(emu_runs) = cells.get(&(
+            "emu".to_string(),
+            trace.clone(),
+            queue.clone(),
+            scenario.clone(),
+            label.clone(),
+        )) else {
+            continue;
+        };
         let ratio = |f: &str| match (stat(sim_runs, f), stat(emu_runs, f)) {
             (Some(s), Some(e)) if e.mean > 0.0 => format!("{:.2}", s.mean / e.mean),
             _ => "–".into(),
@@ -552,12 +823,18 @@ pub fn markdown(records: &[Record]) -> String {
         if scenario != "single" {
             continue;
         }
-        let m = |f: &str, k: f64, d: usize| stat(runs, f).map_or("–".to_string(), |x| format!("{:.d$}", x.mean * k));
+        let m = |f: &str, k: f64, d: usize| {
+            stat(runs, f).map_or("–".to_string(), |x| format!("{:.d$}", x.mean * k))
+        };
         let _ = writeln!(
             s,
             "| {engine} | {trace} | {} | {} | {} | {} | {} | {} / {} | {} | {} |",
             queue_label(runs),
-            if label == "leocc" { "**leocc**".to_string() } else { label.clone() },
+            if label == "leocc" {
+                "**leocc**".to_string()
+            } else {
+                label.clone()
+            },
             m("throughput_mbps", 1.0, 1),
             m("utilization", 100.0, 1),
             m("rtt_p95_ms", 1.0, 1),
@@ -573,12 +850,40 @@ pub fn markdown(records: &[Record]) -> String {
             continue;
         }
         let mean = |cc: &str, f: &str| {
-            cells.get(&(engine.clone(), trace.clone(), queue.clone(), scenario.clone(), cc.to_string())).and_then(|r| stat(r, f)).map(|x| x.mean)
+            cells
+                .get(&(
+                    engine.clone(),
+                    trace.clone(),
+                    queue.clone(),
+                    scenario.clone(),
+                    cc.to_string(),
+                ))
+                .and_then(|r| stat(r, f))
+                .map(|x| x.mean)
         };
-        let (Some(thr), Some(p95)) = (stat(runs, "throughput_mbps"), stat(runs, "rtt_p95_ms")) else { continue };
-        let thr_vs: Vec<String> = THROUGHPUT_RIVALS.iter().filter_map(|cc| mean(cc, "throughput_mbps").map(|t| format!("{cc} {}", pct_change(thr.mean, t)))).collect();
-        let rtt_vs: Vec<String> = DELAY_RIVALS.iter().filter_map(|cc| mean(cc, "rtt_p95_ms").map(|t| format!("{cc} {}", pct_change(p95.mean, t)))).collect();
-        let _ = writeln!(s, "- {engine}, {trace}, buffer {}: LeoCC throughput vs {}; p95 RTT vs {}.", queue_label(runs), thr_vs.join(", "), rtt_vs.join(", "));
+        let (Some(thr), Some(p95)) = (stat(runs, "throughput_mbps"), stat(runs, "rtt_p95_ms"))
+        else {
+            continue;
+        };
+        let thr_vs: Vec<String> = THROUGHPUT_RIVALS
+            .iter()
+            .filter_map(|cc| {
+                mean(cc, "throughput_mbps").map(|t| format!("{cc} {}", pct_change(thr.mean, t)))
+            })
+            .collect();
+        let rtt_vs: Vec<String> = DELAY_RIVALS
+            .iter()
+            .filter_map(|cc| {
+                mean(cc, "rtt_p95_ms").map(|t| format!("{cc} {}", pct_change(p95.mean, t)))
+            })
+            .collect();
+        let _ = writeln!(
+            s,
+            "- {engine}, {trace}, buffer {}: LeoCC throughput vs {}; p95 RTT vs {}.",
+            queue_label(runs),
+            thr_vs.join(", "),
+            rtt_vs.join(", ")
+        );
     }
     s
 }
@@ -598,9 +903,19 @@ mod tests {
         let mut rows = Vec::new();
         for i in 0..10 {
             let t = i as f64 * 0.1;
-            rows.push(TsRow { t_s: t, flow: 0, throughput_mbps: 10.0, rtt_ms: 50.0 });
+            rows.push(TsRow {
+                t_s: t,
+                flow: 0,
+                throughput_mbps: 10.0,
+                rtt_ms: 50.0,
+            });
             // flow 1 joins at 0.5 s with a fifth of the rate
-            rows.push(TsRow { t_s: t, flow: 1, throughput_mbps: if i >= 5 { 2.0 } else { 0.0 }, rtt_ms: 50.0 });
+            rows.push(TsRow {
+                t_s: t,
+                flow: 1,
+                throughput_mbps: if i >= 5 { 2.0 } else { 0.0 },
+                rtt_ms: 50.0,
+            });
         }
         let j = jain_over_time(&rows);
         assert_eq!(j.len(), 5);
@@ -611,7 +926,11 @@ mod tests {
     #[test]
     fn timeseries_csv_errors_name_the_line() {
         let p = std::env::temp_dir().join(format!("leocc-ts-{}.csv", std::process::id()));
-        std::fs::write(&p, "t_s,flow,throughput_mbps,rtt_ms\n0.1,0,5,40\n0.2,0,x,40\n").unwrap();
+        std::fs::write(
+            &p,
+            "t_s,flow,throughput_mbps,rtt_ms\n0.1,0,5,40\n0.2,0,x,40\n",
+        )
+        .unwrap();
         let e = read_timeseries(&p).unwrap_err().to_string();
         assert!(e.contains(":3:"), "{e}");
         std::fs::write(&p, "time,flow\n").unwrap();

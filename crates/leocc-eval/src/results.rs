@@ -80,7 +80,10 @@ impl Record {
 
     /// The per-flow objects, when the engine reported them.
     pub fn flows(&self) -> &[Value] {
-        self.0.get("flows").and_then(Value::as_array).map_or(&[], Vec::as_slice)
+        self.0
+            .get("flows")
+            .and_then(Value::as_array)
+            .map_or(&[], Vec::as_slice)
     }
 }
 
@@ -228,8 +231,16 @@ mod tests {
     #[test]
     fn append_then_read_round_trips_and_tolerates_a_torn_tail() {
         let p = tmp("torn.jsonl");
-        append(&p, &serde_json::json!({"key": "a", "throughput_mbps": 10.0})).unwrap();
-        append(&p, &serde_json::json!({"key": "b", "throughput_mbps": 20.0})).unwrap();
+        append(
+            &p,
+            &serde_json::json!({"key": "a", "throughput_mbps": 10.0}),
+        )
+        .unwrap();
+        append(
+            &p,
+            &serde_json::json!({"key": "b", "throughput_mbps": 20.0}),
+        )
+        .unwrap();
         let mut f = OpenOptions::new().append(true).open(&p).unwrap();
         f.write_all(b"{\"key\": \"c\", \"thr").unwrap();
         let recs = read(&p).unwrap();
@@ -269,8 +280,18 @@ mod tests {
         assert_eq!(recs[1].queue_label(), "500 pkts (15 ms)");
         assert_eq!(recs[2].queue_label(), "150ms (5.6 MB)");
         let cells = by_cell(&recs);
-        assert_eq!(cells.len(), 2, "old and new 500-packet rows share a cell; 150ms is another");
-        let shallow = &cells[&("sim".into(), "t".into(), "500".into(), "single".into(), "bbr".into())];
+        assert_eq!(
+            cells.len(),
+            2,
+            "old and new 500-packet rows share a cell; 150ms is another"
+        );
+        let shallow = &cells[&(
+            "sim".into(),
+            "t".into(),
+            "500".into(),
+            "single".into(),
+            "bbr".into(),
+        )];
         assert_eq!(stat(shallow, "throughput_mbps").unwrap().mean, 15.0);
         fs::remove_file(&p).unwrap();
     }
@@ -280,7 +301,10 @@ mod tests {
         let p = tmp("other.jsonl");
         fs::write(&p, "{\"name\":\"leocc\",\"version\":1}\n").unwrap();
         let err = read(&p).unwrap_err().to_string();
-        assert!(err.contains(":1:") && err.contains("not an eval result"), "{err}");
+        assert!(
+            err.contains(":1:") && err.contains("not an eval result"),
+            "{err}"
+        );
         fs::remove_file(&p).unwrap();
     }
 
@@ -308,10 +332,26 @@ mod tests {
         assert_eq!(recs[1].queue_label(), "150ms (5.6 MB)");
         assert_eq!(recs[2].queue_label(), "150ms (5.6 MB), codel");
         let cells = by_cell(&recs);
-        assert_eq!(cells.len(), 2, "old and new drop-tail rows share a cell; CoDel is another");
-        let tail = &cells[&("sim".into(), "t".into(), "150ms".into(), "single".into(), "bbr".into())];
+        assert_eq!(
+            cells.len(),
+            2,
+            "old and new drop-tail rows share a cell; CoDel is another"
+        );
+        let tail = &cells[&(
+            "sim".into(),
+            "t".into(),
+            "150ms".into(),
+            "single".into(),
+            "bbr".into(),
+        )];
         assert_eq!(stat(tail, "throughput_mbps").unwrap().mean, 15.0);
-        let codel = &cells[&("sim".into(), "t".into(), "150ms codel".into(), "single".into(), "bbr".into())];
+        let codel = &cells[&(
+            "sim".into(),
+            "t".into(),
+            "150ms codel".into(),
+            "single".into(),
+            "bbr".into(),
+        )];
         assert_eq!(stat(codel, "throughput_mbps").unwrap().mean, 30.0);
         fs::remove_file(&p).unwrap();
     }

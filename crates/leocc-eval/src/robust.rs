@@ -95,7 +95,9 @@ impl Plan {
         if self.paths == 0 {
             return Err("need at least one path".into());
         }
-        if !(MIN_DURATION_S..=leocc_trace::draw::MAX_DURATION_MS as f64 / 1000.0).contains(&self.duration_s) {
+        if !(MIN_DURATION_S..=leocc_trace::draw::MAX_DURATION_MS as f64 / 1000.0)
+            .contains(&self.duration_s)
+        {
             return Err(format!(
                 "duration {} s must be within {MIN_DURATION_S}..={} s",
                 self.duration_s,
@@ -108,11 +110,20 @@ impl Plan {
         if self.qdiscs.is_empty() {
             return Err("need at least one queue discipline".into());
         }
-        if self.qdiscs.iter().enumerate().any(|(i, q)| self.qdiscs[..i].contains(q)) {
+        if self
+            .qdiscs
+            .iter()
+            .enumerate()
+            .any(|(i, q)| self.qdiscs[..i].contains(q))
+        {
             return Err("a queue discipline is listed twice".into());
         }
         if !leocc_sim::cc::NAMES.contains(&self.cc.as_str()) {
-            return Err(format!("unknown congestion control '{}' (known: {})", self.cc, leocc_sim::cc::NAMES.join(", ")));
+            return Err(format!(
+                "unknown congestion control '{}' (known: {})",
+                self.cc,
+                leocc_sim::cc::NAMES.join(", ")
+            ));
         }
         let mut by_cc: BTreeMap<&str, Vec<String>> = BTreeMap::new();
         for (cc, p) in &self.cc_params {
@@ -130,7 +141,13 @@ impl Plan {
     }
 
     fn seeds_checked(&self) -> Result<Vec<u64>, String> {
-        (0..self.paths as u64).map(|i| self.base_seed.checked_add(i).ok_or_else(|| "seed overflows u64".to_string())).collect()
+        (0..self.paths as u64)
+            .map(|i| {
+                self.base_seed
+                    .checked_add(i)
+                    .ok_or_else(|| "seed overflows u64".to_string())
+            })
+            .collect()
     }
 
     fn duration_ms(&self) -> u64 {
@@ -243,13 +260,20 @@ pub struct DrawnPath {
 
 /// The command that draws the trace of `seed` for `plan` (the trace's recorded source).
 pub fn draw_command(plan: &Plan, seed: u64) -> String {
-    format!("leocc trace draw --seed {seed} --duration {} -o draw-{seed}.trace", secs(plan.duration_ms() as f64 / 1000.0))
+    format!(
+        "leocc trace draw --seed {seed} --duration {} -o draw-{seed}.trace",
+        secs(plan.duration_ms() as f64 / 1000.0)
+    )
 }
 
 /// Draws the path of `seed` and builds its trace for `plan`.
 pub fn draw_path(plan: &Plan, seed: u64) -> Result<DrawnPath, String> {
-    let (draw, trace) = leocc_trace::draw::trace(seed, plan.duration_ms(), &draw_command(plan, seed))?;
-    Ok(DrawnPath { draw, trace: Arc::new(trace) })
+    let (draw, trace) =
+        leocc_trace::draw::trace(seed, plan.duration_ms(), &draw_command(plan, seed))?;
+    Ok(DrawnPath {
+        draw,
+        trace: Arc::new(trace),
+    })
 }
 
 /// The buffer of a drawn path.
@@ -258,7 +282,12 @@ pub fn queue_of(draw: &PathDraw) -> QueueLimit {
 }
 
 /// The simulator scenario of one setting on one path under one queue discipline.
-pub fn scenario(plan: &Plan, path: &DrawnPath, qdisc: Qdisc, setting: Setting) -> Result<Scenario, String> {
+pub fn scenario(
+    plan: &Plan,
+    path: &DrawnPath,
+    qdisc: Qdisc,
+    setting: Setting,
+) -> Result<Scenario, String> {
     let dur = plan.duration_ms() * 1000;
     let name = format!("draw-{}", path.draw.seed);
     let mut sc = Scenario::new(path.trace.clone(), &name, &plan.cc, dur);
@@ -306,12 +335,34 @@ pub fn setting_options(plan: &Plan) -> Vec<(String, String)> {
             alone.push(r.to_string());
         }
     }
-    let mut out = vec![("alone, bbr-alone, cubic-alone".to_string(), format!("--cc {}", alone.join(",")))];
-    for s in [Setting::VsCubic, Setting::VsBbr, Setting::Leave, Setting::Staggered] {
-        let ts = if s.timeseries() { format!(" --timeseries ts-{}.jsonl", s.name()) } else { String::new() };
-        out.push((s.name().to_string(), format!("--flows '{}'{ts}", s.flows(plan))));
+    let mut out = vec![(
+        "alone, bbr-alone, cubic-alone".to_string(),
+        format!("--cc {}", alone.join(",")),
+    )];
+    for s in [
+        Setting::VsCubic,
+        Setting::VsBbr,
+        Setting::Leave,
+        Setting::Staggered,
+    ] {
+        let ts = if s.timeseries() {
+            format!(" --timeseries ts-{}.jsonl", s.name())
+        } else {
+            String::new()
+        };
+        out.push((
+            s.name().to_string(),
+            format!("--flows '{}'{ts}", s.flows(plan)),
+        ));
     }
-    out.push((Setting::FalseEvents.name().to_string(), format!("--cc {} --false-events {}", plan.cc, FALSE_EVENT_INTERVAL_US / 1000)));
+    out.push((
+        Setting::FalseEvents.name().to_string(),
+        format!(
+            "--cc {} --false-events {}",
+            plan.cc,
+            FALSE_EVENT_INTERVAL_US / 1000
+        ),
+    ));
     out
 }
 
@@ -320,7 +371,11 @@ pub fn setting_options(plan: &Plan) -> Vec<(String, String)> {
 pub fn rerun_commands(plan: &Plan, seed: u64, qdisc: Qdisc) -> Result<Vec<String>, String> {
     let common = sim_command(plan, seed, qdisc)?;
     let mut out = vec![draw_command(plan, seed)];
-    out.extend(setting_options(plan).into_iter().map(|(_, o)| format!("{common} {o}")));
+    out.extend(
+        setting_options(plan)
+            .into_iter()
+            .map(|(_, o)| format!("{common} {o}")),
+    );
     Ok(out)
 }
 
@@ -350,10 +405,20 @@ impl BaseRtt {
     pub fn new(trace: &Trace, dir: Dir, terrestrial: bool) -> BaseRtt {
         let up = trace.link(Dir::Up);
         let down = trace.link(Dir::Down);
-        let terr: Vec<LinkModel> = if terrestrial { trace.terrestrial().into_iter().collect() } else { Vec::new() };
+        let terr: Vec<LinkModel> = if terrestrial {
+            trace.terrestrial().into_iter().collect()
+        } else {
+            Vec::new()
+        };
         let (data, ack) = match dir {
-            Dir::Down => (terr.iter().cloned().chain([down]).collect(), std::iter::once(up).chain(terr).collect()),
-            Dir::Up => (std::iter::once(up).chain(terr.iter().cloned()).collect(), terr.into_iter().chain([down]).collect()),
+            Dir::Down => (
+                terr.iter().cloned().chain([down]).collect(),
+                std::iter::once(up).chain(terr).collect(),
+            ),
+            Dir::Up => (
+                std::iter::once(up).chain(terr.iter().cloned()).collect(),
+                terr.into_iter().chain([down]).collect(),
+            ),
         };
         BaseRtt { data, ack }
     }
@@ -378,7 +443,8 @@ impl BaseRtt {
         let points = 11;
         let base: f64 = (0..points)
             .map(|k| {
-                let t = end - leocc_sim::sim::SAMPLE_INTERVAL_US as f64 * k as f64 / (points - 1) as f64;
+                let t = end
+                    - leocc_sim::sim::SAMPLE_INTERVAL_US as f64 * k as f64 / (points - 1) as f64;
                 self.at(t.max(0.0) as u64) as f64
             })
             .sum::<f64>()
@@ -390,13 +456,31 @@ impl BaseRtt {
 /// Mean queueing delay of `flow` over rows ending in (from_s, to_s], and the first window start
 /// (from `from_s` on, every 100 ms, whole windows inside the run) whose
 /// [`QUEUE_WINDOW_S`] has a mean under [`QUEUE_OK_MS`], as seconds after `from_s`.
-fn after_leave(ts: &[TsRow], base: &BaseRtt, flow: usize, from_s: f64, post_s: f64, end_s: f64) -> (f64, Option<f64>) {
+fn after_leave(
+    ts: &[TsRow],
+    base: &BaseRtt,
+    flow: usize,
+    from_s: f64,
+    post_s: f64,
+    end_s: f64,
+) -> (f64, Option<f64>) {
     const EPS: f64 = 1e-6;
-    let rows: Vec<(f64, f64)> =
-        ts.iter().filter(|r| r.flow == flow && r.t_s > from_s + EPS).filter_map(|r| base.row_qdelay_ms(r).map(|q| (r.t_s, q))).collect();
+    let rows: Vec<(f64, f64)> = ts
+        .iter()
+        .filter(|r| r.flow == flow && r.t_s > from_s + EPS)
+        .filter_map(|r| base.row_qdelay_ms(r).map(|q| (r.t_s, q)))
+        .collect();
     let mean_in = |a: f64, b: f64| {
-        let v: Vec<f64> = rows.iter().filter(|(t, _)| *t > a + EPS && *t <= b + EPS).map(|(_, q)| *q).collect();
-        if v.is_empty() { f64::NAN } else { v.iter().sum::<f64>() / v.len() as f64 }
+        let v: Vec<f64> = rows
+            .iter()
+            .filter(|(t, _)| *t > a + EPS && *t <= b + EPS)
+            .map(|(_, q)| *q)
+            .collect();
+        if v.is_empty() {
+            f64::NAN
+        } else {
+            v.iter().sum::<f64>() / v.len() as f64
+        }
     };
     let post = mean_in(from_s, from_s + post_s);
     let step = leocc_sim::sim::SAMPLE_INTERVAL_US as f64 / 1e6;
@@ -418,27 +502,42 @@ fn after_leave(ts: &[TsRow], base: &BaseRtt, flow: usize, from_s: f64, post_s: f
 /// Jain's index of the flows' summed per-row goodput over rows ending after `from_s`.
 fn jain_after(ts: &[TsRow], flows: usize, from_s: f64) -> f64 {
     let mut sums = vec![0.0; flows];
-    for r in ts.iter().filter(|r| r.t_s > from_s + 1e-6 && r.flow < flows) {
+    for r in ts
+        .iter()
+        .filter(|r| r.t_s > from_s + 1e-6 && r.flow < flows)
+    {
         sums[r.flow] += r.throughput_mbps;
     }
     leocc_sim::metrics::jain(&sums)
 }
 
-fn run_one(plan: &Plan, path: &DrawnPath, qdisc: Qdisc, setting: Setting) -> Result<RunOut, String> {
+fn run_one(
+    plan: &Plan,
+    path: &DrawnPath,
+    qdisc: Qdisc,
+    setting: Setting,
+) -> Result<RunOut, String> {
     let sc = scenario(plan, path, qdisc, setting)?;
-    let mut result = leocc_sim::run(&sc).map_err(|e| format!("seed {} {qdisc} {}: {e}", path.draw.seed, setting.name()))?;
+    let mut result = leocc_sim::run(&sc)
+        .map_err(|e| format!("seed {} {qdisc} {}: {e}", path.draw.seed, setting.name()))?;
     let ts = std::mem::take(&mut result.timeseries);
     let (mut post_qdelay_ms, mut recovery_s, mut jain_overlap) = (f64::NAN, None, f64::NAN);
     match setting {
         Setting::Leave => {
             let base = BaseRtt::new(&path.trace, sc.data_dir, sc.terrestrial);
             let end = sc.duration_us as f64 / 1e6;
-            (post_qdelay_ms, recovery_s) = after_leave(&ts, &base, 0, plan.leave_at_s(), plan.post_leave_s(), end);
+            (post_qdelay_ms, recovery_s) =
+                after_leave(&ts, &base, 0, plan.leave_at_s(), plan.post_leave_s(), end);
         }
         Setting::Staggered => jain_overlap = jain_after(&ts, 3, 2.0 * plan.stagger_s()),
         _ => {}
     }
-    Ok(RunOut { result, post_qdelay_ms, recovery_s, jain_overlap })
+    Ok(RunOut {
+        result,
+        post_qdelay_ms,
+        recovery_s,
+        jain_overlap,
+    })
 }
 
 /// One drawn path: what was drawn, and every metric of the control on it.
@@ -520,9 +619,19 @@ fn ratio(a: f64, b: f64) -> f64 {
     }
 }
 
-fn path_row(plan: &Plan, path: &DrawnPath, qdisc: Qdisc, runs: &BTreeMap<Setting, RunOut>) -> PathRow {
+fn path_row(
+    plan: &Plan,
+    path: &DrawnPath,
+    qdisc: Qdisc,
+    runs: &BTreeMap<Setting, RunOut>,
+) -> PathRow {
     let r = |s: Setting| &runs[&s].result;
-    let (alone, bbr, cubic, fe) = (r(Setting::Alone), r(Setting::BbrAlone), r(Setting::CubicAlone), r(Setting::FalseEvents));
+    let (alone, bbr, cubic, fe) = (
+        r(Setting::Alone),
+        r(Setting::BbrAlone),
+        r(Setting::CubicAlone),
+        r(Setting::FalseEvents),
+    );
     let dir = path.draw.data_dir();
     let dur_us = plan.duration_ms() * 1000;
     let mean_cap = path.trace.link(dir).mean_capacity_bps(0, dur_us) / 1e6;
@@ -596,12 +705,14 @@ pub fn run(plan: &Plan, progress: &(dyn Fn(Progress) + Sync)) -> Result<Vec<Path
     let nq = plan.qdiscs.len();
     let per_path = nq * Setting::ALL.len();
     // Job j: path j / per_path, discipline (j % per_path) / settings, setting j % settings.
-    let jobs: Vec<(usize, usize, Setting)> =
-        (0..seeds.len()).flat_map(|p| (0..nq).flat_map(move |q| Setting::ALL.map(|s| (p, q, s)))).collect();
+    let jobs: Vec<(usize, usize, Setting)> = (0..seeds.len())
+        .flat_map(|p| (0..nq).flat_map(move |q| Setting::ALL.map(|s| (p, q, s))))
+        .collect();
     // A path's trace is drawn by the first run that needs it and dropped after its last.
     let traces: Vec<Mutex<Option<DrawnPath>>> = seeds.iter().map(|_| Mutex::new(None)).collect();
     let left: Vec<AtomicUsize> = seeds.iter().map(|_| AtomicUsize::new(per_path)).collect();
-    let outs: Mutex<Vec<BTreeMap<Setting, RunOut>>> = Mutex::new(vec![BTreeMap::new(); seeds.len() * nq]);
+    let outs: Mutex<Vec<BTreeMap<Setting, RunOut>>> =
+        Mutex::new(vec![BTreeMap::new(); seeds.len() * nq]);
     let rows: Mutex<Vec<Option<PathRow>>> = Mutex::new(vec![None; seeds.len() * nq]);
     let (next, done) = (AtomicUsize::new(0), AtomicUsize::new(0));
     let error: Mutex<Option<String>> = Mutex::new(None);
@@ -620,7 +731,8 @@ pub fn run(plan: &Plan, progress: &(dyn Fn(Progress) + Sync)) -> Result<Vec<Path
                         match draw_path(plan, seeds[p]) {
                             Ok(d) => *t = Some(d),
                             Err(e) => {
-                                *error.lock().unwrap_or_else(|e| e.into_inner()) = Some(format!("seed {}: {e}", seeds[p]));
+                                *error.lock().unwrap_or_else(|e| e.into_inner()) =
+                                    Some(format!("seed {}: {e}", seeds[p]));
                                 return;
                             }
                         }
@@ -633,7 +745,8 @@ pub fn run(plan: &Plan, progress: &(dyn Fn(Progress) + Sync)) -> Result<Vec<Path
                         let finished = {
                             let mut all = outs.lock().unwrap_or_else(|e| e.into_inner());
                             all[cell].insert(setting, o);
-                            (all[cell].len() == Setting::ALL.len()).then(|| std::mem::take(&mut all[cell]))
+                            (all[cell].len() == Setting::ALL.len())
+                                .then(|| std::mem::take(&mut all[cell]))
                         };
                         if left[p].fetch_sub(1, Ordering::AcqRel) == 1 {
                             *traces[p].lock().unwrap_or_else(|e| e.into_inner()) = None;
@@ -643,7 +756,13 @@ pub fn run(plan: &Plan, progress: &(dyn Fn(Progress) + Sync)) -> Result<Vec<Path
                             rows.lock().unwrap_or_else(|e| e.into_inner())[cell] = Some(row);
                         }
                         let d = done.fetch_add(1, Ordering::Relaxed) + 1;
-                        progress(Progress { done: d, total: jobs.len(), seed: seeds[p], qdisc, setting });
+                        progress(Progress {
+                            done: d,
+                            total: jobs.len(),
+                            seed: seeds[p],
+                            qdisc,
+                            setting,
+                        });
                     }
                     Err(e) => *error.lock().unwrap_or_else(|e| e.into_inner()) = Some(e),
                 }
@@ -653,7 +772,12 @@ pub fn run(plan: &Plan, progress: &(dyn Fn(Progress) + Sync)) -> Result<Vec<Path
     if let Some(e) = error.into_inner().unwrap_or_else(|e| e.into_inner()) {
         return Err(e);
     }
-    Ok(rows.into_inner().unwrap_or_else(|e| e.into_inner()).into_iter().map(|r| r.expect("every path ran all its settings")).collect())
+    Ok(rows
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .into_iter()
+        .map(|r| r.expect("every path ran all its settings"))
+        .collect())
 }
 
 /// Which way a metric is better.
@@ -705,31 +829,138 @@ impl Metric {
 
 /// The metrics, in table order.
 pub const METRICS: &[Metric] = &[
-    Metric { key: "util_alone", label: "utilisation alone", better: Better::Higher, unit: "", target: Some(Target { threshold: 0.93, text: ">= 0.93" }), get: |r| r.util_alone },
-    Metric { key: "p95_rtt_vs_bbr", label: "p95 RTT / BBRv1's", better: Better::Lower, unit: "", target: Some(Target { threshold: 0.56, text: "<= 0.56" }), get: |r| r.p95_rtt_vs_bbr },
-    Metric { key: "share_vs_cubic", label: "share vs Cubic", better: Better::Higher, unit: "", target: Some(Target { threshold: 0.8, text: ">= 0.8" }), get: |r| r.share_vs_cubic },
-    Metric { key: "share_vs_bbr", label: "share vs BBRv1", better: Better::Higher, unit: "", target: Some(Target { threshold: 0.8, text: ">= 0.8" }), get: |r| r.share_vs_bbr },
-    Metric { key: "harm_cubic", label: "harm: Cubic keeps", better: Better::Higher, unit: "", target: Some(Target { threshold: 0.8, text: ">= 0.8" }), get: |r| r.harm_cubic },
-    Metric { key: "harm_bbr", label: "harm: BBRv1 keeps", better: Better::Higher, unit: "", target: Some(Target { threshold: 0.8, text: ">= 0.8" }), get: |r| r.harm_bbr },
-    Metric { key: "leave_qdelay_ms", label: "queue after Cubic left", better: Better::Lower, unit: "ms", target: None, get: |r| r.leave_qdelay_ms },
+    Metric {
+        key: "util_alone",
+        label: "utilisation alone",
+        better: Better::Higher,
+        unit: "",
+        target: Some(Target {
+            threshold: 0.93,
+            text: ">= 0.93",
+        }),
+        get: |r| r.util_alone,
+    },
+    Metric {
+        key: "p95_rtt_vs_bbr",
+        label: "p95 RTT / BBRv1's",
+        better: Better::Lower,
+        unit: "",
+        target: Some(Target {
+            threshold: 0.56,
+            text: "<= 0.56",
+        }),
+        get: |r| r.p95_rtt_vs_bbr,
+    },
+    Metric {
+        key: "share_vs_cubic",
+        label: "share vs Cubic",
+        better: Better::Higher,
+        unit: "",
+        target: Some(Target {
+            threshold: 0.8,
+            text: ">= 0.8",
+        }),
+        get: |r| r.share_vs_cubic,
+    },
+    Metric {
+        key: "share_vs_bbr",
+        label: "share vs BBRv1",
+        better: Better::Higher,
+        unit: "",
+        target: Some(Target {
+            threshold: 0.8,
+            text: ">= 0.8",
+        }),
+        get: |r| r.share_vs_bbr,
+    },
+    Metric {
+        key: "harm_cubic",
+        label: "harm: Cubic keeps",
+        better: Better::Higher,
+        unit: "",
+        target: Some(Target {
+            threshold: 0.8,
+            text: ">= 0.8",
+        }),
+        get: |r| r.harm_cubic,
+    },
+    Metric {
+        key: "harm_bbr",
+        label: "harm: BBRv1 keeps",
+        better: Better::Higher,
+        unit: "",
+        target: Some(Target {
+            threshold: 0.8,
+            text: ">= 0.8",
+        }),
+        get: |r| r.harm_bbr,
+    },
+    Metric {
+        key: "leave_qdelay_ms",
+        label: "queue after Cubic left",
+        better: Better::Lower,
+        unit: "ms",
+        target: None,
+        get: |r| r.leave_qdelay_ms,
+    },
     Metric {
         key: "leave_recovery_s",
         label: "queue < 10 ms after",
         better: Better::Lower,
         unit: "s",
-        target: Some(Target { threshold: POST_LEAVE_S, text: "<= 5 s" }),
+        target: Some(Target {
+            threshold: POST_LEAVE_S,
+            text: "<= 5 s",
+        }),
         get: |r| r.leave_recovery_s.unwrap_or(f64::INFINITY),
     },
-    Metric { key: "jain3", label: "Jain, 3 staggered", better: Better::Higher, unit: "", target: Some(Target { threshold: 0.98, text: ">= 0.98" }), get: |r| r.jain3 },
-    Metric { key: "fe_util_ratio", label: "false events: util x", better: Better::Higher, unit: "", target: Some(Target { threshold: 0.9, text: ">= 0.9" }), get: |r| r.fe_util_ratio },
-    Metric { key: "fe_qdelay_p95_ratio", label: "false events: p95 q x", better: Better::Lower, unit: "", target: None, get: |r| r.fe_qdelay_p95_ratio },
-    Metric { key: "fe_qdelay_p95_diff_ms", label: "false events: p95 q +", better: Better::Lower, unit: "ms", target: None, get: |r| r.fe_qdelay_p95_diff_ms },
+    Metric {
+        key: "jain3",
+        label: "Jain, 3 staggered",
+        better: Better::Higher,
+        unit: "",
+        target: Some(Target {
+            threshold: 0.98,
+            text: ">= 0.98",
+        }),
+        get: |r| r.jain3,
+    },
+    Metric {
+        key: "fe_util_ratio",
+        label: "false events: util x",
+        better: Better::Higher,
+        unit: "",
+        target: Some(Target {
+            threshold: 0.9,
+            text: ">= 0.9",
+        }),
+        get: |r| r.fe_util_ratio,
+    },
+    Metric {
+        key: "fe_qdelay_p95_ratio",
+        label: "false events: p95 q x",
+        better: Better::Lower,
+        unit: "",
+        target: None,
+        get: |r| r.fe_qdelay_p95_ratio,
+    },
+    Metric {
+        key: "fe_qdelay_p95_diff_ms",
+        label: "false events: p95 q +",
+        better: Better::Lower,
+        unit: "ms",
+        target: None,
+        get: |r| r.fe_qdelay_p95_diff_ms,
+    },
     Metric {
         key: "fe_qdelay_p95_excess_ms",
         label: "false ev.: p95 q over max(1.5x,+10ms)",
         better: Better::Lower,
         unit: "ms",
-        target: Some(Target { threshold: 0.0, text: "<= 0 ms" }),
+        target: Some(Target {
+            threshold: 0.0,
+            text: "<= 0 ms",
+        }),
         get: |r| r.fe_qdelay_p95_excess_ms,
     },
 ];
@@ -811,7 +1042,11 @@ pub fn summarise(rows: &[PathRow], qdisc: Qdisc) -> Vec<Summary> {
                 median: worst_share(&sorted, 0.5),
                 target: m.target,
                 p10_met: m.meets(p10),
-                paths_met: m.target.map(|_| vals.iter().filter(|(v, _)| m.meets(*v) == Some(true)).count()),
+                paths_met: m.target.map(|_| {
+                    vals.iter()
+                        .filter(|(v, _)| m.meets(*v) == Some(true))
+                        .count()
+                }),
                 paths: rows.len(),
             }
         })
@@ -823,7 +1058,11 @@ fn fmt_value(v: f64, unit: &str) -> String {
         return "NaN".into();
     }
     if v.is_infinite() {
-        return if unit == "s" { "never".into() } else { "inf".into() };
+        return if unit == "s" {
+            "never".into()
+        } else {
+            "inf".into()
+        };
     }
     match unit {
         "ms" => format!("{v:.1} ms"),
@@ -837,7 +1076,16 @@ fn fmt_value(v: f64, unit: &str) -> String {
 /// paths do.
 pub fn table(summaries: &[Summary]) -> String {
     let unit = |key: &str| METRICS.iter().find(|m| m.key == key).map_or("", |m| m.unit);
-    let head = ["metric", "worst", "worst 10 %", "median", "worst seed", "target", "at worst 10 %", "paths met"];
+    let head = [
+        "metric",
+        "worst",
+        "worst 10 %",
+        "median",
+        "worst seed",
+        "target",
+        "at worst 10 %",
+        "paths met",
+    ];
     let mut rows: Vec<[String; 8]> = vec![head.map(String::from)];
     for s in summaries {
         let u = unit(s.key);
@@ -848,22 +1096,38 @@ pub fn table(summaries: &[Summary]) -> String {
             fmt_value(s.median, u),
             s.worst_seed.to_string(),
             s.target.map_or("-".into(), |t| t.text.to_string()),
-            s.p10_met.map_or("-".into(), |m| if m { "met".into() } else { "missed".into() }),
-            s.paths_met.map_or("-".into(), |n| format!("{n}/{}", s.paths)),
+            s.p10_met.map_or(
+                "-".into(),
+                |m| if m { "met".into() } else { "missed".into() },
+            ),
+            s.paths_met
+                .map_or("-".into(), |n| format!("{n}/{}", s.paths)),
         ]);
     }
-    let widths: Vec<usize> = (0..8).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
+    let widths: Vec<usize> = (0..8)
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
     let mut out = String::new();
     for (i, r) in rows.iter().enumerate() {
         let cells: Vec<String> = r
             .iter()
             .enumerate()
-            .map(|(c, x)| if c == 0 || c == 5 { format!("{x:<w$}", w = widths[c]) } else { format!("{x:>w$}", w = widths[c]) })
+            .map(|(c, x)| {
+                if c == 0 || c == 5 {
+                    format!("{x:<w$}", w = widths[c])
+                } else {
+                    format!("{x:>w$}", w = widths[c])
+                }
+            })
             .collect();
         out += cells.join("  ").trim_end();
         out.push('\n');
         if i == 0 {
-            out += &widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>().join("  ");
+            out += &widths
+                .iter()
+                .map(|w| "-".repeat(*w))
+                .collect::<Vec<_>>()
+                .join("  ");
             out.push('\n');
         }
     }
@@ -937,9 +1201,16 @@ pub fn csv(rows: &[PathRow]) -> Result<String, String> {
 /// Writes `DIR/paths.csv`, `DIR/paths.jsonl` (one object per path and discipline; non-finite
 /// numbers as null) and `DIR/summary.json` (the plan and the summaries of every discipline),
 /// each atomically; creates DIR.
-pub fn write_out(dir: &Path, plan: &Plan, rows: &[PathRow], summaries: &[Summary]) -> Result<(), String> {
+pub fn write_out(
+    dir: &Path,
+    plan: &Plan,
+    rows: &[PathRow],
+    summaries: &[Summary],
+) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let write = |name: &str, data: &[u8]| leocc_trace::write_atomic(&dir.join(name), data).map_err(|e| e.to_string());
+    let write = |name: &str, data: &[u8]| {
+        leocc_trace::write_atomic(&dir.join(name), data).map_err(|e| e.to_string())
+    };
     write("paths.csv", csv(rows)?.as_bytes())?;
     let mut jsonl = String::new();
     for r in rows {
@@ -957,7 +1228,12 @@ pub fn write_out(dir: &Path, plan: &Plan, rows: &[PathRow], summaries: &[Summary
         "qdiscs": plan.qdiscs,
         "metrics": summaries,
     });
-    write("summary.json", serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())?.as_bytes())
+    write(
+        "summary.json",
+        serde_json::to_string_pretty(&summary)
+            .map_err(|e| e.to_string())?
+            .as_bytes(),
+    )
 }
 
 #[cfg(test)]
@@ -979,7 +1255,10 @@ mod tests {
         // Small lists: the worst 10 % of 2 or 5 paths is the worst one.
         assert_eq!(worst_share(&hi[..2], 0.1), 1.0);
         assert_eq!(worst_share(&worst_first(&v[..5], Better::Higher), 0.1), 1.0);
-        assert_eq!(worst_share(&worst_first(&v[..11], Better::Higher), 0.1), 2.0);
+        assert_eq!(
+            worst_share(&worst_first(&v[..11], Better::Higher), 0.1),
+            2.0
+        );
         assert!(worst_share(&[], 0.1).is_nan());
         // NaN is the worst either way; +inf is the worst of a lower-is-better metric.
         let odd = [(0.5, 1), (f64::NAN, 2), (f64::INFINITY, 3)];
@@ -1010,16 +1289,25 @@ mod tests {
         let mut p = Plan::new("leocc");
         assert_eq!(p.leave_at_s(), 30.0);
         assert_eq!(p.post_leave_s(), 5.0);
-        assert_eq!(Setting::Staggered.flows(&p), "leocc@0-45,leocc@5-45,leocc@10-45");
+        assert_eq!(
+            Setting::Staggered.flows(&p),
+            "leocc@0-45,leocc@5-45,leocc@10-45"
+        );
         assert_eq!(Setting::Leave.flows(&p), "leocc@0-45,cubic@0-30");
         p.duration_s = 6.0;
         assert_eq!(p.leave_at_s(), 4.0);
-        assert_eq!(Setting::Staggered.flows(&p), "leocc@0-6,leocc@0.667-6,leocc@1.333-6");
+        assert_eq!(
+            Setting::Staggered.flows(&p),
+            "leocc@0-6,leocc@0.667-6,leocc@1.333-6"
+        );
         for s in Setting::ALL {
             parse_flows(&s.flows(&p), "", 6_000_000).unwrap();
         }
         p.cc = "nope".into();
-        assert!(p.validate().unwrap_err().contains("unknown congestion control"));
+        assert!(p
+            .validate()
+            .unwrap_err()
+            .contains("unknown congestion control"));
         p.cc = "leocc".into();
         p.cc_params = vec![("leocc".into(), "no_such_param=1".into())];
         assert!(p.validate().is_err());
@@ -1034,14 +1322,28 @@ mod tests {
         let t = leocc_sim::constant_trace(20.0, 20_000, 30_000_000, &[]);
         let base = BaseRtt::new(&t, Dir::Down, true);
         assert_eq!(base.at(123_456), 40_000);
-        let row = |t_s: f64, rtt_ms: f64| TsRow { t_s, flow: 0, throughput_mbps: 1.0, rtt_ms, cwnd: 10, pacing_mbps: 0.0, inflight: 1, state: vec![] };
+        let row = |t_s: f64, rtt_ms: f64| TsRow {
+            t_s,
+            flow: 0,
+            throughput_mbps: 1.0,
+            rtt_ms,
+            cwnd: 10,
+            pacing_mbps: 0.0,
+            inflight: 1,
+            state: vec![],
+        };
         // 60 ms of queue until 12.0 s, then 5 ms; the competitor left at 10 s.
-        let ts: Vec<TsRow> = (1..=300).map(|k| row(k as f64 / 10.0, if k <= 120 { 100.0 } else { 45.0 })).collect();
+        let ts: Vec<TsRow> = (1..=300)
+            .map(|k| row(k as f64 / 10.0, if k <= 120 { 100.0 } else { 45.0 }))
+            .collect();
         assert!((base.row_qdelay_ms(&ts[50]).unwrap() - 60.0).abs() < 1e-9);
         assert_eq!(base.row_qdelay_ms(&row(1.0, 0.0)), None);
         let (post, rec) = after_leave(&ts, &base, 0, 10.0, 5.0, 30.0);
         // 20 rows at 60 ms and 30 at 5 ms in (10, 15].
-        assert!((post - (20.0 * 60.0 + 30.0 * 5.0) / 50.0).abs() < 1e-9, "{post}");
+        assert!(
+            (post - (20.0 * 60.0 + 30.0 * 5.0) / 50.0).abs() < 1e-9,
+            "{post}"
+        );
         // The window (11.9, 12.9] holds one row at 60 and nine at 5: 10.5; (12.0, 13.0] is all 5.
         assert_eq!(rec, Some(2.0));
         // Never under 10 ms: no recovery.
@@ -1051,7 +1353,11 @@ mod tests {
         let mut three = Vec::new();
         for k in 1..=40 {
             for (f, thr) in [(0, 10.0), (1, 10.0), (2, 5.0)] {
-                three.push(TsRow { flow: f, throughput_mbps: if k <= 20 && f == 2 { 0.0 } else { thr }, ..row(k as f64 / 10.0, 50.0) });
+                three.push(TsRow {
+                    flow: f,
+                    throughput_mbps: if k <= 20 && f == 2 { 0.0 } else { thr },
+                    ..row(k as f64 / 10.0, 50.0)
+                });
             }
         }
         let want = leocc_sim::metrics::jain(&[200.0, 200.0, 100.0]);
@@ -1060,14 +1366,23 @@ mod tests {
 
     #[test]
     fn every_setting_runs_under_every_queue_discipline() {
-        let plan = Plan { paths: 1, base_seed: 2, duration_s: 3.0, qdiscs: vec![Qdisc::DropTail, Qdisc::CoDel], ..Plan::new("reno") };
+        let plan = Plan {
+            paths: 1,
+            base_seed: 2,
+            duration_s: 3.0,
+            qdiscs: vec![Qdisc::DropTail, Qdisc::CoDel],
+            ..Plan::new("reno")
+        };
         let n = std::sync::atomic::AtomicUsize::new(0);
         let rows = run(&plan, &|_| {
             n.fetch_add(1, Ordering::Relaxed);
         })
         .unwrap();
         assert_eq!(n.into_inner(), 16);
-        assert_eq!(rows.iter().map(|r| r.qdisc).collect::<Vec<_>>(), vec![Qdisc::DropTail, Qdisc::CoDel]);
+        assert_eq!(
+            rows.iter().map(|r| r.qdisc).collect::<Vec<_>>(),
+            vec![Qdisc::DropTail, Qdisc::CoDel]
+        );
         // The same path: CoDel keeps reno's standing queue far below drop-tail's.
         assert_eq!(rows[0].queue, rows[1].queue);
         assert!(rows[1].qdelay_p95_ms < rows[0].qdelay_p95_ms, "{rows:?}");
@@ -1079,32 +1394,74 @@ mod tests {
 
     #[test]
     fn a_tiny_bench_gives_every_metric_and_the_worst_seed() {
-        let plan = Plan { paths: 2, base_seed: 5, duration_s: 5.0, cc: "reno".into(), ..Plan::new("reno") };
+        let plan = Plan {
+            paths: 2,
+            base_seed: 5,
+            duration_s: 5.0,
+            cc: "reno".into(),
+            ..Plan::new("reno")
+        };
         let seen = Mutex::new(Vec::new());
-        let rows = run(&plan, &|p| seen.lock().unwrap().push((p.done, p.total, p.seed, p.setting))).unwrap();
+        let rows = run(&plan, &|p| {
+            seen.lock()
+                .unwrap()
+                .push((p.done, p.total, p.seed, p.setting))
+        })
+        .unwrap();
         let seen = seen.into_inner().unwrap();
         assert_eq!(seen.len(), 16);
         assert!(seen.iter().all(|s| s.1 == 16) && seen.last().unwrap().0 == 16);
-        assert_eq!(rows.iter().map(|r| (r.seed, r.qdisc)).collect::<Vec<_>>(), vec![(5, Qdisc::DropTail), (6, Qdisc::DropTail)]);
+        assert_eq!(
+            rows.iter().map(|r| (r.seed, r.qdisc)).collect::<Vec<_>>(),
+            vec![(5, Qdisc::DropTail), (6, Qdisc::DropTail)]
+        );
         for r in &rows {
             assert!(r.util_alone > 0.0 && r.util_alone <= 1.0 + 1e-9, "{r:?}");
-            for v in [r.p95_rtt_vs_bbr, r.share_vs_cubic, r.share_vs_bbr, r.harm_cubic, r.harm_bbr, r.jain3, r.fe_util_ratio] {
+            for v in [
+                r.p95_rtt_vs_bbr,
+                r.share_vs_cubic,
+                r.share_vs_bbr,
+                r.harm_cubic,
+                r.harm_bbr,
+                r.jain3,
+                r.fe_util_ratio,
+            ] {
                 assert!(v.is_finite() && v >= 0.0, "{r:?}");
             }
             // No RTT sample after the competitor left (reno stalled after a timeout on seed 5's
             // deep buffer in so short a run) reads NaN, and the queue never counts as drained.
-            assert!(r.leave_qdelay_ms >= 0.0 || (r.leave_qdelay_ms.is_nan() && r.leave_recovery_s.is_none()), "{r:?}");
-            assert!(r.share_vs_cubic <= 2.0 && r.jain3 <= 1.0 + 1e-9 && r.jain3 >= 1.0 / 3.0 - 1e-9, "{r:?}");
-            assert_eq!(r.direction, draw_path(&plan, r.seed).unwrap().draw.data_dir().as_str());
+            assert!(
+                r.leave_qdelay_ms >= 0.0
+                    || (r.leave_qdelay_ms.is_nan() && r.leave_recovery_s.is_none()),
+                "{r:?}"
+            );
+            assert!(
+                r.share_vs_cubic <= 2.0 && r.jain3 <= 1.0 + 1e-9 && r.jain3 >= 1.0 / 3.0 - 1e-9,
+                "{r:?}"
+            );
+            assert_eq!(
+                r.direction,
+                draw_path(&plan, r.seed).unwrap().draw.data_dir().as_str()
+            );
         }
         let sums = summarise(&rows, Qdisc::DropTail);
         assert_eq!(sums.len(), METRICS.len());
-        assert!(summarise(&rows, Qdisc::CoDel).iter().all(|s| s.paths == 0 && s.worst.is_nan()));
+        assert!(summarise(&rows, Qdisc::CoDel)
+            .iter()
+            .all(|s| s.paths == 0 && s.worst.is_nan()));
         for s in &sums {
-            let vals: Vec<f64> = rows.iter().map(|r| (METRICS.iter().find(|m| m.key == s.key).unwrap().get)(r)).collect();
+            let vals: Vec<f64> = rows
+                .iter()
+                .map(|r| (METRICS.iter().find(|m| m.key == s.key).unwrap().get)(r))
+                .collect();
             let worst_row = rows.iter().find(|r| r.seed == s.worst_seed).unwrap();
             let w = (METRICS.iter().find(|m| m.key == s.key).unwrap().get)(worst_row);
-            assert!(w == s.worst || (w.is_nan() && s.worst.is_nan()), "{}: {w} vs {}", s.key, s.worst);
+            assert!(
+                w == s.worst || (w.is_nan() && s.worst.is_nan()),
+                "{}: {w} vs {}",
+                s.key,
+                s.worst
+            );
             // NaN (no measurement) is the worst of all; otherwise nothing is worse than the worst.
             let ok = s.worst.is_nan()
                 || match s.better {
@@ -1116,13 +1473,23 @@ mod tests {
             assert!(s.p10 == s.worst || (s.p10.is_nan() && s.worst.is_nan()));
         }
         let t = table(&sums);
-        assert!(t.contains("utilisation alone") && t.contains(">= 0.93") && t.contains("Jain, 3 staggered"), "{t}");
+        assert!(
+            t.contains("utilisation alone")
+                && t.contains(">= 0.93")
+                && t.contains("Jain, 3 staggered"),
+            "{t}"
+        );
         // The per-path files, written atomically into a fresh folder.
         let dir = std::env::temp_dir().join(format!("leocc-robust-test-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         write_out(&dir, &plan, &rows, &sums).unwrap();
         let obj = serde_json::to_value(&rows[0]).unwrap();
-        let mut keys: Vec<&str> = obj.as_object().unwrap().keys().map(|k| k.as_str()).collect();
+        let mut keys: Vec<&str> = obj
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(|k| k.as_str())
+            .collect();
         let mut cols = CSV_COLUMNS.to_vec();
         keys.sort_unstable();
         cols.sort_unstable();
@@ -1133,15 +1500,23 @@ mod tests {
         let jsonl = std::fs::read_to_string(dir.join("paths.jsonl")).unwrap();
         let first: serde_json::Value = serde_json::from_str(jsonl.lines().next().unwrap()).unwrap();
         assert_eq!(first["seed"], 5);
-        let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+        let summary: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap())
+                .unwrap();
         assert_eq!(summary["metrics"].as_array().unwrap().len(), METRICS.len());
         let _ = std::fs::remove_dir_all(&dir);
         // The rerun commands name the path's trace and buffer.
         let cmds = rerun_commands(&plan, 6, Qdisc::DropTail).unwrap();
         assert!(!cmds[1].contains("--qdisc"));
         assert!(rerun_commands(&plan, 6, Qdisc::CoDel).unwrap()[1].contains(" --qdisc codel "));
-        assert!(cmds[0].starts_with("leocc trace draw --seed 6 --duration 5"), "{cmds:?}");
-        assert!(cmds[1].contains("--queue ") && cmds[1].contains("--cc reno,bbr,cubic"), "{cmds:?}");
+        assert!(
+            cmds[0].starts_with("leocc trace draw --seed 6 --duration 5"),
+            "{cmds:?}"
+        );
+        assert!(
+            cmds[1].contains("--queue ") && cmds[1].contains("--cc reno,bbr,cubic"),
+            "{cmds:?}"
+        );
         assert!(cmds.iter().any(|c| c.contains("--false-events 500")));
     }
 }

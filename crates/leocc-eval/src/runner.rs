@@ -50,15 +50,23 @@ impl Runner {
         let (results_file, todo, mut outcome) = self.pending(specs)?;
         let todo: VecDeque<&RunSpec> = todo.into();
         let total = todo.len();
-        let jobs = if specs.iter().any(|s| s.engine == Engine::Emu) { 1 } else { self.jobs.max(1) };
+        let jobs = if specs.iter().any(|s| s.engine == Engine::Emu) {
+            1
+        } else {
+            self.jobs.max(1)
+        };
         let queue = Mutex::new(todo);
         let state = Mutex::new((0usize, Vec::<(String, String)>::new()));
         let started = Instant::now();
         std::thread::scope(|scope| {
             for _ in 0..jobs.min(total.max(1)) {
                 scope.spawn(|| loop {
-                    let Some(spec) = queue.lock().unwrap().pop_front() else { break };
-                    let result = self.run_one(spec).and_then(|rec| results::append(&results_file, &rec));
+                    let Some(spec) = queue.lock().unwrap().pop_front() else {
+                        break;
+                    };
+                    let result = self
+                        .run_one(spec)
+                        .and_then(|rec| results::append(&results_file, &rec));
                     let mut st = state.lock().unwrap();
                     st.0 += 1;
                     if let Err(e) = &result {
@@ -81,7 +89,12 @@ impl Runner {
         match tsstore::fold_finished(&self.out_dir) {
             Ok(c) => {
                 if let (Some(part), true) = (&c.part, self.progress) {
-                    eprintln!("eval: time series of {} runs ({} rows) folded into {}", c.runs, c.rows, part.display());
+                    eprintln!(
+                        "eval: time series of {} runs ({} rows) folded into {}",
+                        c.runs,
+                        c.rows,
+                        part.display()
+                    );
                 }
             }
             Err(e) => eprintln!("eval: time series left as CSV files: {e:#}"),
@@ -91,13 +104,27 @@ impl Runner {
     /// Runs one spec in a child process and returns its record, tagged with the run's identity.
     fn run_one(&self, spec: &RunSpec) -> Result<Value> {
         let mut cmd = self.command(spec);
-        let output = cmd.output().with_context(|| format!("starting {}", self.exe.display()))?;
-        self.finish(spec, output.status.success().then_some(()).ok_or_else(|| output.status.to_string()), &output.stdout, &output.stderr)
+        let output = cmd
+            .output()
+            .with_context(|| format!("starting {}", self.exe.display()))?;
+        self.finish(
+            spec,
+            output
+                .status
+                .success()
+                .then_some(())
+                .ok_or_else(|| output.status.to_string()),
+            &output.stdout,
+            &output.stderr,
+        )
     }
 
     /// The specs of `specs` not yet in results.jsonl (whose torn last line is repaired), with the
     /// output folders created and the outcome's `skipped` counted.
-    pub(crate) fn pending<'a>(&self, specs: &'a [RunSpec]) -> Result<(PathBuf, Vec<&'a RunSpec>, Outcome)> {
+    pub(crate) fn pending<'a>(
+        &self,
+        specs: &'a [RunSpec],
+    ) -> Result<(PathBuf, Vec<&'a RunSpec>, Outcome)> {
         std::fs::create_dir_all(self.out_dir.join("ts"))
             .with_context(|| format!("creating {}", self.out_dir.display()))?;
         std::fs::create_dir_all(self.out_dir.join("logs"))?;
@@ -105,15 +132,30 @@ impl Runner {
         let done = results::finished_keys(&results::read(&results_file)?);
         results::repair(&results_file)?;
         let todo: Vec<&RunSpec> = specs.iter().filter(|s| !done.contains(&s.key)).collect();
-        let outcome = Outcome { skipped: specs.len() - todo.len(), ..Default::default() };
+        let outcome = Outcome {
+            skipped: specs.len() - todo.len(),
+            ..Default::default()
+        };
         if outcome.skipped > 0 && self.progress {
-            eprintln!("eval: {} of {} runs already in {}, skipping them", outcome.skipped, specs.len(), results_file.display());
+            eprintln!(
+                "eval: {} of {} runs already in {}, skipping them",
+                outcome.skipped,
+                specs.len(),
+                results_file.display()
+            );
         }
         Ok((results_file, todo, outcome))
     }
 
     /// One progress line: `n` of `total` finished since `started`, the last being `spec`.
-    pub(crate) fn progress_line(&self, n: usize, total: usize, started: Instant, spec: &RunSpec, failed: bool) {
+    pub(crate) fn progress_line(
+        &self,
+        n: usize,
+        total: usize,
+        started: Instant,
+        spec: &RunSpec,
+        failed: bool,
+    ) {
         if !self.progress {
             return;
         }
@@ -133,12 +175,30 @@ impl Runner {
 
     /// The record of a finished run from what its process left: its exit (`Err` with how it
     /// failed), stdout (ending in the JSON result) and stderr (kept as the run's log).
-    pub(crate) fn finish(&self, spec: &RunSpec, exit: Result<(), String>, stdout: &[u8], stderr: &[u8]) -> Result<Value> {
-        let log = self.out_dir.join("logs").join(format!("{}.stderr", spec.file_id()));
+    pub(crate) fn finish(
+        &self,
+        spec: &RunSpec,
+        exit: Result<(), String>,
+        stdout: &[u8],
+        stderr: &[u8],
+    ) -> Result<Value> {
+        let log = self
+            .out_dir
+            .join("logs")
+            .join(format!("{}.stderr", spec.file_id()));
         leocc_trace::write_atomic(&log, stderr)?;
         if let Err(status) = exit {
-            let tail: String = String::from_utf8_lossy(stderr).lines().rev().take(3).collect::<Vec<_>>().join(" | ");
-            bail!("{} exited with {status} ({}): {tail}", spec.engine, log.display());
+            let tail: String = String::from_utf8_lossy(stderr)
+                .lines()
+                .rev()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" | ");
+            bail!(
+                "{} exited with {status} ({}): {tail}",
+                spec.engine,
+                log.display()
+            );
         }
         let stdout = String::from_utf8_lossy(stdout);
         let line = stdout
@@ -147,7 +207,9 @@ impl Runner {
             .find(|l| l.trim_start().starts_with('{'))
             .ok_or_else(|| anyhow!("the run printed no JSON result (see {})", log.display()))?;
         let mut rec: Value = serde_json::from_str(line).context("parsing the run's JSON result")?;
-        let obj = rec.as_object_mut().ok_or_else(|| anyhow!("the run's result is not a JSON object"))?;
+        let obj = rec
+            .as_object_mut()
+            .ok_or_else(|| anyhow!("the run's result is not a JSON object"))?;
         obj.insert("key".into(), spec.key.clone().into());
         obj.insert("engine".into(), spec.engine.to_string().into());
         obj.insert("trace".into(), spec.trace_name.clone().into());
@@ -176,7 +238,11 @@ impl Runner {
     /// SIGTERM, on which it stops its flows and removes its namespaces (SIGKILL left them).
     pub(crate) fn command(&self, spec: &RunSpec) -> Command {
         let mut cmd = Command::new(&self.exe);
-        let signal = if spec.engine == Engine::Emu { libc::SIGTERM } else { libc::SIGKILL };
+        let signal = if spec.engine == Engine::Emu {
+            libc::SIGTERM
+        } else {
+            libc::SIGKILL
+        };
         leocc_emu::owned::die_with_parent_by(&mut cmd, signal);
         match spec.engine {
             Engine::Sim => {
@@ -204,7 +270,9 @@ impl Runner {
         for p in &spec.params {
             cmd.arg("--param").arg(p);
         }
-        cmd.arg("--json").arg("--timeseries").arg(timeseries_path(&self.out_dir, spec));
+        cmd.arg("--json")
+            .arg("--timeseries")
+            .arg(timeseries_path(&self.out_dir, spec));
         cmd
     }
 }

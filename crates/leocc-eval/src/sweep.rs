@@ -37,12 +37,21 @@ pub struct Axis {
 impl FromStr for Axis {
     type Err = String;
     fn from_str(s: &str) -> Result<Axis, String> {
-        let bad = || format!("--sweep '{s}': expected CC.NAME=V1,V2,... e.g. bbr3.loss_thresh=0.02,0.04,0.08");
+        let bad = || {
+            format!(
+                "--sweep '{s}': expected CC.NAME=V1,V2,... e.g. bbr3.loss_thresh=0.02,0.04,0.08"
+            )
+        };
         let (lhs, vals) = s.split_once('=').ok_or_else(bad)?;
-        let (cc, name) = lhs.trim().split_once('.').filter(|(c, n)| !c.is_empty() && !n.is_empty()).ok_or_else(bad)?;
+        let (cc, name) = lhs
+            .trim()
+            .split_once('.')
+            .filter(|(c, n)| !c.is_empty() && !n.is_empty())
+            .ok_or_else(bad)?;
         let mut values: Vec<String> = Vec::new();
         for v in vals.split(',').map(str::trim).filter(|v| !v.is_empty()) {
-            leocc_sim::cc::check_params(cc, &[format!("{name}={v}")]).map_err(|e| format!("--sweep '{s}': {e}"))?;
+            leocc_sim::cc::check_params(cc, &[format!("{name}={v}")])
+                .map_err(|e| format!("--sweep '{s}': {e}"))?;
             if !values.iter().any(|x| x == v) {
                 values.push(v.to_string());
             }
@@ -50,7 +59,11 @@ impl FromStr for Axis {
         if values.is_empty() {
             return Err(bad());
         }
-        Ok(Axis { cc: cc.to_string(), name: name.to_string(), values })
+        Ok(Axis {
+            cc: cc.to_string(),
+            name: name.to_string(),
+            values,
+        })
     }
 }
 
@@ -66,10 +79,15 @@ pub struct Sweep {
 impl Sweep {
     /// A sweep over `axes`: at least one, all of the same control, each parameter once.
     pub fn new(axes: Vec<Axis>) -> Result<Sweep, String> {
-        let Some(first) = axes.first() else { return Err("no --sweep given".into()) };
+        let Some(first) = axes.first() else {
+            return Err("no --sweep given".into());
+        };
         for (i, a) in axes.iter().enumerate() {
             if a.cc != first.cc {
-                return Err(format!("--sweep: all axes must be of one control ({} and {})", first.cc, a.cc));
+                return Err(format!(
+                    "--sweep: all axes must be of one control ({} and {})",
+                    first.cc, a.cc
+                ));
             }
             if axes[..i].iter().any(|b| b.name == a.name) {
                 return Err(format!("--sweep: {}.{} is swept twice", a.cc, a.name));
@@ -89,7 +107,11 @@ impl Sweep {
         for a in &self.axes {
             out = out
                 .into_iter()
-                .flat_map(|s| a.values.iter().map(move |v| [s.clone(), vec![(a.name.clone(), v.clone())]].concat()))
+                .flat_map(|s| {
+                    a.values
+                        .iter()
+                        .map(move |v| [s.clone(), vec![(a.name.clone(), v.clone())]].concat())
+                })
                 .collect();
         }
         out
@@ -97,12 +119,21 @@ impl Sweep {
 
     /// `cc.name=value` settings for `leocc sim --param`.
     pub fn params(&self, s: &Setting) -> Vec<String> {
-        s.iter().map(|(n, v)| format!("{}.{n}={v}", self.cc())).collect()
+        s.iter()
+            .map(|(n, v)| format!("{}.{n}={v}", self.cc()))
+            .collect()
     }
 
     /// The label of a setting's runs: `bbr3{probe_rtt_interval_ms=1000,loss_thresh=0.02}`.
     pub fn label(&self, s: &Setting) -> String {
-        format!("{}{{{}}}", self.cc(), s.iter().map(|(n, v)| format!("{n}={v}")).collect::<Vec<_>>().join(","))
+        format!(
+            "{}{{{}}}",
+            self.cc(),
+            s.iter()
+                .map(|(n, v)| format!("{n}={v}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        )
     }
 
     fn key_suffix(&self, s: &Setting) -> String {
@@ -134,13 +165,23 @@ impl Sweep {
     pub fn fairness_specs(&self, base: &[RunSpec], setting: Option<&Setting>) -> Vec<RunSpec> {
         let cc = self.cc();
         let mut out = Vec::new();
-        for spec in base.iter().filter(|s| s.scenario == Scenario::Single && s.label == cc) {
+        for spec in base
+            .iter()
+            .filter(|s| s.scenario == Scenario::Single && s.label == cc)
+        {
             let mut r = spec.clone();
             r.scenario = Scenario::VsCubic;
             r.flows = Scenario::VsCubic.flows_spec(&format!("{cc}+cubic"), spec.duration_s);
-            r.label = format!("{}+cubic", setting.map_or(cc.to_string(), |s| self.label(s)));
+            r.label = format!(
+                "{}+cubic",
+                setting.map_or(cc.to_string(), |s| self.label(s))
+            );
             r.params = setting.map(|s| self.params(s)).unwrap_or_default();
-            r.key = format!("{}|vs-cubic{}", spec.key, setting.map(|s| self.key_suffix(s)).unwrap_or_default());
+            r.key = format!(
+                "{}|vs-cubic{}",
+                spec.key,
+                setting.map(|s| self.key_suffix(s)).unwrap_or_default()
+            );
             out.push(r);
         }
         out
@@ -153,7 +194,12 @@ impl Sweep {
         if base != self.cc() {
             return None;
         }
-        let params: Vec<&str> = r.0.get("params").and_then(|v| v.as_array()).map_or(Vec::new(), |a| a.iter().filter_map(|v| v.as_str()).collect());
+        let params: Vec<&str> =
+            r.0.get("params")
+                .and_then(|v| v.as_array())
+                .map_or(Vec::new(), |a| {
+                    a.iter().filter_map(|v| v.as_str()).collect()
+                });
         let mut s = Setting::new();
         for p in params {
             let (lhs, v) = p.split_once('=')?;
@@ -214,20 +260,37 @@ pub fn analyse(sweep: &Sweep, records: &[Record]) -> Vec<Group> {
     let mut cells: BTreeMap<(String, String), BTreeMap<Setting, Vec<&Record>>> = BTreeMap::new();
     for r in records.iter().filter(|r| r.str("scenario") == "single") {
         if let Some(s) = sweep.setting_of(r) {
-            cells.entry((r.str("trace").to_string(), r.queue_label())).or_default().entry(s).or_default().push(r);
+            cells
+                .entry((r.str("trace").to_string(), r.queue_label()))
+                .or_default()
+                .entry(s)
+                .or_default()
+                .push(r);
         }
     }
     let point = |setting: &Setting, runs: &[&Record]| Point {
         setting: setting.clone(),
-        throughput_mbps: mean(&runs.iter().filter_map(|r| r.num("throughput_mbps")).collect::<Vec<_>>()),
-        rtt_p95_ms: mean(&runs.iter().filter_map(|r| r.num("rtt_p95_ms")).collect::<Vec<_>>()),
+        throughput_mbps: mean(
+            &runs
+                .iter()
+                .filter_map(|r| r.num("throughput_mbps"))
+                .collect::<Vec<_>>(),
+        ),
+        rtt_p95_ms: mean(
+            &runs
+                .iter()
+                .filter_map(|r| r.num("rtt_p95_ms"))
+                .collect::<Vec<_>>(),
+        ),
         runs: runs.len(),
         gain_pct: 0.0,
         inflation_pct: 0.0,
     };
     let mut groups = Vec::new();
     for ((trace, queue), by_setting) in &cells {
-        let Some(def_runs) = by_setting.get(&Setting::new()) else { continue };
+        let Some(def_runs) = by_setting.get(&Setting::new()) else {
+            continue;
+        };
         let defaults = point(&Setting::new(), def_runs);
         let points = sweep
             .settings()
@@ -239,13 +302,22 @@ pub fn analyse(sweep: &Sweep, records: &[Record]) -> Vec<Group> {
                 p
             })
             .collect();
-        groups.push(Group { title: format!("{trace}, buffer {queue}"), defaults, points });
+        groups.push(Group {
+            title: format!("{trace}, buffer {queue}"),
+            defaults,
+            points,
+        });
     }
     if groups.len() > 1 {
-        let avg = |f: &dyn Fn(&Point) -> f64, ps: &[&Point]| mean(&ps.iter().map(|p| f(p)).collect::<Vec<_>>());
+        let avg = |f: &dyn Fn(&Point) -> f64, ps: &[&Point]| {
+            mean(&ps.iter().map(|p| f(p)).collect::<Vec<_>>())
+        };
         let mut points = Vec::new();
         for s in sweep.settings() {
-            let ps: Vec<&Point> = groups.iter().filter_map(|g| g.points.iter().find(|p| p.setting == s)).collect();
+            let ps: Vec<&Point> = groups
+                .iter()
+                .filter_map(|g| g.points.iter().find(|p| p.setting == s))
+                .collect();
             if ps.len() == groups.len() {
                 points.push(Point {
                     setting: s,
@@ -266,7 +338,11 @@ pub fn analyse(sweep: &Sweep, records: &[Record]) -> Vec<Group> {
             gain_pct: 0.0,
             inflation_pct: 0.0,
         };
-        groups.push(Group { title: "average over all traces and buffers".into(), defaults, points });
+        groups.push(Group {
+            title: "average over all traces and buffers".into(),
+            defaults,
+            points,
+        });
     }
     groups
 }
@@ -297,19 +373,35 @@ pub fn run(s: &SweepRun, trace_duration_s: impl Fn(&Path) -> f64) -> Result<(Vec
         bail!("--sweep with --engine emu: only LeoCC (BPF) takes parameters in the kernel; sweep {cc} with --engine sim");
     }
     if !s.matrix.ccs.iter().any(|c| c == cc) {
-        bail!("--sweep sweeps {cc}, which is not among --cc ({})", s.matrix.ccs.join(","));
+        bail!(
+            "--sweep sweeps {cc}, which is not among --cc ({})",
+            s.matrix.ccs.join(",")
+        );
     }
     let base = s.matrix.expand(&trace_duration_s);
     let specs = s.sweep.expand(&base);
-    eprintln!("sweep: {} settings of {cc} + defaults, {} runs", s.sweep.settings().len(), specs.len());
+    eprintln!(
+        "sweep: {} settings of {cc} + defaults, {} runs",
+        s.sweep.settings().len(),
+        specs.len()
+    );
     check(s.runner.run(&specs)?, specs.len())?;
-    let mut groups = analyse(s.sweep, &results::read(&runner::results_path(&s.runner.out_dir))?);
-    let chosen = groups.last().and_then(|g| g.best().map(|i| g.points[i].setting.clone()));
+    let mut groups = analyse(
+        s.sweep,
+        &results::read(&runner::results_path(&s.runner.out_dir))?,
+    );
+    let chosen = groups
+        .last()
+        .and_then(|g| g.best().map(|i| g.points[i].setting.clone()));
     if s.fairness && cc != "cubic" {
         if let Some(c) = &chosen {
             let mut f = s.sweep.fairness_specs(&base, None);
             f.extend(s.sweep.fairness_specs(&base, Some(c)));
-            eprintln!("sweep: fairness against Cubic of {} and the defaults, {} runs", s.sweep.label(c), f.len());
+            eprintln!(
+                "sweep: fairness against Cubic of {} and the defaults, {} runs",
+                s.sweep.label(c),
+                f.len()
+            );
             check(s.runner.run(&f)?, f.len())?;
         }
     }
@@ -317,7 +409,18 @@ pub fn run(s: &SweepRun, trace_duration_s: impl Fn(&Path) -> f64) -> Result<(Vec
     groups = analyse(s.sweep, &all);
     crate::report::write(&s.runner.out_dir, &all, s.command_line)?;
     let page = s.runner.out_dir.join("sweep.html");
-    leocc_trace::write_atomic(&page, page_html(s.sweep, s.matrix.engine, &groups, &all, chosen.as_ref(), s.command_line).as_bytes())?;
+    leocc_trace::write_atomic(
+        &page,
+        page_html(
+            s.sweep,
+            s.matrix.engine,
+            &groups,
+            &all,
+            chosen.as_ref(),
+            s.command_line,
+        )
+        .as_bytes(),
+    )?;
     Ok((groups, page))
 }
 
@@ -326,7 +429,10 @@ fn check(o: runner::Outcome, total: usize) -> Result<()> {
         eprintln!("sweep: FAILED {key}: {why}");
     }
     if !o.failed.is_empty() {
-        bail!("{} of {total} runs failed; rerun the same command to retry only those", o.failed.len());
+        bail!(
+            "{} of {total} runs failed; rerun the same command to retry only those",
+            o.failed.len()
+        );
     }
     Ok(())
 }
@@ -352,13 +458,27 @@ fn heatmap(sweep: &Sweep, g: &Group, gain: bool) -> Option<Heatmap> {
                     if best == Some(&want) {
                         marked = Some((r, c));
                     }
-                    g.points.iter().find(|p| p.setting == want).map(|p| if gain { p.gain_pct } else { p.inflation_pct })
+                    g.points.iter().find(|p| p.setting == want).map(|p| {
+                        if gain {
+                            p.gain_pct
+                        } else {
+                            p.inflation_pct
+                        }
+                    })
                 })
                 .collect()
         })
         .collect();
     Some(Heatmap {
-        title: format!("{}: {} vs defaults", g.title, if gain { "throughput gain" } else { "p95 RTT inflation" }),
+        title: format!(
+            "{}: {} vs defaults",
+            g.title,
+            if gain {
+                "throughput gain"
+            } else {
+                "p95 RTT inflation"
+            }
+        ),
         x_label: format!("{}.{}", x.cc, x.name),
         y_label: y.map_or(String::new(), |a| format!("{}.{}", a.cc, a.name)),
         x_ticks: x.values.clone(),
@@ -377,7 +497,14 @@ const STYLE: &str = "<style>body{font-family:Helvetica,Arial,sans-serif;margin:2
     th{background:#f3f3f3}td:first-child{text-align:left}.best{background:#e6f0fa;font-weight:bold}\
     .maps{display:flex;flex-wrap:wrap;gap:12px}code{background:#f5f5f5}</style>";
 
-fn page_html(sweep: &Sweep, engine: Engine, groups: &[Group], records: &[Record], chosen: Option<&Setting>, command_line: &str) -> String {
+fn page_html(
+    sweep: &Sweep,
+    engine: Engine,
+    groups: &[Group],
+    records: &[Record],
+    chosen: Option<&Setting>,
+    command_line: &str,
+) -> String {
     let mut h = String::new();
     let same_runs = match engine {
         Engine::Sim => "(the simulator is deterministic per seed)",
@@ -430,11 +557,17 @@ fn page_html(sweep: &Sweep, engine: Engine, groups: &[Group], records: &[Record]
     h.push_str("<h2>Fairness against Cubic</h2>");
     let fair: Vec<&Record> = records
         .iter()
-        .filter(|r| r.str("scenario") == "vs-cubic" && r.str("label").ends_with("+cubic") && sweep.setting_of(r).is_some())
+        .filter(|r| {
+            r.str("scenario") == "vs-cubic"
+                && r.str("label").ends_with("+cubic")
+                && sweep.setting_of(r).is_some()
+        })
         .collect();
     match chosen {
         None => h.push_str("<p>Not run: no setting was chosen.</p>"),
-        Some(_) if fair.is_empty() => h.push_str("<p>Not run (--no-fairness, or the swept control is Cubic).</p>"),
+        Some(_) if fair.is_empty() => {
+            h.push_str("<p>Not run (--no-fairness, or the swept control is Cubic).</p>")
+        }
         Some(_) => {
             h.push_str(
                 "<p>One flow of the control against one Cubic flow, started together, same traces, buffers and seeds. \
@@ -443,11 +576,34 @@ fn page_html(sweep: &Sweep, engine: Engine, groups: &[Group], records: &[Record]
             );
             let mut cells: BTreeMap<(String, String), Vec<&Record>> = BTreeMap::new();
             for r in fair {
-                cells.entry((r.str("label").to_string(), format!("{}, {}", r.str("trace"), r.queue_label()))).or_default().push(r);
+                cells
+                    .entry((
+                        r.str("label").to_string(),
+                        format!("{}, {}", r.str("trace"), r.queue_label()),
+                    ))
+                    .or_default()
+                    .push(r);
             }
             for ((label, at), runs) in &cells {
-                let flow = |i: usize| mean(&runs.iter().filter_map(|r| r.flows().get(i).and_then(|f| f.get("throughput_mbps")).and_then(|v| v.as_f64())).collect::<Vec<_>>());
-                let jain = mean(&runs.iter().filter_map(|r| r.num("jain")).collect::<Vec<_>>());
+                let flow = |i: usize| {
+                    mean(
+                        &runs
+                            .iter()
+                            .filter_map(|r| {
+                                r.flows()
+                                    .get(i)
+                                    .and_then(|f| f.get("throughput_mbps"))
+                                    .and_then(|v| v.as_f64())
+                            })
+                            .collect::<Vec<_>>(),
+                    )
+                };
+                let jain = mean(
+                    &runs
+                        .iter()
+                        .filter_map(|r| r.num("jain"))
+                        .collect::<Vec<_>>(),
+                );
                 let _ = write!(
                     h,
                     "<tr><td>{}</td><td>{}</td><td>{:.1}</td><td>{:.1}</td><td>{jain:.3}</td><td>{}</td></tr>",
@@ -469,7 +625,17 @@ fn page_html(sweep: &Sweep, engine: Engine, groups: &[Group], records: &[Record]
 pub fn table(sweep: &Sweep, g: &Group) -> String {
     let mut s = format!(
         "{}\n{:<60} {:>10} {:>8} {:>9} {:>9}\n{:<60} {:>10.1} {:>8} {:>9.1} {:>9}\n",
-        g.title, "setting", "thr Mbit/s", "gain %", "RTT p95", "infl. %", "defaults", g.defaults.throughput_mbps, "–", g.defaults.rtt_p95_ms, "–"
+        g.title,
+        "setting",
+        "thr Mbit/s",
+        "gain %",
+        "RTT p95",
+        "infl. %",
+        "defaults",
+        g.defaults.throughput_mbps,
+        "–",
+        g.defaults.rtt_p95_ms,
+        "–"
     );
     let best = g.best();
     for (i, p) in g.points.iter().enumerate() {
@@ -481,7 +647,11 @@ pub fn table(sweep: &Sweep, g: &Group) -> String {
             p.gain_pct,
             p.rtt_p95_ms,
             p.inflation_pct,
-            if best == Some(i) { "  <- best under 10 % inflation" } else { "" }
+            if best == Some(i) {
+                "  <- best under 10 % inflation"
+            } else {
+                ""
+            }
         );
     }
     s
@@ -506,14 +676,26 @@ mod tests {
         let s = sweep();
         assert_eq!(s.axes[1].values, vec!["0.02", "0.08"]);
         let e = "bbr3.loss_thresh=0.02,0.9".parse::<Axis>().unwrap_err();
-        assert!(e.contains("out of range") && e.contains("0.001 ..= 0.5"), "{e}");
-        assert!("bbr3.nope=1".parse::<Axis>().unwrap_err().contains("unknown bbr3 parameter 'nope'"));
+        assert!(
+            e.contains("out of range") && e.contains("0.001 ..= 0.5"),
+            "{e}"
+        );
+        assert!("bbr3.nope=1"
+            .parse::<Axis>()
+            .unwrap_err()
+            .contains("unknown bbr3 parameter 'nope'"));
         assert!("bbr3=1".parse::<Axis>().is_err());
         assert!("bbr3.loss_thresh=".parse::<Axis>().is_err());
         assert!("leocc.delta_rtt_us=0,5000".parse::<Axis>().is_ok());
-        let mixed = Sweep::new(vec!["bbr3.beta=0.5".parse().unwrap(), "cubic.beta=0.5".parse().unwrap()]);
+        let mixed = Sweep::new(vec![
+            "bbr3.beta=0.5".parse().unwrap(),
+            "cubic.beta=0.5".parse().unwrap(),
+        ]);
         assert!(mixed.unwrap_err().contains("one control"));
-        let twice = Sweep::new(vec!["bbr3.beta=0.5".parse().unwrap(), "bbr3.beta=0.6".parse().unwrap()]);
+        let twice = Sweep::new(vec![
+            "bbr3.beta=0.5".parse().unwrap(),
+            "bbr3.beta=0.6".parse().unwrap(),
+        ]);
         assert!(twice.unwrap_err().contains("twice"));
     }
 
@@ -540,19 +722,35 @@ mod tests {
         keys.sort();
         keys.dedup();
         assert_eq!(keys.len(), specs.len());
-        let one = specs.iter().find(|r| r.label == "bbr3{probe_rtt_interval_ms=5000,loss_thresh=0.08}").unwrap();
-        assert_eq!(one.params, vec!["bbr3.probe_rtt_interval_ms=5000", "bbr3.loss_thresh=0.08"]);
+        let one = specs
+            .iter()
+            .find(|r| r.label == "bbr3{probe_rtt_interval_ms=5000,loss_thresh=0.08}")
+            .unwrap();
+        assert_eq!(
+            one.params,
+            vec!["bbr3.probe_rtt_interval_ms=5000", "bbr3.loss_thresh=0.08"]
+        );
         assert_eq!(one.flows, "bbr3@0-10");
-        assert!(specs.iter().filter(|r| r.label == "cubic").all(|r| r.params.is_empty()));
+        assert!(specs
+            .iter()
+            .filter(|r| r.label == "cubic")
+            .all(|r| r.params.is_empty()));
         let f = s.fairness_specs(&base, Some(&s.settings()[1]));
         assert_eq!(f.len(), 2 * 3);
         assert_eq!(f[0].flows, "bbr3@0-10,cubic@0-10");
-        assert!(f[0].key.ends_with("|vs-cubic|pbbr3.probe_rtt_interval_ms=1000,bbr3.loss_thresh=0.08"), "{}", f[0].key);
+        assert!(
+            f[0].key
+                .ends_with("|vs-cubic|pbbr3.probe_rtt_interval_ms=1000,bbr3.loss_thresh=0.08"),
+            "{}",
+            f[0].key
+        );
     }
 
     fn rec(label: &str, params: &[&str], thr: f64, rtt: f64) -> Record {
-        Record(serde_json::json!({"key": format!("{label}{params:?}"), "scenario": "single", "trace": "t", "queue": "500",
-            "label": label, "params": params, "throughput_mbps": thr, "rtt_p95_ms": rtt}))
+        Record(
+            serde_json::json!({"key": format!("{label}{params:?}"), "scenario": "single", "trace": "t", "queue": "500",
+            "label": label, "params": params, "throughput_mbps": thr, "rtt_p95_ms": rtt}),
+        )
     }
 
     #[test]
@@ -560,10 +758,25 @@ mod tests {
         let s = sweep();
         let records = vec![
             rec("bbr3", &[], 100.0, 50.0),
-            rec("bbr3{}", &["bbr3.probe_rtt_interval_ms=1000", "bbr3.loss_thresh=0.02"], 90.0, 45.0),
+            rec(
+                "bbr3{}",
+                &["bbr3.probe_rtt_interval_ms=1000", "bbr3.loss_thresh=0.02"],
+                90.0,
+                45.0,
+            ),
             // Largest gain, but 20 % more latency: not chosen.
-            rec("x", &["bbr3.probe_rtt_interval_ms=1000", "bbr3.loss_thresh=0.08"], 200.0, 60.0),
-            rec("x", &["bbr3.probe_rtt_interval_ms=5000", "bbr3.loss_thresh=0.08"], 150.0, 54.0),
+            rec(
+                "x",
+                &["bbr3.probe_rtt_interval_ms=1000", "bbr3.loss_thresh=0.08"],
+                200.0,
+                60.0,
+            ),
+            rec(
+                "x",
+                &["bbr3.probe_rtt_interval_ms=5000", "bbr3.loss_thresh=0.08"],
+                150.0,
+                54.0,
+            ),
             rec("cubic", &[], 10.0, 10.0),
         ];
         // Rows are told apart by their params, not their labels; "x" is not bbr3.
@@ -580,14 +793,27 @@ mod tests {
         let g = &analyse(&s, &records)[0];
         assert_eq!(g.points.len(), 3);
         let best = &g.points[g.best().unwrap()];
-        assert_eq!(best.setting, vec![("probe_rtt_interval_ms".into(), "5000".into()), ("loss_thresh".into(), "0.08".into())]);
+        assert_eq!(
+            best.setting,
+            vec![
+                ("probe_rtt_interval_ms".into(), "5000".into()),
+                ("loss_thresh".into(), "0.08".into())
+            ]
+        );
         assert!((best.gain_pct - 50.0).abs() < 1e-9 && (best.inflation_pct - 8.0).abs() < 1e-9);
         let map = heatmap(&s, g, true).unwrap();
         assert_eq!(map.marked, Some((1, 1)));
         assert!((map.cells[0][0].unwrap() + 10.0).abs() < 1e-9);
         assert!((map.cells[1][0].unwrap() - 100.0).abs() < 1e-9);
         assert_eq!(map.cells[0][1], None, "5000 ms with 0.02 did not run");
-        let html = page_html(&s, Engine::Sim, std::slice::from_ref(g), &records, Some(&best.setting), "leocc eval");
+        let html = page_html(
+            &s,
+            Engine::Sim,
+            std::slice::from_ref(g),
+            &records,
+            Some(&best.setting),
+            "leocc eval",
+        );
         assert!(html.contains("★ bbr3{probe_rtt_interval_ms=5000,loss_thresh=0.08}"));
     }
 
@@ -595,11 +821,17 @@ mod tests {
     /// run (it spends more time with a small window) while the defaults' run does not move.
     #[test]
     fn a_setting_changes_the_simulated_run() {
-        let trace = concat!(env!("CARGO_MANIFEST_DIR"), "/../../traces/starlink-down-60s.trace");
+        let trace = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../traces/starlink-down-60s.trace"
+        );
         let trace = std::sync::Arc::new(leocc_trace::Trace::load(Path::new(trace)).unwrap());
         let run = |params: &[&str]| {
             let mut sc = leocc_sim::Scenario::new(trace.clone(), "t", "bbr3", 8_000_000);
-            sc.cc_params = params.iter().map(|p| ("bbr3".to_string(), p.to_string())).collect();
+            sc.cc_params = params
+                .iter()
+                .map(|p| ("bbr3".to_string(), p.to_string()))
+                .collect();
             leocc_sim::run(&sc).map(|r| r.throughput_mbps)
         };
         let d = run(&[]).unwrap();

@@ -100,7 +100,10 @@ pub fn fold_finished(out_dir: &Path) -> Result<Compacted> {
     let runs: Vec<Pending> = records
         .iter()
         .filter(|r| !r.str("timeseries").is_empty())
-        .map(|r| Pending { key: r.str("key").to_string(), csv: out_dir.join(r.str("timeseries")) })
+        .map(|r| Pending {
+            key: r.str("key").to_string(),
+            csv: out_dir.join(r.str("timeseries")),
+        })
         .collect();
     compact(out_dir, &runs)
 }
@@ -117,17 +120,32 @@ struct Csv {
 
 impl Csv {
     fn read(path: &Path) -> Result<Csv> {
-        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         let mut lines = text.lines();
-        let header: Vec<String> = lines.next().unwrap_or("").split(',').map(|h| h.trim().to_string()).collect();
+        let header: Vec<String> = lines
+            .next()
+            .unwrap_or("")
+            .split(',')
+            .map(|h| h.trim().to_string())
+            .collect();
         if header.iter().any(|h| h.is_empty() || h == "key") {
-            bail!("{}:1: a column name is empty or `key` (reserved for the run's key)", path.display());
+            bail!(
+                "{}:1: a column name is empty or `key` (reserved for the run's key)",
+                path.display()
+            );
         }
         let mut rows = Vec::new();
         for (i, line) in lines.enumerate().filter(|(_, l)| !l.is_empty()) {
             let fields: Vec<String> = line.split(',').map(str::to_string).collect();
             if fields.len() != header.len() {
-                bail!("{}:{}: {} fields, the header has {}", path.display(), i + 2, fields.len(), header.len());
+                bail!(
+                    "{}:{}: {} fields, the header has {}",
+                    path.display(),
+                    i + 2,
+                    fields.len(),
+                    header.len()
+                );
             }
             rows.push(fields);
         }
@@ -178,13 +196,21 @@ fn write_part(path: &Path, tables: &BTreeMap<String, (Csv, PathBuf)>) -> Result<
             };
             columns[i].1 = t.rows.iter().fold(columns[i].1, |k, r| k.widen(&r[c]));
         }
-        if let Some(bad) = t.header.iter().find(|h| !h.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')) {
+        if let Some(bad) = t
+            .header
+            .iter()
+            .find(|h| !h.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        {
             bail!("time-series column `{bad}` is not a plain name");
         }
     }
     let schema = format!(
         "message timeseries {{ REQUIRED BYTE_ARRAY key (UTF8); {} }}",
-        columns.iter().map(|(n, k)| k.schema(n)).collect::<Vec<_>>().join(" ")
+        columns
+            .iter()
+            .map(|(n, k)| k.schema(n))
+            .collect::<Vec<_>>()
+            .join(" ")
     );
     let schema = Arc::new(parquet::schema::parser::parse_message_type(&schema)?);
     let keys: Vec<&str> = tables.keys().map(String::as_str).collect();
@@ -196,40 +222,73 @@ fn write_part(path: &Path, tables: &BTreeMap<String, (Csv, PathBuf)>) -> Result<
     // once per run rather than once per cell.
     let col_of: BTreeMap<&str, Vec<Option<usize>>> = tables
         .iter()
-        .map(|(k, (t, _))| (k.as_str(), columns.iter().map(|(name, _)| t.header.iter().position(|h| h == name)).collect()))
+        .map(|(k, (t, _))| {
+            (
+                k.as_str(),
+                columns
+                    .iter()
+                    .map(|(name, _)| t.header.iter().position(|h| h == name))
+                    .collect(),
+            )
+        })
         .collect();
     // All rows of the part in key order, as (key, csv, row index).
-    let rows: Vec<(&str, &Csv, usize)> =
-        tables.iter().flat_map(|(k, (t, _))| (0..t.rows.len()).map(move |i| (k.as_str(), t, i))).collect();
+    let rows: Vec<(&str, &Csv, usize)> = tables
+        .iter()
+        .flat_map(|(k, (t, _))| (0..t.rows.len()).map(move |i| (k.as_str(), t, i)))
+        .collect();
     let mut out = leocc_trace::OutFile::create(path).map_err(|e| anyhow::anyhow!("{e}"))?;
     {
         let mut w = SerializedFileWriter::new(&mut out, schema, Arc::new(props))?;
         for group in rows.chunks(ROW_GROUP_ROWS) {
             let mut rg = w.next_row_group()?;
             let mut col = rg.next_column()?.context("parquet: no key column")?;
-            let key: Vec<ByteArray> = group.iter().map(|(k, _, _)| ByteArray::from(k.as_bytes().to_vec())).collect();
+            let key: Vec<ByteArray> = group
+                .iter()
+                .map(|(k, _, _)| ByteArray::from(k.as_bytes().to_vec()))
+                .collect();
             col.typed::<ByteArrayType>().write_batch(&key, None, None)?;
             col.close()?;
             for (j, (_, kind)) in columns.iter().enumerate() {
                 let cells: Vec<Option<&str>> = group
                     .iter()
-                    .map(|(k, t, i)| col_of[k][j].map(|c| t.rows[*i][c].as_str()).filter(|v| !v.is_empty()))
+                    .map(|(k, t, i)| {
+                        col_of[k][j]
+                            .map(|c| t.rows[*i][c].as_str())
+                            .filter(|v| !v.is_empty())
+                    })
                     .collect();
                 let def: Vec<i16> = cells.iter().map(|c| i16::from(c.is_some())).collect();
-                let mut col = rg.next_column()?.context("parquet: fewer columns than the schema")?;
+                let mut col = rg
+                    .next_column()?
+                    .context("parquet: fewer columns than the schema")?;
                 // Kind::widen guaranteed every present value parses as its column's kind.
                 match kind {
                     Kind::Int => {
-                        let v: Vec<i64> = cells.iter().flatten().map(|s| s.parse().unwrap_or_default()).collect();
+                        let v: Vec<i64> = cells
+                            .iter()
+                            .flatten()
+                            .map(|s| s.parse().unwrap_or_default())
+                            .collect();
                         col.typed::<Int64Type>().write_batch(&v, Some(&def), None)?;
                     }
                     Kind::Num => {
-                        let v: Vec<f64> = cells.iter().flatten().map(|s| s.parse().unwrap_or_default()).collect();
-                        col.typed::<DoubleType>().write_batch(&v, Some(&def), None)?;
+                        let v: Vec<f64> = cells
+                            .iter()
+                            .flatten()
+                            .map(|s| s.parse().unwrap_or_default())
+                            .collect();
+                        col.typed::<DoubleType>()
+                            .write_batch(&v, Some(&def), None)?;
                     }
                     Kind::Text => {
-                        let v: Vec<ByteArray> = cells.iter().flatten().map(|s| ByteArray::from(s.as_bytes().to_vec())).collect();
-                        col.typed::<ByteArrayType>().write_batch(&v, Some(&def), None)?;
+                        let v: Vec<ByteArray> = cells
+                            .iter()
+                            .flatten()
+                            .map(|s| ByteArray::from(s.as_bytes().to_vec()))
+                            .collect();
+                        col.typed::<ByteArrayType>()
+                            .write_batch(&v, Some(&def), None)?;
                     }
                 }
                 col.close()?;
@@ -257,7 +316,11 @@ impl Store {
         let mut parts: Vec<PathBuf> = match std::fs::read_dir(&dir) {
             Ok(rd) => rd
                 .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("part-") && n.ends_with(".parquet")))
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with("part-") && n.ends_with(".parquet"))
+                })
                 .collect(),
             Err(_) => Vec::new(),
         };
@@ -271,12 +334,21 @@ impl Store {
                 .key_value_metadata()
                 .and_then(|kv| kv.iter().find(|e| e.key == RUNS_KEY))
                 .and_then(|e| e.value.clone())
-                .with_context(|| format!("{}: no `{RUNS_KEY}` metadata: not a leocc time-series part", p.display()))?;
+                .with_context(|| {
+                    format!(
+                        "{}: no `{RUNS_KEY}` metadata: not a leocc time-series part",
+                        p.display()
+                    )
+                })?;
             for k in runs.lines() {
                 part_of.insert(k.to_string(), i);
             }
         }
-        Ok(Store { dir, parts, part_of })
+        Ok(Store {
+            dir,
+            parts,
+            part_of,
+        })
     }
 
     /// The parts, in order.
@@ -285,7 +357,13 @@ impl Store {
     }
 
     fn next_part_number(&self) -> u64 {
-        let n = |p: &PathBuf| p.file_stem()?.to_str()?.strip_prefix("part-")?.parse::<u64>().ok();
+        let n = |p: &PathBuf| {
+            p.file_stem()?
+                .to_str()?
+                .strip_prefix("part-")?
+                .parse::<u64>()
+                .ok()
+        };
         self.parts.iter().filter_map(n).max().map_or(0, |m| m + 1)
     }
 
@@ -297,7 +375,11 @@ impl Store {
             return crate::report::read_timeseries(&path);
         }
         let Some(&i) = self.part_of.get(key) else {
-            bail!("no time series for run {key}: neither {} nor a part of {} holds it", path.display(), self.dir.display());
+            bail!(
+                "no time series for run {key}: neither {} nor a part of {} holds it",
+                path.display(),
+                self.dir.display()
+            );
         };
         read_run(&self.parts[i], key)
     }
@@ -305,7 +387,8 @@ impl Store {
 
 fn open_part(p: &Path) -> Result<SerializedFileReader<std::fs::File>> {
     let f = std::fs::File::open(p).with_context(|| format!("opening {}", p.display()))?;
-    SerializedFileReader::new(f).with_context(|| format!("{}: not a readable Parquet file", p.display()))
+    SerializedFileReader::new(f)
+        .with_context(|| format!("{}: not a readable Parquet file", p.display()))
 }
 
 /// The rows of run `key` in the part at `path`, reading only the row groups whose key range
@@ -315,20 +398,31 @@ fn read_run(path: &Path, key: &str) -> Result<Vec<TsRow>> {
     // Only the columns a chart needs: the others (the control's state, a long string per
     // row) would be decompressed and decoded for nothing.
     let schema = reader.metadata().file_metadata().schema();
-    let wanted: Vec<_> = schema.get_fields().iter().filter(|f| READ_COLUMNS.contains(&f.name())).cloned().collect();
-    let projection = parquet::schema::types::Type::group_type_builder(schema.name()).with_fields(wanted).build()?;
+    let wanted: Vec<_> = schema
+        .get_fields()
+        .iter()
+        .filter(|f| READ_COLUMNS.contains(&f.name()))
+        .cloned()
+        .collect();
+    let projection = parquet::schema::types::Type::group_type_builder(schema.name())
+        .with_fields(wanted)
+        .build()?;
     let mut out = Vec::new();
     for g in 0..reader.num_row_groups() {
         let may_hold = match reader.metadata().row_group(g).column(0).statistics() {
             Some(Statistics::ByteArray(s)) => {
-                s.min_bytes_opt().is_none_or(|m| m <= key.as_bytes()) && s.max_bytes_opt().is_none_or(|m| key.as_bytes() <= m)
+                s.min_bytes_opt().is_none_or(|m| m <= key.as_bytes())
+                    && s.max_bytes_opt().is_none_or(|m| key.as_bytes() <= m)
             }
             _ => true,
         };
         if !may_hold {
             continue;
         }
-        for row in reader.get_row_group(g)?.get_row_iter(Some(projection.clone()))? {
+        for row in reader
+            .get_row_group(g)?
+            .get_row_iter(Some(projection.clone()))?
+        {
             let row = row?;
             let mut r = TsRow::default();
             let mut this_run = false;
@@ -372,7 +466,8 @@ mod tests {
         d
     }
 
-    const SIM: &str = "cc,seed,t_s,flow,flow_cc,throughput_mbps,rtt_ms,cwnd,pacing_mbps,inflight,state\n\
+    const SIM: &str =
+        "cc,seed,t_s,flow,flow_cc,throughput_mbps,rtt_ms,cwnd,pacing_mbps,inflight,state\n\
                        leocc,1,0.1,0,leocc,10.5,41.25,10,12.000,9,phase=up\n\
                        leocc,1,0.2,0,leocc,20.25,45.5,20,,19,\n";
     const EMU: &str = "t_s,flow,throughput_mbps,rtt_ms,loss\n0.1,0,5,40,0.01\n0.2,0,6,41,x\n";
@@ -382,31 +477,74 @@ mod tests {
         let d = tmp("fold");
         let a = write_csv(&d, "a.csv", SIM);
         let b = write_csv(&d, "b.csv", EMU);
-        let runs = [Pending { key: "run|b".into(), csv: b.clone() }, Pending { key: "run|a".into(), csv: a.clone() }];
+        let runs = [
+            Pending {
+                key: "run|b".into(),
+                csv: b.clone(),
+            },
+            Pending {
+                key: "run|a".into(),
+                csv: a.clone(),
+            },
+        ];
         let c = compact(&d, &runs).unwrap();
         assert_eq!((c.runs, c.rows, c.already_folded), (2, 4, 0));
-        assert_eq!(c.part.as_deref(), Some(d.join("ts/part-00000.parquet").as_path()));
+        assert_eq!(
+            c.part.as_deref(),
+            Some(d.join("ts/part-00000.parquet").as_path())
+        );
         assert!(!a.exists() && !b.exists(), "folded CSVs are removed");
         let s = Store::open(&d).unwrap();
         let rows = s.read("run|a", "ts/a.csv").unwrap();
         assert_eq!(rows.len(), 2);
-        assert_eq!((rows[1].t_s, rows[1].flow, rows[1].throughput_mbps, rows[1].rtt_ms), (0.2, 0, 20.25, 45.5));
+        assert_eq!(
+            (
+                rows[1].t_s,
+                rows[1].flow,
+                rows[1].throughput_mbps,
+                rows[1].rtt_ms
+            ),
+            (0.2, 0, 20.25, 45.5)
+        );
         let rows = s.read("run|b", "ts/b.csv").unwrap();
-        assert_eq!(rows.iter().map(|r| r.throughput_mbps).collect::<Vec<_>>(), vec![5.0, 6.0]);
-        assert!(s.read("run|c", "ts/c.csv").unwrap_err().to_string().contains("no time series for run run|c"));
+        assert_eq!(
+            rows.iter().map(|r| r.throughput_mbps).collect::<Vec<_>>(),
+            vec![5.0, 6.0]
+        );
+        assert!(s
+            .read("run|c", "ts/c.csv")
+            .unwrap_err()
+            .to_string()
+            .contains("no time series for run run|c"));
 
         // The part's columns: integers, numbers with nulls, text; the other run's columns null.
         let reader = open_part(c.part.as_ref().unwrap()).unwrap();
         let schema = reader.metadata().file_metadata().schema_descr();
-        let cols: Vec<String> = schema.columns().iter().map(|c| format!("{}:{}", c.name(), c.physical_type())).collect();
+        let cols: Vec<String> = schema
+            .columns()
+            .iter()
+            .map(|c| format!("{}:{}", c.name(), c.physical_type()))
+            .collect();
         assert_eq!(
             cols.join(" "),
             "key:BYTE_ARRAY cc:BYTE_ARRAY seed:INT64 t_s:DOUBLE flow:INT64 flow_cc:BYTE_ARRAY throughput_mbps:DOUBLE \
              rtt_ms:DOUBLE cwnd:INT64 pacing_mbps:DOUBLE inflight:INT64 state:BYTE_ARRAY loss:BYTE_ARRAY"
         );
-        let rows: Vec<String> = reader.get_row_iter(None).unwrap().map(|r| r.unwrap().to_string()).collect();
-        assert!(rows[1].contains("pacing_mbps: null") && rows[1].contains("state: null"), "{}", rows[1]);
-        assert!(rows[2].contains("cc: null") && rows[2].contains("loss: \"0.01\""), "{}", rows[2]);
+        let rows: Vec<String> = reader
+            .get_row_iter(None)
+            .unwrap()
+            .map(|r| r.unwrap().to_string())
+            .collect();
+        assert!(
+            rows[1].contains("pacing_mbps: null") && rows[1].contains("state: null"),
+            "{}",
+            rows[1]
+        );
+        assert!(
+            rows[2].contains("cc: null") && rows[2].contains("loss: \"0.01\""),
+            "{}",
+            rows[2]
+        );
         std::fs::remove_dir_all(&d).unwrap();
     }
 
@@ -414,18 +552,55 @@ mod tests {
     fn later_batches_make_new_parts_and_interrupted_ones_finish() {
         let d = tmp("batches");
         let a = write_csv(&d, "a.csv", SIM);
-        compact(&d, &[Pending { key: "a".into(), csv: a.clone() }]).unwrap();
+        compact(
+            &d,
+            &[Pending {
+                key: "a".into(),
+                csv: a.clone(),
+            }],
+        )
+        .unwrap();
         // A compaction killed after its part was renamed in but before the CSV was removed.
         write_csv(&d, "a.csv", SIM);
         let b = write_csv(&d, "b.csv", EMU);
-        let c = compact(&d, &[Pending { key: "a".into(), csv: a.clone() }, Pending { key: "b".into(), csv: b }]).unwrap();
+        let c = compact(
+            &d,
+            &[
+                Pending {
+                    key: "a".into(),
+                    csv: a.clone(),
+                },
+                Pending {
+                    key: "b".into(),
+                    csv: b,
+                },
+            ],
+        )
+        .unwrap();
         assert_eq!((c.runs, c.already_folded), (1, 1));
-        assert_eq!(c.part.as_deref(), Some(d.join("ts/part-00001.parquet").as_path()));
+        assert_eq!(
+            c.part.as_deref(),
+            Some(d.join("ts/part-00001.parquet").as_path())
+        );
         let s = Store::open(&d).unwrap();
         assert_eq!(s.parts().len(), 2);
-        assert_eq!(s.read("a", "ts/a.csv").unwrap().len(), 2, "run a once, not twice");
+        assert_eq!(
+            s.read("a", "ts/a.csv").unwrap().len(),
+            2,
+            "run a once, not twice"
+        );
         // Nothing left to fold: no new part.
-        assert_eq!(compact(&d, &[Pending { key: "b".into(), csv: d.join("ts/b.csv") }]).unwrap(), Compacted::default());
+        assert_eq!(
+            compact(
+                &d,
+                &[Pending {
+                    key: "b".into(),
+                    csv: d.join("ts/b.csv")
+                }]
+            )
+            .unwrap(),
+            Compacted::default()
+        );
         std::fs::remove_dir_all(&d).unwrap();
     }
 
@@ -433,10 +608,21 @@ mod tests {
     fn a_bad_csv_stays_a_csv() {
         let d = tmp("bad");
         let bad = write_csv(&d, "bad.csv", "t_s,flow\n0.1,0\n0.2\n");
-        let c = compact(&d, &[Pending { key: "bad".into(), csv: bad.clone() }]).unwrap();
+        let c = compact(
+            &d,
+            &[Pending {
+                key: "bad".into(),
+                csv: bad.clone(),
+            }],
+        )
+        .unwrap();
         assert_eq!(c.runs, 0);
         assert!(bad.exists());
-        assert!(Csv::read(&bad).err().unwrap().to_string().contains("bad.csv:3: 1 fields, the header has 2"));
+        assert!(Csv::read(&bad)
+            .err()
+            .unwrap()
+            .to_string()
+            .contains("bad.csv:3: 1 fields, the header has 2"));
         std::fs::remove_dir_all(&d).unwrap();
     }
 }
