@@ -18,6 +18,7 @@ use crate::clock::{self, EmuClock};
 use crate::engine::{self, DirCounters, Direction, Hist, Io, PopResponder, Segment};
 use crate::error::{EmuError, Result};
 use crate::eventlog::EventLog;
+use crate::flows::{FlowCount, FlowKey};
 use crate::netns::{self, NetNs};
 use crate::pcap::{self, SharedPcap};
 use crate::stage::{percentile, DelaySource, QueueLimit, Stage, StageConfig};
@@ -296,7 +297,7 @@ impl Drop for Emulator {
 
 fn build_directions(cfg: &EmuConfig) -> (Direction, Direction) {
     let s = |k: u64| cfg.seed.wrapping_add(k * SEED_STRIDE);
-    let up = Direction {
+    let mut up = Direction {
         name: "uplink",
         first: Segment { data: Stage::new(cfg.satellite_data(&cfg.up, s(1))), icmp: Some(Stage::new(cfg.satellite_icmp(&cfg.up, s(2)))) },
         second: Segment { data: Stage::new(cfg.terrestrial_stage(s(3))), icmp: None },
@@ -304,7 +305,7 @@ fn build_directions(cfg: &EmuConfig) -> (Direction, Direction) {
         pop: Some(PopResponder::new(cfg.satellite_icmp(&cfg.up, s(4)), cfg.satellite_icmp(&cfg.down, s(5)))),
         counters: DirCounters::default(),
     };
-    let down = Direction {
+    let mut down = Direction {
         name: "downlink",
         first: Segment { data: Stage::new(cfg.terrestrial_stage(s(6))), icmp: None },
         second: Segment { data: Stage::new(cfg.satellite_data(&cfg.down, s(7))), icmp: Some(Stage::new(cfg.satellite_icmp(&cfg.down, s(8)))) },
@@ -312,6 +313,9 @@ fn build_directions(cfg: &EmuConfig) -> (Direction, Direction) {
         pop: None,
         counters: DirCounters::default(),
     };
+    // The satellite data lane is the bottleneck whose per-flow departures the summary reports.
+    up.first.data.count_flows();
+    down.second.data.count_flows();
     (up, down)
 }
 
@@ -356,6 +360,16 @@ pub struct DirSummary {
     pub backlogged_utilisation: Option<f64>,
     /// Packets that arrived at the satellite data queue.
     pub arrived_pkts: u64,
+    /// Packets that departed the satellite data queue (`crate::flows` says when a packet
+    /// counts as departed).
+    pub departed_pkts: u64,
+    /// Their bytes.
+    pub departed_bytes: u64,
+    /// The departures per flow, most bytes first; they add up to `departed_pkts` and
+    /// `departed_bytes`.
+    pub flows: Vec<(FlowKey, FlowCount)>,
+    /// Whether every flow's 100 ms bins reach its last departure (`FlowTable::bins_complete`).
+    pub flow_bins_complete: bool,
     /// Queue drops (satellite and terrestrial): a full queue, or the discipline's (drop-front,
     /// CoDel).
     pub dropped_queue: u64,
@@ -404,6 +418,10 @@ impl DirSummary {
             backlogged_utilisation: (sat.backlogged_opportunities > 0)
                 .then(|| sat.departed_bytes as f64 / (sat.backlogged_opportunities * u64::from(OPPORTUNITY_BYTES)) as f64),
             arrived_pkts: sat.arrived_pkts,
+            departed_pkts: sat.departed_pkts,
+            departed_bytes: sat.departed_bytes,
+            flows: sat.flows.as_ref().map(|f| f.sorted()).unwrap_or_default(),
+            flow_bins_complete: sat.flows.as_ref().is_none_or(|f| f.bins_complete()),
             dropped_queue: sat.dropped_queue + terr.dropped_queue,
             qdisc: d.satellite().data.qdisc(),
             dropped_loss: sat.dropped_loss + terr.dropped_loss + icmp.dropped_loss,
@@ -418,6 +436,18 @@ impl DirSummary {
             packets_per_read: d.counters.read_pkts as f64 / d.counters.read_calls.max(1) as f64,
             packets_per_write: d.counters.written_pkts as f64 / d.counters.write_calls.max(1) as f64,
         }
+    }
+}
+
+/// Flows the printed summary names per direction (the API has all of them).
+const SUMMARY_FLOWS: usize = 3;
+
+/// `12.34 MB`, `5.6 kB`, `40 B`: a control connection's bytes stay visible beside a bulk flow's.
+fn human_bytes(b: u64) -> String {
+    match b {
+        0..1_000 => format!("{b} B"),
+        1_000..1_000_000 => format!("{:.1} kB", b as f64 / 1e3),
+        _ => format!("{:.2} MB", b as f64 / 1e6),
     }
 }
 
@@ -461,6 +491,11 @@ impl std::fmt::Display for Summary {
                 d.cpu_percent,
                 if d.pop_replies > 0 { format!("; PoP echo replies {}", d.pop_replies) } else { String::new() }
             )?;
+            if !d.flows.is_empty() {
+                let top: Vec<String> = d.flows.iter().take(SUMMARY_FLOWS).map(|(k, c)| format!("{k} {}", human_bytes(c.bytes))).collect();
+                let rest = d.flows.len().saturating_sub(SUMMARY_FLOWS);
+                writeln!(f, "{:8}  departed per flow: {}{}", "", top.join(", "), if rest > 0 { format!(" (+{rest} more)") } else { String::new() })?;
+            }
         }
         Ok(())
     }

@@ -11,8 +11,9 @@
 //!
 //! Module map: `stage` is the link model in virtual time (pure, unit-tested); `engine` runs
 //! the stages on two threads against the wall clock; `emulator` builds namespaces, devices and
-//! threads and summarises; `shell` runs a command behind the link; `record` is the recorder;
-//! `bench` measures accuracy and speed. `netns`, `tun`, `offload`, `packet`, `pcap`, `eventlog`, `clock`
+//! threads and summarises, with `flows` counting what each flow got through the bottleneck;
+//! `shell` runs a command behind the link; `record` is the recorder; `bench` measures accuracy
+//! and speed. `netns`, `tun`, `offload`, `packet`, `pcap`, `eventlog`, `clock`
 //! are the plumbing; `owned` makes every child die with the command that started it.
 
 pub mod bench;
@@ -22,6 +23,7 @@ pub mod emulator;
 pub mod engine;
 pub mod error;
 pub mod eventlog;
+pub mod flows;
 pub mod netns;
 pub mod offload;
 pub mod owned;

@@ -21,8 +21,12 @@
 //! (`leocc_trace::qdisc::CoDel`, the simulator's state machine) drops at the opportunity where
 //! a packet would start transmission, from the time it waited, under the drop-tail limit.
 //! Discipline drops are queue drops (`dropped_queue`, a `d` line in the log at drop time).
+//!
+//! A stage asked to ([`Stage::count_flows`]) also counts its departures per flow
+//! (`crate::flows`), at the same point as `departed_pkts`: the per-flow totals add up to it.
 
 use crate::eventlog::EventLog;
+use crate::flows::FlowTable;
 use leocc_trace::qdisc::{CoDel, CoDelParams, CoDelQueue, Qdisc};
 use leocc_trace::{LinkModel, OPPORTUNITY_BYTES};
 use std::collections::VecDeque;
@@ -106,6 +110,8 @@ pub struct StageStats {
     pub queue_delay_us: Vec<u32>,
     /// Log2 of the current sampling stride of `queue_delay_us`.
     delay_stride_log2: u32,
+    /// Departures per flow, when the stage counts them ([`Stage::count_flows`]).
+    pub flows: Option<FlowTable>,
 }
 
 /// Queueing-delay samples kept for the percentiles (16 MB), so a long run's memory stays bounded.
@@ -198,6 +204,12 @@ impl<P: AsRef<[u8]>> Stage<P> {
     /// Attaches a mahimahi event log.
     pub fn set_log(&mut self, log: EventLog) {
         self.log = Some(log);
+    }
+
+    /// Counts departures per flow from now on (the bottleneck's stage; the others need not pay
+    /// for a lookup per packet).
+    pub fn count_flows(&mut self) {
+        self.stats.flows.get_or_insert_with(FlowTable::default);
     }
 
     /// Takes the log back (to flush it).
@@ -351,6 +363,9 @@ impl<P: AsRef<[u8]>> Stage<P> {
         self.stats.record_delay((o - q.arrival_us).min(u64::from(u32::MAX)) as u32);
         self.stats.departed_pkts += 1;
         self.stats.departed_bytes += len as u64;
+        if let Some(f) = self.stats.flows.as_mut() {
+            f.record_packet(o, q.pkt.as_ref());
+        }
         if let Some(l) = self.log.as_mut() {
             l.departure(o, len, q.arrival_us);
         }
@@ -608,6 +623,50 @@ mod tests {
         let mut s: Stage<Vec<u8>> = Stage::new(StageConfig { qdisc: Qdisc::CoDel, ..data_stage(&m, QueueLimit { packets: Some(1), bytes: None }).cfg });
         assert_eq!(s.push(0, vec![0; 100]), Verdict::Accepted);
         assert_eq!(s.push(0, vec![0; 100]), Verdict::QueueFull);
+    }
+
+    /// An IPv4/UDP packet of `len` bytes from source port `sport`.
+    fn udp(sport: u16, len: usize) -> Vec<u8> {
+        let mut p = vec![0x45, 0, 0, 0, 0, 0, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2];
+        p.extend_from_slice(&sport.to_be_bytes());
+        p.extend_from_slice(&9u16.to_be_bytes());
+        p.resize(len, 0);
+        p
+    }
+
+    #[test]
+    fn flow_counts_are_the_departures_and_skip_every_drop() {
+        // 12 Mbit/s, 10 % random loss, a 20-packet queue overrun by bursts of 40.
+        let m = link(vec![1000], 1000, 5000, 0.1, &[]);
+        let mut s = data_stage(&m, QueueLimit { packets: Some(20), bytes: None });
+        s.count_flows();
+        let mut offered = std::collections::HashMap::new();
+        for burst in 0..50u64 {
+            for i in 0..40u64 {
+                let flow = i % 3;
+                let pkt = if i % 7 == 0 { vec![0x60; 1200] } else { udp(1000 + flow as u16, 1500 - 100 * flow as usize) };
+                *offered.entry(crate::flows::flow_key(&pkt)).or_insert(0u64) += 1;
+                s.push(burst * 50_000 + i, pkt);
+            }
+        }
+        s.advance(10_000_000);
+        let st = &s.stats;
+        assert!(st.dropped_loss > 0 && st.dropped_queue > 0, "both kinds of drop happen: {} {}", st.dropped_loss, st.dropped_queue);
+        assert_eq!(st.arrived_pkts, st.departed_pkts + st.dropped_loss + st.dropped_queue);
+        let flows = st.flows.as_ref().unwrap().sorted();
+        let (pkts, bytes) = flows.iter().fold((0, 0), |(p, b), (_, c)| (p + c.pkts, b + c.bytes));
+        assert_eq!((pkts, bytes), (st.departed_pkts, st.departed_bytes), "every departure in exactly one flow");
+        assert!(flows.iter().any(|(k, c)| *k == crate::flows::FlowKey::Unparsed && c.pkts > 0), "the IPv6 packets");
+        for (k, c) in &flows {
+            let binned: u64 = c.bins.iter().sum();
+            assert_eq!(binned, c.bytes, "{k}: bins add up to the total");
+            assert!(c.last_us <= 10_000_000 && c.first_us <= c.last_us);
+        }
+        // Drops happen before departure: every flow lost some of what it offered.
+        assert_eq!(flows.len(), offered.len());
+        for (k, c) in &flows {
+            assert!(c.pkts < offered[k], "{k}: {} departed of {} offered", c.pkts, offered[k]);
+        }
     }
 
     #[test]

@@ -5,6 +5,7 @@ mod common;
 
 use common::*;
 use leocc_emu::emulator::Side;
+use leocc_emu::flows::FlowKey;
 use leocc_emu::shell::{self, ShellSpec};
 use leocc_emu::{Emulator, Qdisc};
 use leocc_trace::{Dir, Trace};
@@ -225,4 +226,82 @@ fn codel_keeps_the_queue_short_for_kernel_cubic_and_drop_front_keeps_its_rate() 
     assert!(*codel_drops > 0, "CoDel dropped nothing");
     assert!(codel.mbps > 15.0, "CoDel starved the link: {codel:?}");
     assert!(front.mbps > 0.9 * tail.mbps, "drop-front {front:?} vs drop-tail {tail:?} ({front_drops} drops)");
+}
+
+/// Kernel TCP on a 20 Mbit/s link with a short queue and random loss, so that many segments
+/// are retransmitted and some retransmissions are lost again: Cubic with a 10-packet queue and
+/// 2 % loss, and BBR (which keeps its rate through random loss, so the link stays busy) with 50
+/// packets and 5 %. The bottleneck's per-flow counts must add up to what left the queue, and
+/// the data connection can never have got more through than the trace offered while it was
+/// served, nor less than the receiver got.
+#[test]
+fn per_flow_departures_add_up_and_stay_within_the_link_for_retransmitting_senders() {
+    if !can_run("per_flow", &["iperf3"]) {
+        return;
+    }
+    let _g = serial();
+    let mut cases = vec![("cubic", 10, 0.02, 0.1)];
+    if available_cc().split_whitespace().any(|c| c == "bbr") {
+        cases.push(("bbr", 50, 0.05, 0.6));
+    } else {
+        eprintln!("note: bbr is not available in this kernel; testing cubic only");
+    }
+    let trace = constant_trace(20.0, 10);
+    for (i, (cc, queue, loss, min_util)) in cases.into_iter().enumerate() {
+        let mut cfg = config(&trace);
+        cfg.queue = leocc_emu::QueueLimit { packets: Some(queue), bytes: None };
+        cfg.loss = loss;
+        let emu = Emulator::start(&cfg).unwrap();
+        let port = 5220 + i as u16;
+        let server = KillOnDrop(emu.command(Side::Server, "iperf3").args(["-s", "-1", "-p", &port.to_string()]).stdout(std::process::Stdio::null()).spawn().unwrap());
+        wait_listening(server.0.id(), port);
+        let out = emu
+            .command(Side::Client, "iperf3")
+            .args(["-c", &leocc_emu::SERVER_ADDR.to_string(), "-p", &port.to_string(), "-t", "8", "-C", cc, "-J"])
+            .output()
+            .unwrap();
+        drop(server);
+        let s = stop_and_check(emu);
+        let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("iperf3 output: {e}: {}", String::from_utf8_lossy(&out.stdout)));
+        let received = j["end"]["sum_received"]["bytes"].as_f64().unwrap();
+        let segments_sent = j["end"]["sum_sent"]["bytes"].as_f64().unwrap() / 1448.0;
+        let rtx = j["end"]["sum_sent"]["retransmits"].as_f64().unwrap();
+        let up = &s.uplink;
+
+        let (pkts, bytes) = up.flows.iter().fold((0, 0), |(p, b), (_, c)| (p + c.pkts, b + c.bytes));
+        assert_eq!((pkts, bytes), (up.departed_pkts, up.departed_bytes), "{cc}: the flows add up to the queue's departures");
+        assert!(up.flow_bins_complete);
+        for (k, c) in &up.flows {
+            assert_eq!(c.bins.iter().sum::<u64>(), c.bytes, "{k}: bins add up");
+        }
+        // The data connection: most bytes to the port (iperf3's control connection is the other).
+        let (key, conn) = up.flows.iter().find(|(k, _)| k.has_port(port)).expect("the iperf3 connection at the bottleneck");
+        assert!(matches!(key, FlowKey::Ipv4 { proto: 6, src, dst, dport, .. } if *src == leocc_emu::CLIENT_ADDR && *dst == leocc_emu::SERVER_ADDR && *dport == port), "{key}");
+        let link = trace.link(Dir::Up);
+        let offered_bytes = (link.count_before(conn.last_us + 1) - link.count_before(conn.first_us)) * u64::from(leocc_trace::OPPORTUNITY_BYTES);
+        let util = conn.bytes as f64 / offered_bytes as f64;
+        // Segments are 1448 bytes of payload in 1500-byte packets.
+        let wire_received = received / 1448.0 * 1500.0;
+        let old_count = (received / 1448.0 + rtx) * 1500.0;
+        eprintln!(
+            "{cc}, {queue} pkts, loss {loss}: {key}: {} pkts, {:.2} MB departed, utilisation {util:.4} over {:.2} s served; receiver {:.2} MB on the wire; {:.1} % retransmitted; the old count (received + retransmitted) {:.2} MB, utilisation {:.4}",
+            conn.pkts,
+            conn.bytes as f64 / 1e6,
+            (conn.last_us - conn.first_us) as f64 / 1e6,
+            wire_received / 1e6,
+            rtx / segments_sent * 100.0,
+            old_count / 1e6,
+            old_count / offered_bytes as f64
+        );
+        assert!(rtx / segments_sent > loss / 2.0, "{cc}: {rtx} retransmissions of {segments_sent:.0} segments");
+        // At most one packet more than the opportunities in the span carried: the first packet
+        // may have started on an earlier opportunity's budget.
+        assert!(conn.bytes <= offered_bytes + 1500, "{cc}: utilisation {util:.4}");
+        assert!(util > min_util, "{cc}: utilisation {util:.3}");
+        // Every segment the receiver got crossed the bottleneck at least once.
+        assert!(conn.bytes as f64 >= wire_received, "{cc}: {} bytes departed, {wire_received:.0} received", conn.bytes);
+        // Retransmissions lost again crossed nothing, and those that filled holes are in what
+        // the receiver got already: the old count was too high.
+        assert!(old_count > conn.bytes as f64, "{cc}: old {old_count:.0} vs departed {}", conn.bytes);
+    }
 }

@@ -12,9 +12,27 @@
 //!
 //! What is measured, and how it differs from the simulator (the report's sim/emu table reads
 //! in this light):
-//! - throughput: what crossed the bottleneck for the flow, on the wire as the simulator and
-//!   Pantheon count it: (segments the receiver got + retransmissions) x 1500 bytes, over the
-//!   flow's configured time; utilisation is that over the capacity the trace offered;
+//! - throughput: the bytes of the flow's data connection that departed the emulator's
+//!   bottleneck (the satellite data queue of the data direction, counted per 5-tuple by
+//!   `leocc_emu::flows`: a packet counts when its last byte is served by a delivery opportunity,
+//!   after every queue, random-loss and outage drop was decided), IP packets on the wire as the
+//!   trace's 1500-byte opportunities carry them, over the flow's configured time. This is what
+//!   the simulator counts (every data packet that reached the receiver, retransmissions
+//!   included, at 1500 bytes), except that the simulator divides by the time from the first
+//!   to the last arrival, and the connection's few packets without data (handshake, FIN) ride
+//!   along here. The data connection is the largest one to or from the flow's port:
+//!   iperf3's control connection is not counted. A retransmission counts each time it crosses
+//!   the bottleneck; one dropped again never does;
+//! - utilisation: those bytes over what the trace offered from the connection's first to its
+//!   last departure (both included), in emulation time, as the simulator's "served" span; so
+//!   at most 1 up to one packet's carry-over at the span's start. The simulator counts only
+//!   unique packets there; a run with spurious retransmissions shows higher here;
+//! - goodput: what the receiver got (iperf3's `sum_received`, `leocc quic get`'s), over the
+//!   flow's configured time;
+//! - time series (`bottleneck_mbps`): the connection's departures per 100 ms bin, mapped onto
+//!   iperf3's intervals with the connection's first departure (its SYN, or QUIC's first
+//!   datagram) as iperf3's time zero, so about one RTT early; `throughput_mbps` there stays
+//!   iperf3's own interval rate, as before;
 //! - RTT: the sender's smoothed RTT (tcpi_rtt) every 100 ms from iperf3's intervals, not
 //!   per-packet samples; percentiles are over those 100 ms samples;
 //! - one-way delay: each RTT sample minus the trace's reverse-path base delay at that moment;
@@ -23,10 +41,12 @@
 //!   direction; retransmissions: iperf3's retransmit count over segments sent.
 
 use anyhow::{anyhow, bail, Context, Result};
+use leocc_emu::flows::{FlowCount, FlowKey};
 use leocc_emu::owned::die_with_parent;
 use leocc_emu::{EmuConfig, Emulator, QueueLimit, Side};
 use leocc_trace::{Dir, LinkModel, Trace};
 use serde_json::{json, Value};
+use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -41,8 +61,6 @@ const INTERVAL_S: f64 = 0.1;
 /// Payload bytes per segment (1500-byte packets with timestamps), to turn iperf3's bytes into
 /// segments.
 const MSS_BYTES: f64 = 1448.0;
-/// Bytes of one full packet on the wire, as the trace's delivery opportunities count them.
-const WIRE_BYTES: f64 = 1500.0;
 /// Grace for iperf3 to connect and exit around its own timing, s.
 const SLACK_S: f64 = 15.0;
 
@@ -426,7 +444,18 @@ pub fn run(r: &EmuRun) -> Result<Value> {
     } else {
         0.0
     };
-    let mut rec = measure(&flows, &outs, &fwd, &back, r, loss_rate)?;
+    if !data.flow_bins_complete {
+        eprintln!("emu-run: the bottleneck's per-flow bins ran out; bottleneck_mbps is left empty where they stop");
+    }
+    let bneck = Bottleneck {
+        send: send_addr,
+        recv: recv_addr,
+        flows: &data.flows,
+    };
+    let mut rec = measure(&flows, &outs, &fwd, &back, r, loss_rate, &bneck)?;
+    // Everything that left the bottleneck in the data direction, the flows' connections and
+    // whatever else crossed (iperf3's control connections): what the flows' counts add up to.
+    rec["bottleneck_departed_bytes"] = data.departed_bytes.into();
     rec["queue"] = queue.given.to_string().into();
     rec["queue_bytes"] = queue.bytes.into();
     rec["queue_ms"] = queue.ms.into();
@@ -448,7 +477,38 @@ pub fn emu_queue(q: &leocc_sim::ResolvedQueue) -> QueueLimit {
     }
 }
 
-/// Turns the iperf3 outputs into the record and writes the time series.
+/// What left the data direction's bottleneck, per flow, and the addresses of the run's two ends.
+struct Bottleneck<'a> {
+    send: Ipv4Addr,
+    recv: Ipv4Addr,
+    flows: &'a [(FlowKey, FlowCount)],
+}
+
+impl Bottleneck<'_> {
+    /// The data connection of the flow on `port`: the 5-tuple from the sender to the receiver
+    /// with that port (iperf3's server port, or the QUIC server's) that got the most bytes
+    /// through, which leaves out iperf3's control connection to the same port.
+    fn connection(&self, port: u16) -> Option<&FlowCount> {
+        // The table comes sorted by bytes, most first.
+        self.flows.iter().find_map(|(k, c)| match *k {
+            FlowKey::Ipv4 { src, dst, .. }
+                if src == self.send && dst == self.recv && k.has_port(port) =>
+            {
+                Some(c)
+            }
+            _ => None,
+        })
+    }
+}
+
+/// Bits the link offered over the span of departures [first_us, last_us], both included.
+fn offered_bits(link: &LinkModel, first_us: u64, last_us: u64) -> f64 {
+    let end = last_us + 1;
+    link.mean_capacity_bps(first_us, end) * (end - first_us) as f64 / 1e6
+}
+
+/// Turns the iperf3 outputs and the bottleneck's counts into the record and writes the time
+/// series.
 fn measure(
     flows: &[Flow],
     outs: &[Value],
@@ -456,14 +516,25 @@ fn measure(
     back: &LinkModel,
     r: &EmuRun,
     loss_rate: f64,
+    bneck: &Bottleneck,
 ) -> Result<Value> {
     let mut all_rtt = Vec::new();
     let mut all_owd = Vec::new();
     let mut all_q = Vec::new();
     let mut flow_recs = Vec::new();
-    let mut ts = String::from("t_s,flow,flow_cc,throughput_mbps,rtt_ms,cwnd\n");
-    let (mut sent_segs, mut retrans, mut total_bytes) = (0.0, 0.0, 0.0);
+    let mut ts = String::from("t_s,flow,flow_cc,throughput_mbps,rtt_ms,cwnd,bottleneck_mbps\n");
+    let (mut sent_segs, mut retrans, mut total_bytes, mut total_goodput_bytes) =
+        (0.0, 0.0, 0.0, 0.0);
+    let mut served: Option<(u64, u64)> = None;
     for (i, (f, out)) in flows.iter().zip(outs).enumerate() {
+        let conn = bneck.connection(f.port).ok_or_else(|| {
+            anyhow!(
+                "flow {i} ({}, port {}): no packet of it left the bottleneck ({} flows counted there)",
+                f.cc,
+                f.port,
+                bneck.flows.len()
+            )
+        })?;
         let end = &out["end"];
         let recv_bytes = end["sum_received"]["bytes"].as_f64().unwrap_or(0.0);
         let sent_bytes = end["sum_sent"]["bytes"].as_f64().unwrap_or(0.0);
@@ -473,13 +544,23 @@ fn measure(
             let Some(s) = iv["streams"].get(0) else {
                 continue;
             };
+            let t_start = s["start"].as_f64().unwrap_or(0.0);
             let t_end = f.start_s + s["end"].as_f64().unwrap_or(0.0);
             let rtt_ms = s["rtt"].as_f64().unwrap_or(0.0) / 1000.0;
             let mbps = s["bits_per_second"].as_f64().unwrap_or(0.0) / 1e6;
+            // iperf3's time zero is about one RTT after the connection's first departure.
+            let (a, b) = (
+                conn.first_us + (t_start * 1e6) as u64,
+                conn.first_us + (s["end"].as_f64().unwrap_or(0.0) * 1e6) as u64,
+            );
+            let bneck_mbps = match conn.bytes_between(a, b) {
+                Some(bytes) if b > a => format!("{:.3}", bytes * 8.0 / (b - a) as f64),
+                _ => String::new(),
+            };
             let _ = std::fmt::Write::write_fmt(
                 &mut ts,
                 format_args!(
-                    "{t_end:.3},{i},{},{mbps:.3},{rtt_ms:.3},{}\n",
+                    "{t_end:.3},{i},{},{mbps:.3},{rtt_ms:.3},{},{bneck_mbps}\n",
                     f.cc,
                     s["snd_cwnd"].as_f64().unwrap_or(0.0) / MSS_BYTES
                 ),
@@ -494,15 +575,16 @@ fn measure(
             }
         }
         let active_s = f.stop_s - f.start_s;
-        let wire_bytes =
-            crate::emu_quic::wire_bytes(out).unwrap_or((recv_bytes / MSS_BYTES + rtx) * WIRE_BYTES);
+        let wire_bytes = conn.bytes as f64;
         let sent_pkts = crate::emu_quic::sent_packets(out).unwrap_or(sent_bytes / MSS_BYTES);
         let thr = wire_bytes * 8.0 / active_s / 1e6;
-        let cap = fwd.mean_capacity_bps((f.start_s * 1e6) as u64, (f.stop_s * 1e6) as u64) / 1e6;
+        let offered = offered_bits(fwd, conn.first_us, conn.last_us);
         flow_recs.push(json!({
             "flow": i, "cc": f.cc, "start_s": f.start_s, "stop_s": f.stop_s,
             "throughput_mbps": thr,
-            "utilization": if cap > 0.0 { thr / cap } else { 0.0 },
+            "goodput_mbps": recv_bytes * 8.0 / active_s / 1e6,
+            "utilization": if offered > 0.0 { wire_bytes * 8.0 / offered } else { 0.0 },
+            "bottleneck_bytes": conn.bytes, "bottleneck_pkts": conn.pkts,
             "rtt_avg_ms": mean(&rtts), "rtt_p50_ms": pct(&rtts, 0.5), "rtt_p95_ms": pct(&rtts, 0.95), "rtt_p99_ms": pct(&rtts, 0.99),
             "owd_p95_ms": pct(&owds, 0.95), "qdelay_avg_ms": mean(&qs), "qdelay_p95_ms": pct(&qs, 0.95),
             "retrans_rate": if sent_pkts > 0.0 { rtx / sent_pkts } else { 0.0 },
@@ -511,6 +593,10 @@ fn measure(
         sent_segs += sent_pkts;
         retrans += rtx;
         total_bytes += wire_bytes;
+        total_goodput_bytes += recv_bytes;
+        served = Some(served.map_or((conn.first_us, conn.last_us), |(x, y)| {
+            (x.min(conn.first_us), y.max(conn.last_us))
+        }));
         all_rtt.extend(rtts);
         all_owd.extend(owds);
         all_q.extend(qs);
@@ -518,7 +604,7 @@ fn measure(
     let span_s = flows.iter().map(|f| f.stop_s).fold(0.0, f64::max)
         - flows.iter().map(|f| f.start_s).fold(f64::MAX, f64::min);
     let thr = total_bytes * 8.0 / span_s / 1e6;
-    let cap = fwd.mean_capacity_bps(0, (r.duration_s * 1e6) as u64) / 1e6;
+    let offered = served.map_or(0.0, |(a, b)| offered_bits(fwd, a, b));
     let per: Vec<f64> = flow_recs
         .iter()
         .filter_map(|f| f["throughput_mbps"].as_f64())
@@ -533,7 +619,8 @@ fn measure(
     let cc: Vec<&str> = flows.iter().map(|f| f.cc.as_str()).collect();
     Ok(json!({
         "engine": "emu", "cc": cc.join("+"), "trace": r.trace.display().to_string(), "seed": r.seed, "duration_s": r.duration_s,
-        "throughput_mbps": thr, "utilization": if cap > 0.0 { thr / cap } else { 0.0 },
+        "throughput_mbps": thr, "goodput_mbps": total_goodput_bytes * 8.0 / span_s / 1e6,
+        "utilization": if offered > 0.0 { total_bytes * 8.0 / offered } else { 0.0 },
         "rtt_avg_ms": mean(&all_rtt), "rtt_p50_ms": pct(&all_rtt, 0.5), "rtt_p95_ms": pct(&all_rtt, 0.95), "rtt_p99_ms": pct(&all_rtt, 0.99),
         "owd_p95_ms": pct(&all_owd, 0.95), "qdelay_avg_ms": mean(&all_q), "qdelay_p95_ms": pct(&all_q, 0.95),
         "loss_rate": loss_rate, "retrans_rate": if sent_segs > 0.0 { retrans / sent_segs } else { 0.0 },
@@ -563,6 +650,62 @@ fn pct(v: &[f64], q: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn key(proto: u8, src: Ipv4Addr, sport: u16, dst: Ipv4Addr, dport: u16) -> FlowKey {
+        FlowKey::Ipv4 {
+            proto,
+            src,
+            dst,
+            sport,
+            dport,
+        }
+    }
+
+    fn count(bytes: u64) -> FlowCount {
+        FlowCount {
+            bytes,
+            ..FlowCount::default()
+        }
+    }
+
+    #[test]
+    fn a_flow_is_its_largest_connection_from_sender_to_receiver_on_its_port() {
+        let (snd, rcv) = (leocc_emu::CLIENT_ADDR, leocc_emu::SERVER_ADDR);
+        // Sorted by bytes, as the emulator's summary gives them.
+        let flows = vec![
+            (key(6, rcv, 5301, snd, 40001), count(9_000_000)), // the reverse direction
+            (key(6, snd, 40001, rcv, 5301), count(5_000_000)), // iperf3's data connection
+            (key(17, snd, 5302, rcv, 50000), count(4_000_000)), // a QUIC server's flow
+            (key(6, snd, 40002, rcv, 5303), count(3_000)),
+            (key(6, snd, 40000, rcv, 5301), count(2_000)), // iperf3's control connection
+            (FlowKey::Unparsed, count(10)),
+        ];
+        let b = Bottleneck {
+            send: snd,
+            recv: rcv,
+            flows: &flows,
+        };
+        assert_eq!(b.connection(5301).unwrap().bytes, 5_000_000);
+        assert_eq!(b.connection(5302).unwrap().bytes, 4_000_000);
+        assert_eq!(b.connection(5303).unwrap().bytes, 3_000);
+        assert!(b.connection(5304).is_none());
+    }
+
+    #[test]
+    fn offered_bits_count_both_ends_of_the_span() {
+        // One 1500-byte opportunity per ms.
+        let cap = leocc_trace::Capacity::new(vec![1000], Some(1000)).unwrap();
+        let link = LinkModel::new(
+            &cap,
+            leocc_trace::DelaySeries::constant(0),
+            leocc_trace::Loss::Constant(0.0),
+            &[],
+            1000,
+        );
+        assert_eq!(offered_bits(&link, 1000, 1000), 12_000.0);
+        assert_eq!(offered_bits(&link, 1000, 10_000), 10.0 * 12_000.0);
+        assert_eq!(offered_bits(&link, 1001, 1999), 0.0);
+    }
 
     #[test]
     fn nearest_rank_percentiles() {

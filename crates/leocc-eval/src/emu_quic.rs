@@ -1,7 +1,9 @@
 //! QUIC flows in the emulator engine: a control named `quic:NAME` (NAME one of
 //! `leocc_quic::cc::NAMES`) runs `leocc quic serve` on the sending side and `leocc quic get` on
 //! the receiving side instead of iperf3, beside kernel TCP flows. `get` prints iperf3-like
-//! JSON, so the engine measures both alike; what differs is stated in [`wire_bytes`].
+//! JSON, so the engine measures both alike: throughput from the emulator's bottleneck (the
+//! server's UDP 5-tuple there), goodput from `get`'s received bytes, the retransmission rate
+//! from the sender's lost and sent packets ([`sent_packets`]).
 //!
 //! For `quic:leocc` the detector runs with a private run directory and the server subscribes
 //! to its socket (`leocc_probe::subscribe`): the QUIC path of the signal, not the kernel map.
@@ -85,14 +87,6 @@ pub fn get_args(cmd: &mut Command, server: &str, cert: &Path, seconds: f64, inte
         "-i",
         &interval_s.to_string(),
     ]);
-}
-
-/// Bytes that crossed the bottleneck for a QUIC flow: the sender's UDP datagrams not declared
-/// lost, with their IP/UDP headers (the TCP count instead adds retransmissions to what the
-/// receiver got, which also counts a retransmission that was dropped again). None for iperf3
-/// output.
-pub fn wire_bytes(out: &Value) -> Option<f64> {
-    out["end"]["sum_sent"]["wire_bytes"].as_f64()
 }
 
 /// Packets the QUIC sender sent (to rate its losses), None for iperf3 output.

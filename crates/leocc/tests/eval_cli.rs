@@ -189,6 +189,26 @@ fn eval_emulator_sweep_sets_and_resets_the_kernels_leocc_parameters() {
     let mean_rtt = |label: &str| recs.iter().find(|r| r["label"] == label).unwrap_or_else(|| panic!("no {label} in {recs:?}"))["rtt_avg_ms"].as_f64().unwrap();
     let (defaults, floored) = (mean_rtt("leocc"), mean_rtt("leocc{min_cwnd=2000}"));
     assert!(floored > defaults + 40.0, "mean RTT {floored:.1} ms with min_cwnd=2000, {defaults:.1} ms with the defaults");
+    // The floor keeps 2,000 packets in flight through a 500-packet queue: a third or more of
+    // what it sends is retransmitted. Throughput counts what left the bottleneck, so it cannot
+    // exceed the link (the old count, received + retransmitted, gave 2.4 in 20 s runs of this).
+    // Utilisation is over the opportunities from the flow's first to its last departure; only
+    // the first packet can have used an earlier one (carry-over of at most 1500 bytes, 4e-5 of
+    // 6 s at ~45 Mbit/s), hence the 1e-3.
+    for r in &recs {
+        let util = r["utilization"].as_f64().unwrap();
+        assert!(util <= 1.0 + 1e-3 && util > 0.3, "{r}");
+        let f = &r["flows"][0];
+        let (thr, good) = (f["throughput_mbps"].as_f64().unwrap(), f["goodput_mbps"].as_f64().unwrap());
+        // The receiver's payload (1448 of every 1500 bytes) all crossed the bottleneck.
+        assert!(good > 0.0 && good <= thr * 1448.0 / 1500.0 + 1e-9, "goodput {good} throughput {thr}: {r}");
+        // The flow's connection is nearly all that left the bottleneck in its direction; the
+        // rest is iperf3's control connection (a few kB).
+        let (conn, all) = (f["bottleneck_bytes"].as_u64().unwrap(), r["bottleneck_departed_bytes"].as_u64().unwrap());
+        assert!(conn <= all && all - conn < 100_000, "connection {conn} of {all} departed bytes: {r}");
+    }
+    let floored_rec = recs.iter().find(|r| r["label"] == "leocc{min_cwnd=2000}").unwrap();
+    assert!(floored_rec["retrans_rate"].as_f64().unwrap() > 0.2, "the floor should make the sender retransmit a lot: {floored_rec}");
     assert!(out.join("sweep.html").exists());
     {
         // Under the lock emulator runs hold while they load LeoCC and set and reset its
