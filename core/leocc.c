@@ -613,6 +613,30 @@ LEOCC_INTERNAL leocc_u64 delivery_rate(const struct leocc_ack_sample *a)
 	return (leocc_u64)a->delivered * a->mss * USEC_PER_SEC_U64 / a->interval_us;
 }
 
+/* Whether a sample marked app-limited really is: Linux marks a sample app-limited when the
+ * application had nothing unsent while cwnd was open, to say that the application, not the
+ * path, held the rate back. That is false when the sample's RTT shows a queue: above the lowest
+ * RTT of the flow's life plus the probe's band width, by more than full_bw_growth_pct of that
+ * lowest RTT (by Little's law, that much more data in flight than a BDP). An application
+ * that holds the rate back builds no queue; a send buffer that holds more than the path
+ * needs does, and that is what a bulk sender meets on a long path: Linux's default tcp_wmem
+ * of 4 MiB is below 2.885 BDP on any path of more than about 1.5 MB of BDP. Every sample is
+ * then marked app-limited, and skipping them (BBR's rules) kept the flow in Startup for good,
+ * or froze bBW_a and bBW_m at Startup's peak, pacing far above the link with the whole send
+ * buffer queued (kernel BBRv1 stays in Startup there). The sample, not bRTT_latest, because
+ * an event restarts the filter; the lowest RTT of the flow's life, not the interval's band
+ * floor, because after an event the band filter may have seen only that queue. (A path
+ * whose base RTT rose by more than that margin since the flow's lowest RTT makes a truly
+ * app-limited sample count: it can only lower the estimates toward what the flow sends.) */
+LEOCC_INTERNAL int app_limited(const struct leocc_state *s, const struct leocc_ack_sample *a)
+{
+	leocc_u64 min_rtt = s->life_min_rtt_us, base = min_rtt + s->path_width_us;
+
+	if (!a->app_limited)
+		return 0;
+	return !min_rtt || (leocc_u64)a->rtt_us * 100 < base * 100 + min_rtt * s->p.full_bw_growth_pct;
+}
+
 /* Round trips counted as in BBR: a round ends when a packet sent after its start is acked. */
 LEOCC_INTERNAL void update_round(struct leocc_state *s, const struct leocc_ack_sample *a)
 {
@@ -649,7 +673,7 @@ LEOCC_INTERNAL void update_bw(struct leocc_state *s, const struct leocc_ack_samp
 	if (bw == 0 || !measured_since(a->now_us, a->interval_us, s->window_start_us))
 		return;
 	/* An app-limited sample says only that the path carries at least this much. */
-	if (a->app_limited && bw < maxfilt_get(&s->bw_max))
+	if (app_limited(s, a) && bw < maxfilt_get(&s->bw_max))
 		return;
 	maxfilt_update(&s->bw_max, s->p.bw_win_rounds, s->round, bw);
 	s->round_bw = max_u64(s->round_bw, bw);
@@ -657,7 +681,7 @@ LEOCC_INTERNAL void update_bw(struct leocc_state *s, const struct leocc_ack_samp
 		kal_update(&s->bw_kal, bw, &s->p);
 	/* An app-limited round says nothing about the new link's capacity: with no other sample
 	 * ra_bw stays 0 and the adaptation keeps rate*_target. */
-	if (s->mode == LEOCC_MODE_RECONF && !a->app_limited)
+	if (s->mode == LEOCC_MODE_RECONF && !app_limited(s, a))
 		s->ra_bw = max_u64(s->ra_bw, bw);
 }
 
@@ -759,6 +783,8 @@ LEOCC_INTERNAL void update_rtt(struct leocc_state *s, const struct leocc_ack_sam
 	if (a->rtt_us == 0 || !measured_since(a->now_us, a->rtt_us, s->window_start_us))
 		return;
 	kal_update(&s->rtt_kal, a->rtt_us, &s->p);
+	if (!s->life_min_rtt_us || a->rtt_us < s->life_min_rtt_us)
+		s->life_min_rtt_us = a->rtt_us;
 	if (s->cycle_samples < 0xffff) {
 		s->cycle_samples++;
 		s->cycle_above += s->path_width_us && s->dense_floor_us &&
@@ -818,7 +844,7 @@ LEOCC_INTERNAL void check_full_bw(struct leocc_state *s, const struct leocc_ack_
 {
 	leocc_u64 bw = bw_estimate(s);
 
-	if (!s->round_started || a->app_limited || bw == 0)
+	if (!s->round_started || bw == 0 || app_limited(s, a))
 		return;
 	if (bw * 100 >= s->full_bw * (100 + s->p.full_bw_growth_pct)) {
 		s->full_bw = bw;
@@ -1280,9 +1306,11 @@ LEOCC_INTERNAL leocc_u32 start_adaptation(struct leocc_state *s, leocc_u64 t_us)
 {
 	s->reconfigs++;
 	if (s->mode == LEOCC_MODE_STARTUP) {
+		/* The search goes on where it was: a faster new link shows as growth, which
+		 * restarts the count by itself. Restarting it here kept a flow in Startup for
+		 * good where events came faster than four of Startup's (queue-lengthened) rounds,
+		 * as a detector misled by Startup's own queue can fire them. */
 		cut_windows_seeded(s, t_us);
-		s->full_bw = 0;
-		s->full_bw_cnt = 0;
 		return LEOCC_RCF_CUT_ONLY;
 	}
 	if (s->mode != LEOCC_MODE_RECONF) {

@@ -241,6 +241,8 @@ struct leocc_state {
 	leocc_u32 range_from_path;    /* bRTT_h came from the probe's band width */
 	leocc_u32 band_learning;      /* elevated RTT survived a drain: a band, let the MPF learn it */
 	leocc_u32 path_width_us;      /* the probe's band width at the last refresh (0: none) */
+	leocc_u32 life_min_rtt_us;    /* smallest RTT sample of the flow's life (0: none); kept
+				       * across events, read only by Startup's exit test */
 	leocc_u32 dense_floor_us;     /* lowest dense bin of the flow's own bands */
 	leocc_u16 cycle_samples;      /* RTT samples in the current cruise cycle ... */
 	leocc_u16 cycle_above;        /* ... of which above the probe-measured range */

@@ -82,6 +82,23 @@ pub struct EmuRun {
     /// `leocc.NAME=VALUE` settings for this run's LeoCC flows (a sweep's); the kernel's other
     /// controls take none.
     pub params: Vec<String>,
+    /// The senders' send buffer, bytes: `net.ipv4.tcp_wmem`'s max in the sending namespace
+    /// (per network namespace since Linux 4.15); None keeps the kernel's default (4 MiB).
+    pub sndbuf_bytes: Option<u64>,
+}
+
+/// Sets `tcp_wmem`'s max (the send buffer a bulk sender grows to) in `side`'s namespace,
+/// keeping the kernel's minimum and default.
+fn set_sndbuf(emu: &Emulator, side: Side, bytes: u64) -> Result<()> {
+    let st = emu
+        .command(side, "sysctl")
+        .args(["-qw", &format!("net.ipv4.tcp_wmem=4096 16384 {bytes}")])
+        .status()
+        .context("running sysctl")?;
+    if !st.success() {
+        bail!("sysctl net.ipv4.tcp_wmem in the sender's namespace failed ({st})");
+    }
+    Ok(())
 }
 
 /// Checks what the run needs before any namespace exists: root, iperf3, the controls; loads
@@ -287,6 +304,9 @@ pub fn run(r: &EmuRun) -> Result<Value> {
     }
     install_interrupt_handler();
     let emu = Emulator::start(&cfg).map_err(|e| anyhow!("{e}"))?;
+    if let Some(b) = r.sndbuf_bytes {
+        set_sndbuf(&emu, send_side, b)?;
+    }
     let mut children: Vec<Child> = Vec::new();
     let result = (|| -> Result<Vec<Value>> {
         for f in &flows {
@@ -460,6 +480,10 @@ pub fn run(r: &EmuRun) -> Result<Value> {
     rec["queue_bytes"] = queue.bytes.into();
     rec["queue_ms"] = queue.ms.into();
     rec["qdisc"] = r.qdisc.to_string().into();
+    rec["sndbuf_bytes"] = r
+        .sndbuf_bytes
+        .unwrap_or(leocc_sim::tcp::SNDBUF_BYTES)
+        .into();
     Ok(rec)
 }
 

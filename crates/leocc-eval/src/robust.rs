@@ -37,6 +37,10 @@ use serde::Serialize;
 pub const DEFAULT_PATHS: usize = 20;
 /// Simulated seconds per run by default.
 pub const DEFAULT_DURATION_S: f64 = 45.0;
+/// The senders' send buffer by default: 64 MiB, the `tcp_wmem` max ESnet's host tuning guide
+/// gives for long, fat paths. Linux's default 4 MiB holds less than one BDP of a 500 Mbit/s,
+/// 200 ms path, where every control would measure the buffer, not itself.
+pub const DEFAULT_SNDBUF_BYTES: u64 = 64 << 20;
 /// Shortest run the bench accepts, s.
 pub const MIN_DURATION_S: f64 = 3.0;
 /// The competitor leaves this long before the end (at most a third of the run), s.
@@ -69,6 +73,8 @@ pub struct Plan {
     pub cc_params: Vec<(String, String)>,
     /// Random loss added on the data direction, on top of the path's own.
     pub loss: f64,
+    /// Each sender's send buffer, bytes (`leocc sim --sndbuf`).
+    pub sndbuf_bytes: u64,
     /// Queue disciplines of the bottleneck; every setting runs on every path under each.
     pub qdiscs: Vec<Qdisc>,
     /// Worker threads.
@@ -85,6 +91,7 @@ impl Plan {
             cc: cc.to_string(),
             cc_params: Vec::new(),
             loss: 0.0,
+            sndbuf_bytes: DEFAULT_SNDBUF_BYTES,
             qdiscs: vec![Qdisc::DropTail],
             jobs: 2,
         }
@@ -296,6 +303,7 @@ pub fn scenario(
     sc.queue = queue_of(&path.draw);
     sc.qdisc = qdisc;
     sc.loss = plan.loss;
+    sc.sndbuf_bytes = plan.sndbuf_bytes;
     sc.data_dir = path.draw.data_dir();
     sc.cc_params = plan.cc_params.clone();
     sc.timeseries = setting.timeseries();
@@ -319,6 +327,14 @@ pub fn sim_command(plan: &Plan, seed: u64, qdisc: Qdisc) -> Result<String, Strin
     }
     if plan.loss > 0.0 {
         common += &format!(" --loss {}", plan.loss);
+    }
+    if plan.sndbuf_bytes != leocc_sim::tcp::SNDBUF_BYTES {
+        let b = plan.sndbuf_bytes;
+        common += &if b % (1 << 20) == 0 {
+            format!(" --sndbuf {}MiB", b >> 20)
+        } else {
+            format!(" --sndbuf {b}")
+        };
     }
     for (cc, p) in &plan.cc_params {
         common += &format!(" --param {cc}.{p}");

@@ -39,6 +39,30 @@ pub use sim::World;
 
 /// Default bottleneck queue: 500 packets, as the LeoCC authors' replayer uses.
 pub const DEFAULT_QUEUE_PACKETS: u64 = 500;
+/// Parses a send-buffer size: bytes (`4194304`), or with a unit `KiB`, `MiB`, `kB`, `MB`
+/// (`4MiB`, `64MiB`).
+pub fn parse_sndbuf(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let mult = match unit.trim() {
+        "" | "b" | "B" => 1.0,
+        "KiB" => 1024.0,
+        "MiB" => 1024.0 * 1024.0,
+        "kB" => 1e3,
+        "MB" => 1e6,
+        u => return Err(format!("send buffer '{s}': unknown unit '{u}' (bytes, KiB, MiB, kB or MB)")),
+    };
+    let v: f64 = num.parse().map_err(|_| format!("send buffer '{s}': expected a size such as 4MiB or 4194304"))?;
+    let bytes = (v * mult).round();
+    if !(bytes >= MIN_SNDBUF_BYTES as f64 && bytes <= (1u64 << 40) as f64) {
+        return Err(format!("send buffer '{s}' must be between {MIN_SNDBUF_BYTES} bytes and 1 TiB"));
+    }
+    Ok(bytes as u64)
+}
+
+/// The smallest send buffer Linux allows (SOCK_MIN_SNDBUF: two 2 kB skbs' truesize, rounded up).
+pub const MIN_SNDBUF_BYTES: u64 = 4608;
 /// Default delayed-ACK threshold: every 2 full segments (RFC 1122 / Linux).
 pub const DEFAULT_DELACK_SEGS: u32 = 2;
 /// Default delayed-ACK timeout: Linux's minimum ATO, 40 ms (TCP_DELACK_MIN).
@@ -253,6 +277,10 @@ pub struct Scenario {
     pub qdisc: Qdisc,
     /// Random loss added on the data direction's satellite hop (on top of the trace's).
     pub loss: f64,
+    /// Each sender's send buffer, bytes of skb memory: Linux's `tcp_wmem[2]` (4 MiB by default,
+    /// [`tcp::SNDBUF_BYTES`]). On a path whose BDP approaches it, it, not the congestion
+    /// control, bounds the data in flight (`leocc sim --sndbuf`).
+    pub sndbuf_bytes: u64,
     /// Direction of the data: Down (server to satellite user, the default) or Up.
     pub data_dir: Dir,
     /// Receiver ACKs every this many in-order segments.
@@ -291,6 +319,7 @@ impl Scenario {
             queue: QueueLimit::Packets(DEFAULT_QUEUE_PACKETS),
             qdisc: Qdisc::DropTail,
             loss: 0.0,
+            sndbuf_bytes: tcp::SNDBUF_BYTES,
             data_dir: Dir::Down,
             delack_segs: DEFAULT_DELACK_SEGS,
             delack_timeout_us: DEFAULT_DELACK_TIMEOUT_US,
@@ -312,6 +341,9 @@ impl Scenario {
         }
         if !(0.0..1.0).contains(&self.loss) {
             return bad(format!("loss rate {} must be in [0, 1)", self.loss));
+        }
+        if self.sndbuf_bytes < MIN_SNDBUF_BYTES {
+            return bad(format!("send buffer {} bytes is below Linux's minimum of {MIN_SNDBUF_BYTES}", self.sndbuf_bytes));
         }
         if self.flows.is_empty() {
             return bad("no flows".into());
@@ -390,6 +422,12 @@ mod tests {
         assert_eq!("500".parse::<QueueLimit>().unwrap(), QueueLimit::Packets(500));
         assert_eq!("750kB".parse::<QueueLimit>().unwrap(), QueueLimit::Bytes(750_000));
         assert_eq!("1MB".parse::<QueueLimit>().unwrap(), QueueLimit::Bytes(1_000_000));
+        assert_eq!(parse_sndbuf("4MiB"), Ok(4 << 20));
+        assert_eq!(parse_sndbuf("4194304"), Ok(4 << 20));
+        assert_eq!(parse_sndbuf("1.5MB"), Ok(1_500_000));
+        assert!(parse_sndbuf("4GiB").is_err());
+        assert!(parse_sndbuf("12").is_err());
+        assert!(parse_sndbuf("MiB").is_err());
         assert!("0".parse::<QueueLimit>().is_err());
         assert!("lots".parse::<QueueLimit>().is_err());
         assert!("99999999999999999MB".parse::<QueueLimit>().is_err());

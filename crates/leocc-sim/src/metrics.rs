@@ -227,6 +227,8 @@ pub struct RunResult {
     pub queue_ms: f64,
     /// The queue discipline of every capacity hop (`droptail`, `dropfront`, `codel`).
     pub qdisc: crate::Qdisc,
+    /// Each sender's send buffer, bytes (`tcp_wmem[2]`).
+    pub sndbuf_bytes: u64,
     /// Per-flow results.
     pub flows: Vec<FlowResult>,
     /// Per-100 ms time series, when asked for (not part of the JSON line).

@@ -270,7 +270,7 @@ impl World {
                 cc_name: f.cc.clone(),
                 start_us: f.start_us,
                 stop_us: f.stop_us.min(sc.duration_us),
-                sender: Sender::new(i as u16, cc),
+                sender: Sender::with_sndbuf(i as u16, cc, sc.sndbuf_bytes),
                 receiver: Receiver::new(i as u16, sc.delack_segs, sc.delack_timeout_us),
                 stats: FlowStats::default(),
                 last_path_seq: 0,
@@ -823,6 +823,7 @@ impl World {
             queue_bytes: self.queue.bytes,
             queue_ms: self.queue.ms,
             qdisc: sc.qdisc,
+            sndbuf_bytes: sc.sndbuf_bytes,
             flows,
             timeseries: std::mem::take(&mut self.ts),
         }

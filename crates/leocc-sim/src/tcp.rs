@@ -80,8 +80,10 @@ fn tso_autosize_segs(rate: f64) -> u32 {
     let min = if rate < 1_200_000.0 / 8.0 { 1.0 } else { 2.0 };
     ((rate / 1024.0).min(65_536.0) / MSS as f64).floor().clamp(min, 44.0) as u32
 }
-/// Segments the send buffer holds at most (2837).
-pub const SNDBUF_SEGS: u64 = SNDBUF_BYTES / SNDBUF_SEG_TRUESIZE;
+/// Segments a send buffer of `bytes` holds at most (2837 for Linux's default 4 MiB).
+pub fn sndbuf_segs(bytes: u64) -> u64 {
+    (bytes / SNDBUF_SEG_TRUESIZE).max(1)
+}
 
 /// Scoreboard flag: SACKed (Linux TCPCB_SACKED_ACKED).
 const SACKED: u8 = 1;
@@ -319,6 +321,8 @@ pub struct AckOutcome {
 
 /// The sending side of one flow.
 pub struct Sender {
+    /// The send buffer's cap, bytes of skb memory (`tcp_wmem[2]`).
+    sndbuf_bytes: u64,
     flow: u16,
     /// The congestion control.
     pub cc: Box<dyn Controller>,
@@ -372,7 +376,13 @@ pub struct Io<'a> {
 impl Sender {
     /// A sender for flow `flow` driven by `cc`, idle until `start`.
     pub fn new(flow: u16, cc: Box<dyn Controller>) -> Sender {
+        Sender::with_sndbuf(flow, cc, SNDBUF_BYTES)
+    }
+
+    /// A sender whose socket holds at most `sndbuf_bytes` of skb memory (`tcp_wmem[2]`).
+    pub fn with_sndbuf(flow: u16, cc: Box<dyn Controller>, sndbuf_bytes: u64) -> Sender {
         Sender {
+            sndbuf_bytes,
             flow,
             cc,
             active: false,
@@ -451,7 +461,7 @@ impl Sender {
     /// tcp_rate_check_app_limited does at each sendmsg.
     fn app_write(&mut self) {
         let queued = self.written - self.snd_una;
-        if 3 * queued * SNDBUF_SEG_TRUESIZE > 2 * SNDBUF_BYTES {
+        if 3 * queued * SNDBUF_SEG_TRUESIZE > 2 * self.sndbuf_bytes {
             return;
         }
         if self.written == self.snd_nxt
@@ -461,7 +471,7 @@ impl Sender {
         {
             self.app_limited = (self.delivered + self.in_flight() as u64).max(1);
         }
-        self.written = self.snd_una + SNDBUF_SEGS;
+        self.written = self.snd_una + sndbuf_segs(self.sndbuf_bytes);
     }
 
     /// Segments queued in the socket (sent and unacknowledged, SACKed included, and unsent).

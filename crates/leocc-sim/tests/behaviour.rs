@@ -190,3 +190,41 @@ fn leocc_keeps_a_fresh_terminal_pop_rtt_on_a_constant_path() {
     let nonsat = state(&w, "rtt_nonsat_ms");
     assert!((25.0..45.0).contains(&nonsat), "RTT_non-sat {nonsat} ms after 20 s, expected about 30");
 }
+
+#[test]
+fn leocc_leaves_startup_when_the_send_buffer_bounds_it() {
+    // 100 Mbit/s, 150 ms base RTT: BDP 1.9 MB, so Startup's 2.885 BDP exceeds the 4 MiB send
+    // buffer and every sample is marked app-limited; BBR's exit rule alone never fires (kernel
+    // BBRv1 stays in Startup here too). The queue holds 3 BDP, so a flow stuck in Startup
+    // keeps the whole send buffer (about 1.2 BDP of queue, ~180 ms) standing.
+    let t = Arc::new(constant_trace(100.0, 75 * MS, 10 * S, &[]));
+    let mut sc = Scenario::new(t, "constant", "leocc", 20 * S);
+    sc.queue = QueueLimit::Packets(3 * 1250);
+    sc.timeseries = true;
+    let r = run(&sc).unwrap();
+    let mode = |row: &leocc_sim::TsRow| row.state.iter().find(|(k, _)| k == "mode").map(|(_, v)| *v);
+    let left = r.timeseries.iter().find(|row| mode(row).is_some_and(|m| m != 0.0)).map(|row| row.t_s);
+    let t = left.expect("LeoCC never left Startup");
+    assert!(t < 3.0, "LeoCC left Startup only at {t:.1} s");
+    assert!(r.qdelay_avg_ms < 20.0, "mean queueing delay {:.1} ms", r.qdelay_avg_ms);
+    assert!(r.utilization >= 0.9, "utilisation {:.3}", r.utilization);
+}
+
+#[test]
+fn the_send_buffer_bounds_a_long_fat_path() {
+    // 200 Mbit/s, 200 ms base RTT: BDP 5 MB. Linux's default 4 MiB send buffer holds less than
+    // a BDP, so no control fills the link; a tuned server's 64 MiB does not bind.
+    let util = |sndbuf: u64| {
+        let t = Arc::new(constant_trace(200.0, 100 * MS, 10 * S, &[]));
+        let mut sc = Scenario::new(t, "constant", "bbr", 15 * S);
+        sc.queue = QueueLimit::Packets(3300);
+        sc.sndbuf_bytes = sndbuf;
+        run(&sc).unwrap().utilization
+    };
+    let (small, large) = (util(4 << 20), util(64 << 20));
+    assert!(small < 0.8, "4 MiB: utilisation {small:.3}");
+    assert!(large > 0.85, "64 MiB: utilisation {large:.3}");
+    let mut sc = scenario(20.0, "bbr", 1, 100);
+    sc.sndbuf_bytes = 1000;
+    assert!(run(&sc).is_err(), "a send buffer below Linux's minimum is refused");
+}

@@ -406,6 +406,11 @@ pub struct BenchRobustArgs {
     /// Random loss added on the data direction, on top of each path's own.
     #[arg(long, default_value_t = 0.0)]
     pub loss: f64,
+    /// Each sender's send buffer (tcp_wmem max), as `leocc sim --sndbuf`. The default is a
+    /// server tuned for long, fat paths; 4MiB is Linux's default, under which every control is
+    /// buffer-bound on the longest, fastest drawn paths.
+    #[arg(long, default_value = "64MiB", value_parser = leocc_sim::parse_sndbuf)]
+    pub sndbuf: u64,
     /// Queue disciplines, comma separated (droptail, dropfront, codel): every run under each,
     /// one table each.
     #[arg(long, value_delimiter = ',', default_value = "droptail")]
@@ -427,6 +432,7 @@ fn run_robust(a: BenchRobustArgs) -> anyhow::Result<()> {
         cc: a.cc.clone(),
         cc_params: crate::cmd::sim::parse_cc_params(&a.params)?,
         loss: a.loss,
+        sndbuf_bytes: a.sndbuf,
         qdiscs: a.qdisc.clone(),
         jobs: a.jobs.max(1),
     };
@@ -456,7 +462,8 @@ fn run_robust(a: BenchRobustArgs) -> anyhow::Result<()> {
     })
     .map_err(|e| anyhow::anyhow!(e))?;
     let wall = started.elapsed().as_secs_f64();
-    let extra = if plan.loss > 0.0 { format!(", +{} random loss", plan.loss) } else { String::new() };
+    let mut extra = if plan.loss > 0.0 { format!(", +{} random loss", plan.loss) } else { String::new() };
+    extra += &format!(", send buffer {:.0} MiB", plan.sndbuf_bytes as f64 / (1u64 << 20) as f64);
     println!("robust: {} over {} drawn paths, {} s each{extra}; {total} runs in {wall:.0} s", plan.cc, plan.paths, plan.duration_s);
     let mut all_sums = Vec::new();
     for &q in &plan.qdiscs {

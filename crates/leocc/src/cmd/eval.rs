@@ -495,6 +495,10 @@ pub struct EmuRunArgs {
     /// sim --param`; reset to the defaults after the run).
     #[arg(long, value_name = "leocc.NAME=VALUE")]
     param: Vec<String>,
+    /// The senders' send buffer (tcp_wmem max in the sending namespace), as `leocc sim
+    /// --sndbuf` [default: the kernel's, 4 MiB].
+    #[arg(long, value_parser = leocc_sim::parse_sndbuf)]
+    sndbuf: Option<u64>,
 }
 
 /// One emulator run of kernel TCP flows (what `leocc eval --engine emu` runs per cell).
@@ -513,6 +517,7 @@ pub fn emu_run(a: EmuRunArgs) -> Result<()> {
         timeseries: a.timeseries,
         leocc_exe: std::env::current_exe()?,
         params: a.param,
+        sndbuf_bytes: a.sndbuf,
     })?;
     println!("{rec}");
     Ok(())

@@ -56,6 +56,12 @@ pub struct SimArgs {
     /// Random loss rate added on the data direction (on top of the trace's own loss).
     #[arg(long, default_value_t = 0.0)]
     pub loss: f64,
+    /// Each sender's send buffer (Linux's tcp_wmem max): bytes or 4MiB, 64MiB, ... On a path
+    /// whose bandwidth-delay product approaches it, the buffer, not the congestion control,
+    /// bounds the data in flight; servers for long, fat paths raise it (sysctl
+    /// net.ipv4.tcp_wmem).
+    #[arg(long, default_value = "4MiB", value_parser = leocc_sim::parse_sndbuf)]
+    pub sndbuf: u64,
     /// Data direction [default: the direction the trace measured; down when it has both].
     #[arg(long, value_enum)]
     pub direction: Option<Direction>,
@@ -142,6 +148,7 @@ pub fn scenarios(a: &SimArgs) -> anyhow::Result<Vec<Scenario>> {
         sc.queue = queue;
         sc.qdisc = a.qdisc;
         sc.loss = a.loss;
+        sc.sndbuf_bytes = a.sndbuf;
         sc.data_dir = match a.direction {
             Some(Direction::Down) => Dir::Down,
             Some(Direction::Up) => Dir::Up,
