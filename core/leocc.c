@@ -59,9 +59,10 @@
  * Range from the probe: bRTT_h = bRTT_l + the width of the bands the PoP probe sees (it answers
  * on its own queue, so its spread is never this flow's queue), with Delta_RTT = 0 as in the
  * authors' code; the flow's own band range (with Delta_RTT = delta_rtt_own_us) stands in while
- * no probe speaks, and while another flow's standing queue is seen (most RTT samples of
- * competing_cycles cycles above the probe's range: buffer-filling flows would otherwise take
- * the link). While congested above a probe-measured range cwnd is 1 x target x bRTT_h, so a
+ * no probe speaks, and for half a W_RT after competing_cycles congested cycles in a row whose
+ * drain phase failed to lower the RTT (another flow's standing queue, or an offset of this
+ * flow's own RTTs that the probe lacks: judged against the probe's range the flow would yield
+ * the link for ever, see check_drain). While congested above a probe-measured range cwnd is 1 x target x bRTT_h, so a
  * standing queue cannot outgrow the range.
  *
  * Guards: an event graded below rcf_min_confidence, inside an adaptation, closer than
@@ -129,10 +130,6 @@
 #define RA_DRAIN_BOUND_RTTS 3u
 /* Rounds a seeded bBW_a (rate*_target) survives unless confirmed by samples. */
 #define BW_SEED_ROUNDS 2u
-/* A cruise cycle in which more than this % of the RTT samples lie above the probe-measured
- * range had a standing queue (ours: alone, the burst phase's queue shows in about two of the
- * eight phases, 25 %; next to a buffer-filling flow nearly all samples are above) ... */
-#define STANDING_QUEUE_PCT 75u
 /* A probe RTT this many bins above the probe's band range is off it (ours: two bins of
  * margin over the histogram's resolution). */
 #define PATH_STEP_BINS 2u
@@ -785,11 +782,6 @@ LEOCC_INTERNAL void update_rtt(struct leocc_state *s, const struct leocc_ack_sam
 	kal_update(&s->rtt_kal, a->rtt_us, &s->p);
 	if (!s->life_min_rtt_us || a->rtt_us < s->life_min_rtt_us)
 		s->life_min_rtt_us = a->rtt_us;
-	if (s->cycle_samples < 0xffff) {
-		s->cycle_samples++;
-		s->cycle_above += s->path_width_us && s->dense_floor_us &&
-				  a->rtt_us > s->dense_floor_us + s->path_width_us;
-	}
 	if (s->mode == LEOCC_MODE_RECONF)
 		s->ra_fresh_rtts++;
 	if (rtt_is_band_sample(s, a->rtt_us))
@@ -900,39 +892,35 @@ LEOCC_INTERNAL void set_phase(struct leocc_state *s, leocc_u32 phase, leocc_u64 
 /* Checked at the end of the first steady phase, whose ACKs are those of the packets sent while
  * draining: a drain phase at dco x target for about bRTT_l removes (1 - dco) x bRTT_l of this
  * flow's queue, so if the flow was congested and the RTT did not fall by even half of that,
- * what lifts the RTT is not a queue this flow can drain but a new band, a longer path or other
- * flows' standing queue: let the middle-pass filter learn the elevated samples. (A re-anchor
- * after several failed drains, run as an adaptation, was removed: the ablation measured it
- * costing utilisation and delay; a path that moves shows in the probe's level instead, see
- * leocc_on_path.) */
-LEOCC_INTERNAL void check_drain(struct leocc_state *s)
+ * what lifts the RTT is not a queue this flow can drain: a new band, a longer path, other
+ * flows' standing queue, or an offset of this flow's own RTTs that the probe does not have
+ * (an uplink's grant waits, which a 10 ms ping meets less). The middle-pass filter then
+ * learns the elevated samples (band_learning). (A re-anchor after several failed drains, run
+ * as an adaptation, was removed: the ablation measured it costing utilisation and delay; a
+ * path that moves shows in the probe's level instead, see leocc_on_path.)
+ *
+ * And competing_cycles failed drains in a row switch the verdict to the flow's own band range
+ * (the paper's MPF over its own RTTs, which now learns the elevation) for half a W_RT: judged
+ * against the probe's range, a flow next to a buffer-filling flow (BBR, Cubic in a deep
+ * buffer) reads that flow's queue as congestion for ever and hands it the link; a flow whose
+ * own RTTs sit above the probe's range reads its own floor as congestion, and with random
+ * loss (each loss while congested ends the burst) its rate spiralled down to a fifth of the
+ * link, in the kernel too. This replaced a switch on "most samples of two cycles above the
+ * probe's range", which the failed drain subsumes (docs/algorithm.md). */
+LEOCC_INTERNAL void check_drain(struct leocc_state *s, leocc_u64 now_us)
 {
 	leocc_u64 drop = (leocc_u64)(LEOCC_UNIT - min_u32(s->p.dco, LEOCC_UNIT)) * rtt_l(s) /
 			 LEOCC_UNIT / 2;
 
-	if (s->congested && rtt_latest(s) + drop >= s->drain_start_rtt)
-		s->band_learning = 1;
-}
-
-/* Competing with buffer-filling flows (BBR, Cubic in a deep buffer). Alone, this flow's RTT
- * leaves the range the probe measured (counted from the lowest dense bin of its own RTTs, which
- * a rare low sample cannot move, unlike bRTT_l on a bursty uplink) only around its burst
- * phase. If most samples of competing_cycles cycles in a row lie above it, a queue stands
- * that this flow does not control: judged against the probe's range the flow would read it as
- * congestion for ever and hand the link to the queue's owner. For half a W_RT it then judges
- * against its own range (the paper's MPF over its own RTTs, which learns the elevation after a
- * failed drain). */
-LEOCC_INTERNAL void check_standing_queue(struct leocc_state *s, leocc_u64 now_us)
-{
-	if (s->cycle_samples &&
-	    (leocc_u32)s->cycle_above * 100 > (leocc_u32)s->cycle_samples * STANDING_QUEUE_PCT)
-		s->standing_cycles++;
-	else
-		s->standing_cycles = 0;
-	if (s->p.competing_cycles && s->standing_cycles >= s->p.competing_cycles)
+	if (!s->congested || rtt_latest(s) + drop < s->drain_start_rtt) {
+		s->failed_drains = 0;
+		return;
+	}
+	s->band_learning = 1;
+	if (s->failed_drains < 0xffff)
+		s->failed_drains++;
+	if (s->p.competing_cycles && s->failed_drains >= s->p.competing_cycles)
 		s->competing_until_us = now_us + s->p.rtt_win_us / 2;
-	s->cycle_samples = 0;
-	s->cycle_above = 0;
 }
 
 /* A steady phase drawn per flow: the clock mixed with the flow's own delivery count. */
@@ -947,7 +935,7 @@ LEOCC_INTERNAL leocc_u32 random_steady_phase(const struct leocc_state *s,
 LEOCC_INTERNAL void next_phase(struct leocc_state *s, const struct leocc_ack_sample *a)
 {
 	if (s->cycle_phase == PHASE_FIRST_STEADY)
-		check_drain(s);
+		check_drain(s, a->now_us);
 	/* The first drain phase after an adaptation: every flow behind the terminal left its
 	 * adaptation at the same moment, and flows with the same bRTT_l would otherwise burst in
 	 * step for the whole interval. Bursting together, no flow's burst raises its share, so
@@ -959,7 +947,6 @@ LEOCC_INTERNAL void next_phase(struct leocc_state *s, const struct leocc_ack_sam
 		return;
 	}
 	if (s->cycle_phase + 1 >= s->p.cycle_len) {
-		check_standing_queue(s, a->now_us);
 		set_phase(s, PHASE_BURST, a->now_us);
 		return;
 	}

@@ -244,9 +244,7 @@ struct leocc_state {
 	leocc_u32 life_min_rtt_us;    /* smallest RTT sample of the flow's life (0: none); kept
 				       * across events, read only by Startup's exit test */
 	leocc_u32 dense_floor_us;     /* lowest dense bin of the flow's own bands */
-	leocc_u16 cycle_samples;      /* RTT samples in the current cruise cycle ... */
-	leocc_u16 cycle_above;        /* ... of which above the probe-measured range */
-	leocc_u16 standing_cycles;    /* cycles in a row mostly above the probe-measured range */
+	leocc_u16 failed_drains;      /* congested cruise cycles in a row whose drain failed */
 	leocc_u8 round_capped;        /* this round was held by the congested one-BDP cwnd */
 	leocc_u8 cwnd_capped;         /* the last output used cwnd_gain_congested */
 	leocc_u64 competing_until_us; /* another flow's queue stands: own range until then */

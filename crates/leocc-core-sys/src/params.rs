@@ -66,7 +66,7 @@ params_by_name! {
     rcf_budget_pct: "at most this % of the time in adaptations",
     rcf_budget_max_us: "... with at most this much saved up, us",
     delta_rtt_own_us: "Delta_RTT while the RTT range is the flow's own (no probe), us",
-    competing_cycles: "standing-queue cycles that switch to the flow's own range (0: never)",
+    competing_cycles: "congested cycles in a row with a failed drain that switch to the flow's own range (0: never)",
     mpf_half_share: "1: second band search at half the share when none is dense",
     ra_second_round: "1: a second capped round tells a slower link from a longer path",
     bw_kal_every_sample: "1: bBW_m fed every delivery-rate sample, not each round's largest",

@@ -228,3 +228,22 @@ fn the_send_buffer_bounds_a_long_fat_path() {
     sc.sndbuf_bytes = 1000;
     assert!(run(&sc).is_err(), "a send buffer below Linux's minimum is refused");
 }
+
+#[test]
+fn leocc_alone_keeps_an_uplink_with_grant_waits_and_random_loss() {
+    // Drawn path 4 (`leocc trace draw --seed 4`): uplink-like, 333 Mbit/s, 100 ms, grants 1-3
+    // ms apart, 1.7 BDP buffer; 0.2 % added loss, a 64 MiB send buffer. The flow's RTTs carry
+    // grant waits that the 10 ms probe's band range does not, so judged against that range
+    // the flow was "congested" at its own floor, every random loss ended its burst, and its
+    // rate spiralled down to 0.19 of the link (0.18 in the kernel through the emulator). The
+    // failed drains now switch it to its own band range.
+    let (draw, trace) = leocc_trace::draw::trace(4, 30_000, "test").unwrap();
+    let mut sc = Scenario::new(Arc::new(trace), "draw-4", "leocc", 30 * S);
+    sc.queue = QueueLimit::Time(draw.buffer_us());
+    sc.data_dir = draw.data_dir();
+    sc.seed = 4;
+    sc.loss = 0.002;
+    sc.sndbuf_bytes = 64 << 20;
+    let r = run(&sc).unwrap();
+    assert!(r.utilization >= 0.55, "utilisation {:.3}", r.utilization);
+}
