@@ -15,14 +15,15 @@
 //!
 //! Per cell and metric the table gives sim / emu, the ratio of the two engines' means, with a
 //! 95 % interval from the spread of the repeated runs (on the log scale: the delta method with
-//! Welch's degrees of freedom, see [`ratio_interval`]). Metrics: throughput, p95 RTT, mean
+//! Welch's degrees of freedom, see [`crate::stats::ratio_interval`]). Metrics: throughput, p95 RTT, mean
 //! queueing delay, and for two-flow cells (`--cc a+b`) the first flow's share of the two
 //! flows' throughput. The worst cell is the one with the largest |ln ratio| among the
 //! differences that matter (above [`floor`] in absolute terms).
 
 use crate::matrix::{trace_name, Engine, RunSpec, Scenario};
-use crate::results::{self, Record, Stat};
+use crate::results::{self, Record};
 use crate::runner::Runner;
+use crate::stats::{fmt_ratio, ratio_interval, Stat};
 use anyhow::{anyhow, bail, Context, Result};
 use leocc_sim::QueueLimit;
 use serde_json::{json, Value};
@@ -417,77 +418,6 @@ fn value(r: &Record, metric: &str) -> Option<f64> {
     r.num(metric)
 }
 
-/// The sample standard deviation (n − 1); 0 for one value.
-fn sample_sd(s: &Stat) -> f64 {
-    if s.n < 2 {
-        0.0
-    } else {
-        s.sd * (s.n as f64 / (s.n as f64 - 1.0)).sqrt()
-    }
-}
-
-/// Student's t, 97.5 % quantile, for `df` degrees of freedom (interpolated in 1/df).
-pub fn t975(df: f64) -> f64 {
-    const T: [(f64, f64); 12] = [
-        (1.0, 12.706),
-        (2.0, 4.303),
-        (3.0, 3.182),
-        (4.0, 2.776),
-        (5.0, 2.571),
-        (6.0, 2.447),
-        (8.0, 2.306),
-        (10.0, 2.228),
-        (15.0, 2.131),
-        (20.0, 2.086),
-        (30.0, 2.042),
-        (f64::INFINITY, 1.960),
-    ];
-    if !(df >= 1.0) {
-        return T[0].1;
-    }
-    for w in T.windows(2) {
-        let ((d0, t0), (d1, t1)) = (w[0], w[1]);
-        if df <= d1 {
-            let (x0, x1, x) = (
-                1.0 / d0,
-                if d1.is_finite() { 1.0 / d1 } else { 0.0 },
-                1.0 / df,
-            );
-            return t0 + (t1 - t0) * (x0 - x) / (x0 - x1);
-        }
-    }
-    1.960
-}
-
-/// 95 % interval of mean(sim) / mean(emu) from the runs' spread: on the log scale, the delta
-/// method (var ln m ≈ s² / (n m²)) with Welch–Satterthwaite degrees of freedom. None when
-/// neither side has two runs, or a mean is not positive.
-pub fn ratio_interval(sim: &Stat, emu: &Stat) -> Option<(f64, f64)> {
-    if sim.mean <= 0.0 || emu.mean <= 0.0 || (sim.n < 2 && emu.n < 2) {
-        return None;
-    }
-    let part = |s: &Stat| {
-        let sd = sample_sd(s);
-        sd * sd / (s.n as f64 * s.mean * s.mean)
-    };
-    let (a, b) = (part(sim), part(emu));
-    let var = a + b;
-    let r = sim.mean / emu.mean;
-    if var <= 0.0 {
-        return Some((r, r));
-    }
-    let dof_part = |v: f64, n: usize| {
-        if n >= 2 {
-            v * v / (n as f64 - 1.0)
-        } else {
-            0.0
-        }
-    };
-    let df = var * var / (dof_part(a, sim.n) + dof_part(b, emu.n)).max(f64::MIN_POSITIVE);
-    let half = t975(df) * var.sqrt();
-    Some((r * (-half).exp(), r * half.exp()))
-}
-
 /// The cells of a folder's records that have runs in both engines, in a stable order.
 pub fn cells(records: &[Record]) -> Vec<Cell> {
     type Key = (String, String, String, String);
@@ -553,13 +483,6 @@ pub fn worst(cells: &[Cell]) -> Option<(usize, &Compared)> {
         .map(|(i, _, m)| (i, m))
 }
 
-fn fmt_ratio(c: &Compared) -> String {
-    match c.interval {
-        Some((lo, hi)) => format!("{:.2} [{:.2}–{:.2}]", c.ratio, lo, hi),
-        None => format!("{:.2}", c.ratio),
-    }
-}
-
 fn fmt_metric(c: Option<&Compared>, digits: usize) -> String {
     match c {
         Some(c) => format!(
@@ -568,7 +491,7 @@ fn fmt_metric(c: Option<&Compared>, digits: usize) -> String {
             c.sim.mean,
             digits,
             c.emu.mean,
-            fmt_ratio(c)
+            fmt_ratio(c.ratio, c.interval)
         ),
         None => "–".into(),
     }
@@ -675,7 +598,7 @@ pub fn table(cells: &[Cell], markdown: bool) -> String {
                 c.queue,
                 c.loss,
                 c.label,
-                fmt_ratio(m),
+                fmt_ratio(m.ratio, m.interval),
                 m.sim.mean,
                 m.emu.mean
             ));
@@ -808,13 +731,6 @@ mod tests {
         );
         let md = table(&cells, true);
         assert!(md.starts_with("| trace |") && md.contains("**"), "{md}");
-    }
-
-    #[test]
-    fn t_quantiles() {
-        assert!((t975(2.0) - 4.303).abs() < 1e-9);
-        assert!((t975(1e9) - 1.96).abs() < 1e-3);
-        assert!(t975(2.5) < 4.303 && t975(2.5) > 3.182);
     }
 
     #[test]

@@ -7,7 +7,9 @@
 //! `DIR/results.jsonl`; a rerun of the same matrix skips the runs whose key is already there,
 //! which is how an interrupted matrix resumes. The report ([`report`]) is made from that file
 //! alone (plus the runs' time series in `DIR/ts/`, Parquet parts once a batch ends: [`tsstore`]),
-//! so any tool that reads JSON lines and Parquet can redo it.
+//! so any tool that reads JSON lines and Parquet can redo it. Means, confidence intervals and
+//! the noise verdicts of comparisons are in [`stats`], shared by the report and `leocc bench
+//! fidelity`.
 
 pub mod ablation;
 pub mod across;
@@ -24,6 +26,7 @@ pub mod results;
 pub mod robust;
 pub mod runner;
 pub mod starts;
+pub mod stats;
 pub mod sweep;
 pub mod tsstore;
 pub mod video;

@@ -2,8 +2,9 @@
 //!
 //! Sections, per engine and trace: the headline comparison the paper makes (LeoCC's throughput
 //! against Cubic, Copa and BBRv3; its p95 RTT against BBRv1 and Vivace; its utilisation and
-//! queueing delay), the throughput / p95-delay plane with the trace's oracle point, a table of
-//! every metric (mean and spread over runs), bars for utilisation, queueing delay, loss and
+//! queueing delay), each change with whether it is beyond the run-to-run noise, the throughput /
+//! p95-delay plane with the trace's oracle point, a table of every metric (mean and the 95 %
+//! confidence interval over runs, [`crate::stats`]), bars for utilisation, queueing delay, loss and
 //! retransmissions, time series of each control over the trace's capacity and base RTT with
 //! reconfigurations marked, and the multi-flow scenarios (fairness, LeoCC against BBR and
 //! Cubic, the two-stream test) with Jain's index over time. When both engines ran, a table
@@ -11,6 +12,7 @@
 
 use crate::across;
 use crate::results::{by_cell, stat, CellKey, Record, Stat};
+use crate::stats::{self, fmt_ratio, ratio_interval, Noise, CI_LEGEND, NOISE_LEGEND};
 use crate::tsstore::Store;
 use anyhow::{Context, Result};
 use leocc_plot::{bars, color, esc, Axis, BarSeries, Chart, Marker, MarkerKind, Series, Style};
@@ -181,25 +183,41 @@ impl TraceView {
     }
 }
 
+/// A cell's mean with ± its 95 % confidence interval ([`Stat::fmt_ci`]), or "–".
 fn fmt_stat(s: Option<Stat>, scale: f64, decimals: usize) -> String {
-    match s {
-        None => "–".into(),
-        Some(s) if s.n > 1 => format!(
-            "{:.d$} ± {:.d$}",
-            s.mean * scale,
-            s.sd * scale,
-            d = decimals
-        ),
-        Some(s) => format!("{:.d$}", s.mean * scale, d = decimals),
+    s.map_or_else(|| "–".into(), |s| s.fmt_ci(scale, decimals))
+}
+
+/// LeoCC's change against a rival with its noise verdict, "-31 % (beyond noise)"; "–" without
+/// the rival, "n/a" when the rival's mean is zero.
+fn change_text(ours: Option<Stat>, theirs: Option<Stat>) -> String {
+    match (ours, theirs) {
+        (Some(o), Some(t)) => stats::change(&o, &t).map_or("n/a".into(), |c| c.text()),
+        _ => "–".into(),
     }
 }
 
-fn pct_change(ours: f64, theirs: f64) -> String {
-    if theirs.abs() < 1e-12 {
-        "n/a".into()
-    } else {
-        format!("{:+.0} %", (ours / theirs - 1.0) * 100.0)
-    }
+/// The same as a table cell, one line each: the change, its 95 % interval when there is one,
+/// and the verdict; changes beyond the noise are bold, changes within it grey.
+fn change_cell(ours: Option<Stat>, theirs: Option<Stat>) -> String {
+    let (Some(o), Some(t)) = (ours, theirs) else {
+        return "<td>–</td>".into();
+    };
+    let Some(c) = stats::change(&o, &t) else {
+        return "<td>n/a</td>".into();
+    };
+    let class = match c.noise {
+        Noise::Beyond => "beyond",
+        Noise::Within => "within",
+        Noise::Unknown => "unknown",
+    };
+    format!(
+        "<td class=\"cmp {class}\"><span class=\"chg\">{}</span>{}<br><small>{}</small></td>",
+        esc(&c.pct()),
+        c.pct_interval()
+            .map_or_else(String::new, |i| format!("<br><small>{}</small>", esc(&i))),
+        esc(&c.verdict())
+    )
 }
 
 /// Writes `out_dir/report.html` from `out_dir/results.jsonl`'s records; returns its path.
@@ -208,9 +226,10 @@ pub fn write(out_dir: &Path, records: &[Record], command_line: &str) -> Result<P
     html.push_str(HEAD);
     let _ = write!(
         html,
-        "<h1>leocc evaluation</h1><p class=\"meta\">{} runs from <code>results.jsonl</code>. Reproduce with <code>{}</code>.</p>",
+        "<h1>leocc evaluation</h1><p class=\"meta\">{} runs from <code>results.jsonl</code>. Reproduce with <code>{}</code>.</p><p class=\"meta\">{}</p>",
         records.len(),
-        esc(command_line)
+        esc(command_line),
+        esc(CI_LEGEND)
     );
     let cells = by_cell(records);
     let ts = Store::open(out_dir)?;
@@ -356,29 +375,23 @@ fn headline_table(cells: &Cells, many: &BTreeMap<(&str, &str), across::Group>) -
                     cc.into(),
                 ))
                 .and_then(|r| stat(r, field))
-                .map(|s| s.mean)
         };
-        let thr = stat(runs, "throughput_mbps").map(|s| s.mean).unwrap_or(0.0);
-        let p95 = stat(runs, "rtt_p95_ms").map(|s| s.mean).unwrap_or(0.0);
+        let thr = stat(runs, "throughput_mbps");
+        let p95 = stat(runs, "rtt_p95_ms");
         let mut cols = String::new();
         for cc in THROUGHPUT_RIVALS {
-            cols += &format!(
-                "<td>{}</td>",
-                get(cc, "throughput_mbps").map_or("–".into(), |t| pct_change(thr, t))
-            );
+            cols += &change_cell(thr, get(cc, "throughput_mbps"));
         }
         for cc in DELAY_RIVALS {
-            cols += &format!(
-                "<td>{}</td>",
-                get(cc, "rtt_p95_ms").map_or("–".into(), |t| pct_change(p95, t))
-            );
+            cols += &change_cell(p95, get(cc, "rtt_p95_ms"));
         }
         let _ = write!(
             rows,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{cols}</tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{cols}</tr>",
             esc(engine),
             esc(trace),
             esc(&queue_label(runs)),
+            runs.len(),
             fmt_stat(stat(runs, "utilization"), 100.0, 1),
             fmt_stat(stat(runs, "qdelay_avg_ms"), 1.0, 1),
             fmt_stat(stat(runs, "qdelay_p95_ms"), 1.0, 1),
@@ -390,10 +403,12 @@ fn headline_table(cells: &Cells, many: &BTreeMap<(&str, &str), across::Group>) -
     format!(
         "<h2>LeoCC against the field</h2><p>Throughput change of LeoCC against Cubic, Copa and BBRv3 (the paper reports +85 to +494 %) and \
          p95 RTT change against BBRv1 and Vivace (the paper: −44 to −56 %) and against the authors' own code (leocc-ref), single-flow runs, means over seeds, one row per buffer. \
+         Each change is given with its 95 % interval and whether it is beyond the run-to-run noise (bold; grey when within it). {} \
          With more than {} traces in an engine and buffer, one row for all of them: the median change over traces and the share of traces where LeoCC is ahead. \
          Negative throughput or positive delay numbers are shortfalls and are shown as measured.</p>\
-         <table><tr><th>engine</th><th>trace</th><th>buffer</th><th>LeoCC utilisation %</th><th>queueing delay mean ms</th><th>queueing delay p95 ms</th>\
+         <table><tr><th>engine</th><th>trace</th><th>buffer</th><th>runs</th><th>LeoCC utilisation %</th><th>queueing delay mean ms</th><th>queueing delay p95 ms</th>\
          <th>thr. vs cubic</th><th>thr. vs copa</th><th>thr. vs bbr3</th><th>p95 RTT vs bbr</th><th>p95 RTT vs vivace</th><th>p95 RTT vs leocc-ref</th></tr>{rows}</table>",
+        esc(NOISE_LEGEND),
         across::DETAIL_TRACES
     )
 }
@@ -460,19 +475,19 @@ fn single_section(html: &mut String, ts: &Store, cells: &Cells, at: At, view: Op
     let _ = write!(html, "<figure>{}<figcaption>Each control's mean over seeds with its min–max spread; the oracle point is all the capacity the trace offers at its base delay.</figcaption></figure>", chart.svg());
 
     // Table.
-    html.push_str("<table><tr><th>control</th>");
+    html.push_str("<table><tr><th>control</th><th>runs</th>");
     for (_, h, _, _) in METRICS {
         let _ = write!(html, "<th>{h}</th>");
     }
     html.push_str("</tr>");
     for (label, rs) in &runs {
-        let _ = write!(html, "<tr><td>{}</td>", esc(label));
+        let _ = write!(html, "<tr><td>{}</td><td>{}</td>", esc(label), rs.len());
         for (f, _, scale, d) in METRICS {
             let _ = write!(html, "<td>{}</td>", fmt_stat(stat(rs, f), scale, d));
         }
         html.push_str("</tr>");
     }
-    html.push_str("</table>");
+    let _ = write!(html, "</table><p class=\"note\">{}</p>", esc(CI_LEGEND));
 
     // Bars.
     let cats: Vec<String> = runs.iter().map(|(l, _)| l.to_string()).collect();
@@ -705,7 +720,7 @@ fn multi_flow_section(
     if multi.is_empty() {
         return;
     }
-    html.push_str("<h3>Several flows</h3><table><tr><th>scenario</th><th>controls</th><th>total Mbit/s</th><th>per-flow Mbit/s</th><th>Jain</th><th>RTT p95 ms</th></tr>");
+    html.push_str("<h3>Several flows</h3><table><tr><th>scenario</th><th>controls</th><th>runs</th><th>total Mbit/s</th><th>per-flow Mbit/s</th><th>Jain</th><th>RTT p95 ms</th></tr>");
     for ((_, _, _, scenario, label), runs) in &multi {
         let per_flow: Vec<String> = runs
             .first()
@@ -726,16 +741,21 @@ fn multi_flow_section(
             .unwrap_or_default();
         let _ = write!(
             html,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             esc(scenario),
             esc(label),
+            runs.len(),
             fmt_stat(stat(runs, "throughput_mbps"), 1.0, 1),
             esc(&per_flow.join(", ")),
             fmt_stat(stat(runs, "jain"), 1.0, 3),
             fmt_stat(stat(runs, "rtt_p95_ms"), 1.0, 1)
         );
     }
-    html.push_str("</table>");
+    let _ = write!(
+        html,
+        "</table><p class=\"note\">Per-flow throughput is the first seed's. {}</p>",
+        esc(CI_LEGEND)
+    );
     for ((_, _, _, scenario, label), runs) in &multi {
         let Some(rec) = runs
             .iter()
@@ -783,15 +803,19 @@ fn engine_comparison(cells: &Cells) -> String {
             continue;
         };
         let ratio = |f: &str| match (stat(sim_runs, f), stat(emu_runs, f)) {
-            (Some(s), Some(e)) if e.mean > 0.0 => format!("{:.2}", s.mean / e.mean),
+            (Some(s), Some(e)) if e.mean > 0.0 => {
+                fmt_ratio(s.mean / e.mean, ratio_interval(&s, &e))
+            }
             _ => "–".into(),
         };
         let _ = write!(
             rows,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{} / {}</td><td>{}</td><td>{}</td></tr>",
             esc(trace),
             esc(&queue_label(sim_runs)),
             esc(label),
+            sim_runs.len(),
+            emu_runs.len(),
             ratio("throughput_mbps"),
             ratio("rtt_p95_ms")
         );
@@ -799,7 +823,9 @@ fn engine_comparison(cells: &Cells) -> String {
     if rows.is_empty() {
         return String::new();
     }
-    format!("<h2>Simulator against emulator</h2><table><tr><th>trace</th><th>buffer</th><th>control</th><th>throughput sim/emu</th><th>p95 RTT sim/emu</th></tr>{rows}</table>")
+    format!("<h2>Simulator against emulator</h2><p>Ratios of the two engines' means, with their 95 % interval in brackets when a side has two runs or more \
+             (log scale, delta method, Welch's degrees of freedom; a side with one run counts as exact). <code>leocc bench fidelity</code> runs both engines on the same cells.</p>\
+             <table><tr><th>trace</th><th>buffer</th><th>control</th><th>runs sim / emu</th><th>throughput sim/emu</th><th>p95 RTT sim/emu</th></tr>{rows}</table>")
 }
 
 const HEAD: &str = "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>leocc evaluation</title><style>\
@@ -808,11 +834,13 @@ h1{margin-bottom:.2em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin
 table{border-collapse:collapse;margin:1em 0;font-size:13px}td,th{border:1px solid #ddd;padding:3px 8px;text-align:right}\
 th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}figure{margin:1em 0}\
 figcaption{font-size:12px;color:#555}.row{display:flex;flex-wrap:wrap;gap:1em}.row svg{max-width:100%}\
-.meta{color:#555}.warn{color:#a40}code{background:#f4f4f4;padding:1px 4px}\
+.meta{color:#555}.warn{color:#a40}.note{font-size:12px;color:#555;margin-top:-.5em}\
+td small{color:#555}td.cmp{white-space:nowrap}td.beyond .chg{font-weight:bold}td.within{color:#999}td.within small{color:#999}code{background:#f4f4f4;padding:1px 4px}\
 </style></head><body>";
 
 /// The README's results table (markdown) from a set of records: one row per engine, trace and
-/// single-flow control, means over seeds, plus LeoCC's changes against the paper's rivals.
+/// single-flow control, means over seeds with their 95 % confidence intervals, plus LeoCC's
+/// changes against the paper's rivals, each with whether it is beyond the run-to-run noise.
 pub fn markdown(records: &[Record]) -> String {
     let cells = by_cell(records);
     let mut s = String::from(
@@ -823,9 +851,7 @@ pub fn markdown(records: &[Record]) -> String {
         if scenario != "single" {
             continue;
         }
-        let m = |f: &str, k: f64, d: usize| {
-            stat(runs, f).map_or("–".to_string(), |x| format!("{:.d$}", x.mean * k))
-        };
+        let m = |f: &str, k: f64, d: usize| fmt_stat(stat(runs, f), k, d);
         let _ = writeln!(
             s,
             "| {engine} | {trace} | {} | {} | {} | {} | {} | {} / {} | {} | {} |",
@@ -844,12 +870,12 @@ pub fn markdown(records: &[Record]) -> String {
             runs.len()
         );
     }
-    s.push('\n');
+    let _ = writeln!(s, "\n{CI_LEGEND} {NOISE_LEGEND}\n");
     for ((engine, trace, queue, scenario, label), runs) in &cells {
         if scenario != "single" || label != "leocc" {
             continue;
         }
-        let mean = |cc: &str, f: &str| {
+        let rival = |cc: &str, f: &str| {
             cells
                 .get(&(
                     engine.clone(),
@@ -859,7 +885,6 @@ pub fn markdown(records: &[Record]) -> String {
                     cc.to_string(),
                 ))
                 .and_then(|r| stat(r, f))
-                .map(|x| x.mean)
         };
         let (Some(thr), Some(p95)) = (stat(runs, "throughput_mbps"), stat(runs, "rtt_p95_ms"))
         else {
@@ -868,13 +893,14 @@ pub fn markdown(records: &[Record]) -> String {
         let thr_vs: Vec<String> = THROUGHPUT_RIVALS
             .iter()
             .filter_map(|cc| {
-                mean(cc, "throughput_mbps").map(|t| format!("{cc} {}", pct_change(thr.mean, t)))
+                rival(cc, "throughput_mbps")
+                    .map(|t| format!("{cc} {}", change_text(Some(thr), Some(t))))
             })
             .collect();
         let rtt_vs: Vec<String> = DELAY_RIVALS
             .iter()
             .filter_map(|cc| {
-                mean(cc, "rtt_p95_ms").map(|t| format!("{cc} {}", pct_change(p95.mean, t)))
+                rival(cc, "rtt_p95_ms").map(|t| format!("{cc} {}", change_text(Some(p95), Some(t))))
             })
             .collect();
         let _ = writeln!(
@@ -940,8 +966,73 @@ mod tests {
 
     #[test]
     fn percent_change_reads_as_a_gain_or_a_shortfall() {
-        assert_eq!(pct_change(185.0, 100.0), "+85 %");
-        assert_eq!(pct_change(44.0, 100.0), "-56 %");
-        assert_eq!(pct_change(1.0, 0.0), "n/a");
+        let one = |v: f64| Stat::of(&[v]);
+        assert_eq!(change_text(one(185.0), one(100.0)), "+85 % (single run)");
+        assert_eq!(change_text(one(44.0), one(100.0)), "-56 % (single run)");
+        assert_eq!(change_text(one(1.0), one(0.0)), "n/a");
+        assert_eq!(change_text(one(1.0), None), "–");
+        let cell = change_cell(Stat::of(&[60.0, 61.0, 62.0]), Stat::of(&[87.0, 88.0, 89.0]));
+        assert!(
+            cell.starts_with(
+                "<td class=\"cmp beyond\"><span class=\"chg\">-31 %</span><br><small>[-3"
+            ) && cell.ends_with("<br><small>beyond noise</small></td>"),
+            "{cell}"
+        );
+        let cell = change_cell(Stat::of(&[52.0, 58.0, 63.0]), Stat::of(&[54.0, 60.0, 67.0]));
+        assert!(
+            cell.starts_with("<td class=\"cmp within\"><span class=\"chg\">-4 %")
+                && cell.contains("within noise, n=3"),
+            "{cell}"
+        );
+    }
+
+    fn run(engine: &str, label: &str, seed: u64, thr: f64, p95: f64) -> Record {
+        Record(serde_json::json!({
+            "key": format!("{engine}|t|single|{label}|{seed}"),
+            "engine": engine, "trace": "t", "scenario": "single", "label": label, "seed": seed,
+            "queue": "150ms", "throughput_mbps": thr, "utilization": thr / 200.0,
+            "rtt_p95_ms": p95, "qdelay_avg_ms": p95 / 5.0, "qdelay_p95_ms": p95 / 2.0,
+            "loss_rate": 0.001,
+        }))
+    }
+
+    #[test]
+    fn markdown_gives_intervals_and_noise_verdicts() {
+        let mut recs = Vec::new();
+        for (seed, d) in [(1, -1.0), (2, 0.0), (3, 1.0)] {
+            recs.push(run("sim", "leocc", seed, 180.0 + d, 61.0 + d));
+            recs.push(run("sim", "bbr", seed, 184.0 + 3.0 * d, 88.0 + d));
+            recs.push(run("sim", "cubic", seed, 20.0 + d, 35.0 + d));
+            recs.push(run("sim", "vivace", seed, 100.0, 62.0 + 7.0 * d));
+        }
+        recs.push(run("emu", "leocc", 1, 186.0, 62.0));
+        recs.push(run("emu", "bbr", 1, 185.5, 90.0));
+        recs.push(run("emu", "cubic", 1, 18.6, 35.0));
+        let md = markdown(&recs);
+        // [60, 61, 62]: 61 ± 4.303 / √3 = 61.0 ± 2.5.
+        assert!(
+            md.contains("| sim | t | 150ms | **leocc** | 180.0 ± 2.5 | 90.0 ± 1.2 | 61.0 ± 2.5 | 12.2 ± 0.5 / 30.5 ± 1.2 | 0.10 ± 0.00 | 3 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains(
+                "| emu | t | 150ms | **leocc** | 186.0 | 93.0 | 62.0 | 12.4 / 31.0 | 0.10 | 1 |"
+            ),
+            "a single run is its value alone, runs = 1: {md}"
+        );
+        assert!(md.contains(CI_LEGEND) && md.contains(NOISE_LEGEND), "{md}");
+        assert!(
+            md.contains(
+                "- sim, t, buffer 150ms: LeoCC throughput vs cubic +800 % (beyond noise); \
+                 p95 RTT vs bbr -31 % (beyond noise), vivace -2 % (within noise, n=3)."
+            ),
+            "{md}"
+        );
+        assert!(
+            md.contains("- emu, t, buffer 150ms: LeoCC throughput vs cubic +900 % (single run); p95 RTT vs bbr -31 % (single run)."),
+            "{md}"
+        );
+        let html_row = headline_table(&by_cell(&recs), &BTreeMap::new());
+        assert!(html_row.contains("within noise, n=3"), "{html_row}");
     }
 }

@@ -158,34 +158,7 @@ pub fn append(path: &Path, record: &Value) -> Result<()> {
         .with_context(|| format!("appending to {}", path.display()))
 }
 
-/// Mean, spread and count of one metric over the runs of a cell.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Stat {
-    pub mean: f64,
-    pub min: f64,
-    pub max: f64,
-    pub sd: f64,
-    pub n: usize,
-}
-
-impl Stat {
-    /// Summarises the values; None when there are none.
-    pub fn of(values: &[f64]) -> Option<Stat> {
-        if values.is_empty() {
-            return None;
-        }
-        let n = values.len();
-        let mean = values.iter().sum::<f64>() / n as f64;
-        let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n as f64;
-        Some(Stat {
-            mean,
-            min: values.iter().cloned().fold(f64::INFINITY, f64::min),
-            max: values.iter().cloned().fold(f64::NEG_INFINITY, f64::max),
-            sd: var.sqrt(),
-            n,
-        })
-    }
-}
+pub use crate::stats::Stat;
 
 /// The runs of one (engine, trace, buffer, scenario, label) cell; the buffer is
 /// [`Record::buffer`]: the queue, and its discipline unless drop-tail.
@@ -306,14 +279,6 @@ mod tests {
             "{err}"
         );
         fs::remove_file(&p).unwrap();
-    }
-
-    #[test]
-    fn stat_summarises() {
-        let s = Stat::of(&[1.0, 2.0, 3.0]).unwrap();
-        assert_eq!((s.mean, s.min, s.max, s.n), (2.0, 1.0, 3.0, 3));
-        assert!((s.sd - (2.0f64 / 3.0).sqrt()).abs() < 1e-12);
-        assert!(Stat::of(&[]).is_none());
     }
 
     #[test]
