@@ -62,8 +62,8 @@
  * no probe speaks, and for half a W_RT after competing_cycles congested cycles in a row whose
  * drain phase failed to lower the RTT (another flow's standing queue, or an offset of this
  * flow's own RTTs that the probe lacks: judged against the probe's range the flow would yield
- * the link for ever, see check_drain). While congested above a probe-measured range cwnd is 1 x target x bRTT_h, so a
- * standing queue cannot outgrow the range.
+ * the link for ever, see check_drain). While congested above a probe-measured range cwnd is
+ * 1 x target x bRTT_h, so a standing queue cannot outgrow the range.
  *
  * Guards: an event graded below rcf_min_confidence, inside an adaptation, closer than
  * rcf_min_spacing_us to the last one, or over the adaptation budget (rcf_budget_pct of the
@@ -707,9 +707,9 @@ LEOCC_INTERNAL leocc_u32 path_band_width(struct leocc_state *s, leocc_u64 now_us
  * flow's own band range stands in. */
 LEOCC_INTERNAL void refresh_rtt_range(struct leocc_state *s)
 {
-	leocc_u32 lo, hi, width;
+	leocc_u32 lo, hi, floor, width;
 
-	if (mpf_range(&s->mpf, &s->p, &lo, &hi, &s->dense_floor_us)) {
+	if (mpf_range(&s->mpf, &s->p, &lo, &hi, &floor)) {
 		s->path_width_us = path_band_width(s, s->last_now_us);
 		width = s->last_now_us >= s->competing_until_us ? s->path_width_us : 0;
 		s->brtt_l = lo;

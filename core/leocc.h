@@ -243,7 +243,6 @@ struct leocc_state {
 	leocc_u32 path_width_us;      /* the probe's band width at the last refresh (0: none) */
 	leocc_u32 life_min_rtt_us;    /* smallest RTT sample of the flow's life (0: none); kept
 				       * across events, read only by Startup's exit test */
-	leocc_u32 dense_floor_us;     /* lowest dense bin of the flow's own bands */
 	leocc_u16 failed_drains;      /* congested cruise cycles in a row whose drain failed */
 	leocc_u8 round_capped;        /* this round was held by the congested one-BDP cwnd */
 	leocc_u8 cwnd_capped;         /* the last output used cwnd_gain_congested */
