@@ -170,6 +170,82 @@ pub fn write_signal_at(path: &Path, signal: &Signal) -> Result<(), KernelError> 
     Ok(())
 }
 
+/// The detector daemon's writing end of a pinned signal map, with the map's descriptor held
+/// open between writes.
+///
+/// Opening the pin on every write (as [`write_signal_at`] does) costs a descriptor at each
+/// publish, so a daemon out of descriptors could not update the map at all (issue 34: local
+/// connections exhausted them and the signal froze for 13 s). The held descriptor is reopened
+/// only when a write fails or when the pin no longer names the map it was opened on: a reload
+/// of leocc unpins the old map and pins a new one at the same path, and an update through the
+/// old descriptor would succeed into the orphaned map that no flow reads. The pin's identity
+/// (device and inode on bpffs) is checked with stat(2), which needs no descriptor.
+#[derive(Debug)]
+pub struct SignalWriter {
+    path: std::path::PathBuf,
+    map: Option<(MapHandle, PinId)>,
+    opens: u64,
+}
+
+/// A pin's identity on bpffs: (device, inode).
+type PinId = (u64, u64);
+
+fn pin_id(path: &Path) -> Result<PinId, KernelError> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).map_err(|e| KernelError::SignalMap {
+        path: path.to_path_buf(),
+        reason: format!("{e} (is leocc loaded? `leocc kernel load` creates it)"),
+    })?;
+    Ok((m.dev(), m.ino()))
+}
+
+impl SignalWriter {
+    /// A writer for the map pinned at `path`; nothing is opened until the first write.
+    pub fn new(path: &Path) -> SignalWriter {
+        SignalWriter { path: path.to_path_buf(), map: None, opens: 0 }
+    }
+
+    /// The pin written to.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// How many times the pin was opened so far (once, unless the map was replaced or a
+    /// write failed).
+    pub fn opens(&self) -> u64 {
+        self.opens
+    }
+
+    /// Writes `signal` (the check is recomputed, as in [`write_signal_at`]).
+    pub fn write(&mut self, signal: &Signal) -> Result<(), KernelError> {
+        let id = match pin_id(&self.path) {
+            Ok(id) => id,
+            Err(e) => {
+                self.map = None;
+                return Err(e);
+            }
+        };
+        let mut s = *signal;
+        s.check = s.expected_check();
+        let bytes = s.to_bytes();
+        // A held descriptor of the same pin first; on failure, one fresh open and retry.
+        if let Some((map, held)) = &self.map {
+            if *held == id && map.update(&0u32.to_ne_bytes(), &bytes, MapFlags::ANY).is_ok() {
+                return Ok(());
+            }
+        }
+        self.map = None;
+        let map = open_signal_map(&self.path)?;
+        self.opens += 1;
+        map.update(&0u32.to_ne_bytes(), &bytes, MapFlags::ANY).map_err(|e| KernelError::SignalMap {
+            path: self.path.clone(),
+            reason: format!("update failed: {e}"),
+        })?;
+        self.map = Some((map, id));
+        Ok(())
+    }
+}
+
 /// Reads the signal currently in the pinned map at [`SIGNAL_PIN`].
 pub fn read_signal() -> Result<Signal, KernelError> {
     let path = Path::new(SIGNAL_PIN);
@@ -280,5 +356,44 @@ mod tests {
         assert!(s.is_fresh(10_500_000_000));
         assert!(!s.is_fresh(11_000_000_001));
         assert!(s.is_fresh(9_000_000_000), "a probe stamped after now is fresh");
+    }
+    #[test]
+    fn the_writer_opens_the_pin_once_and_follows_a_replaced_map() {
+        use libbpf_rs::{libbpf_sys, MapType};
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            println!("SKIP the_writer_opens_the_pin_once_and_follows_a_replaced_map: needs root (bpffs)");
+            return;
+        }
+        let pin = std::path::PathBuf::from(format!("/sys/fs/bpf/leocc-test-signal-{}", std::process::id()));
+        let make = || -> Option<MapHandle> {
+            // SAFETY: an all-zero bpf_map_create_opts is "no options" once `sz` is set.
+            let mut opts: libbpf_sys::bpf_map_create_opts = unsafe { std::mem::zeroed() };
+            opts.sz = std::mem::size_of::<libbpf_sys::bpf_map_create_opts>() as libbpf_sys::size_t;
+            let mut m = MapHandle::create(MapType::Array, Some("leocc_sig_test"), 4, std::mem::size_of::<Signal>() as u32, 1, &opts).ok()?;
+            m.pin(&pin).ok()?;
+            Some(m)
+        };
+        let seq_in = |m: &MapHandle| Signal::from_bytes(&m.lookup(&0u32.to_ne_bytes(), MapFlags::ANY).unwrap().unwrap()).unwrap().seq;
+        let Some(first) = make() else {
+            println!("SKIP the_writer_opens_the_pin_once_and_follows_a_replaced_map: cannot create and pin a BPF map here");
+            return;
+        };
+        let mut w = SignalWriter::new(&pin);
+        for i in 1..=200 {
+            w.write(&Signal::new(i, i, i, 1)).unwrap();
+        }
+        assert_eq!(w.opens(), 1, "one descriptor for every write");
+        assert_eq!(seq_in(&first), 200);
+        // A reload: the old map is unpinned and a new one pinned at the same path.
+        std::fs::remove_file(&pin).unwrap();
+        let second = make().expect("pinning a second map");
+        w.write(&Signal::new(1, 500, 1, 1)).unwrap();
+        assert_eq!(w.opens(), 2, "the replaced pin was noticed");
+        assert_eq!(seq_in(&second), 500, "written into the map the pin names now");
+        assert_eq!(seq_in(&first), 200, "not into the orphaned one");
+        std::fs::remove_file(&pin).unwrap();
+        let e = w.write(&Signal::new(1, 501, 1, 1)).unwrap_err();
+        assert!(e.to_string().contains("leocc-test-signal"), "{e}");
     }
 }

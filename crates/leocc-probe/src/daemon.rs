@@ -143,6 +143,22 @@ pub trait Publisher {
     fn current_seq(&mut self) -> Option<u64>;
     /// Writes the signal; an error (e.g. the map is not loaded) is reported once and retried.
     fn publish(&mut self, s: &SignalUpdate) -> Result<(), String>;
+    /// Called once the daemon holds its run directory's instance lock, before the first
+    /// probe (the subscription socket is bound here).
+    fn start(&mut self) {}
+    /// A descriptor the daemon's loop waits on besides its probe socket (the subscription's
+    /// listening socket), so that connections are served when they arrive, not only when the
+    /// daemon next publishes. `None`: nothing to watch now.
+    fn wake_fd(&self) -> Option<std::os::fd::RawFd> {
+        None
+    }
+    /// Serves what made [`Publisher::wake_fd`] readable (accepts subscribers). Must not
+    /// block.
+    fn service(&mut self) {}
+    /// Facts for the state file's `subscribers` entry (`leocc probe status`), if any.
+    fn state(&self) -> Option<serde_json::Value> {
+        None
+    }
 }
 
 /// How a run ended.
@@ -383,6 +399,7 @@ impl Daemon {
             return;
         };
         self.publish.seq_base = sink.current_seq().unwrap_or(0);
+        sink.start();
     }
 
     fn run_loop(&mut self) {
@@ -416,9 +433,19 @@ impl Daemon {
                 next_state = now + STATE_PERIOD_NS;
             }
             let wait = next_send.saturating_sub(net::mono_ns());
-            match self.sock.wait_readable(wait) {
-                Ok(true) => self.drain(&mut buf),
-                Ok(false) => {}
+            let wake_fd = self.publish.sink.as_ref().and_then(|s| s.wake_fd());
+            match self.sock.wait_readable_or(wake_fd, wait) {
+                Ok((probe, wake)) => {
+                    // Replies first: their receive timestamps are the measurement.
+                    if probe {
+                        self.drain(&mut buf);
+                    }
+                    if wake {
+                        if let Some(s) = self.publish.sink.as_mut() {
+                            s.service();
+                        }
+                    }
+                }
                 Err(e) => eprintln!("leocc probe: poll: {e}"),
             }
             if std::mem::take(&mut self.resume_fast) {
@@ -690,6 +717,7 @@ impl Daemon {
             "rtt": {"latest_ms": ms(rtt.latest_ns), "srtt_ms": ms(rtt.srtt_ns), "min_ms": ms(rtt.min_ns)},
             "counters": c,
             "kernel": kernel,
+            "subscribers": self.publish.sink.as_ref().and_then(|s| s.state()),
             "log": self.opts.log.as_ref().map(|p| p.display().to_string()),
             "recent_events": self.recent,
         });

@@ -190,6 +190,27 @@ impl IcmpSocket {
         }
         Ok(r > 0)
     }
+
+    /// Like [`IcmpSocket::wait_readable`], also waking when `other` (e.g. a listening socket)
+    /// is readable; returns (this socket readable, `other` readable).
+    pub fn wait_readable_or(&self, other: Option<std::os::fd::RawFd>, timeout_ns: u64) -> io::Result<(bool, bool)> {
+        let Some(other) = other else {
+            return self.wait_readable(timeout_ns).map(|r| (r, false));
+        };
+        let mut p = [
+            libc::pollfd { fd: self.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 },
+            libc::pollfd { fd: other, events: libc::POLLIN, revents: 0 },
+        ];
+        let ms = timeout_ns.div_ceil(1_000_000).min(i32::MAX as u64) as libc::c_int;
+        // SAFETY: two valid pollfds.
+        let r = unsafe { libc::poll(p.as_mut_ptr(), 2, ms) };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            return if e.kind() == io::ErrorKind::Interrupted { Ok((false, false)) } else { Err(e) };
+        }
+        let ready = |q: &libc::pollfd| q.revents & (libc::POLLIN | libc::POLLERR | libc::POLLHUP) != 0;
+        Ok((ready(&p[0]), ready(&p[1])))
+    }
 }
 
 fn sockaddr(to: Target) -> (libc::sockaddr_storage, libc::socklen_t) {

@@ -472,3 +472,255 @@ fn ipv6_pop_by_global_and_link_local_address() {
     }
     fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Stands in for the kernel map: records when each signal was published (CLOCK_MONOTONIC).
+struct Recorder(std::sync::Arc<Mutex<Vec<(u64, daemon::SignalUpdate)>>>);
+
+impl daemon::Publisher for Recorder {
+    fn describe(&self) -> String {
+        "recorder".into()
+    }
+    fn current_seq(&mut self) -> Option<u64> {
+        None
+    }
+    fn publish(&mut self, s: &daemon::SignalUpdate) -> Result<(), String> {
+        self.0.lock().unwrap().push((mono_ns(), *s));
+        Ok(())
+    }
+}
+
+/// A forked child that became `uid` and opened connections to a Unix socket, holding them
+/// without ever reading; killed (and reaped) on drop.
+struct Flood {
+    pid: libc::pid_t,
+}
+
+impl Flood {
+    /// Opens `n` connections to `path` as `uid`; returns the child, how many connected and
+    /// the errno of the first failure (0: none).
+    fn start(uid: u32, path: &Path, n: u32) -> (Flood, u32, i32) {
+        use std::os::unix::ffi::OsStrExt;
+        // SAFETY: an all-zero sockaddr_un is valid; the path fits (checked).
+        let mut sa: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+        sa.sun_family = libc::AF_UNIX as libc::sa_family_t;
+        let b = path.as_os_str().as_bytes();
+        assert!(b.len() < sa.sun_path.len());
+        for (d, s) in sa.sun_path.iter_mut().zip(b) {
+            *d = *s as libc::c_char;
+        }
+        let mut fds = [0; 2];
+        // SAFETY: pipe fills two descriptors.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        // SAFETY: the child makes raw system calls only (no allocation or locks, which another
+        // thread may have held at the fork) and never returns: it waits to be killed.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
+        if pid == 0 {
+            unsafe {
+                let want = libc::rlim_t::from(n) + 64;
+                let lim = libc::rlimit { rlim_cur: want, rlim_max: want };
+                libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+                let mut report = [0i32, 0i32];
+                if libc::setgroups(0, std::ptr::null()) != 0 || libc::setgid(uid) != 0 || libc::setuid(uid) != 0 {
+                    report[1] = -1;
+                } else {
+                    let len = std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t;
+                    for _ in 0..n {
+                        let s = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0);
+                        if s < 0 {
+                            report[1] = *libc::__errno_location();
+                            break;
+                        }
+                        if libc::connect(s, (&sa as *const libc::sockaddr_un).cast(), len) == 0 {
+                            report[0] += 1;
+                        } else {
+                            if report[1] == 0 {
+                                report[1] = *libc::__errno_location();
+                            }
+                            libc::close(s);
+                        }
+                    }
+                }
+                libc::write(fds[1], report.as_ptr().cast(), 8);
+                loop {
+                    libc::pause();
+                }
+            }
+        }
+        let mut report = [0i32; 2];
+        // SAFETY: reads 8 bytes into `report`; the child writes them once.
+        let got = unsafe { libc::read(fds[0], report.as_mut_ptr().cast(), 8) };
+        unsafe {
+            libc::close(fds[0]);
+            libc::close(fds[1]);
+        }
+        let flood = Flood { pid };
+        assert_eq!(got, 8, "the flooding child reported");
+        assert_ne!(report[1], -1, "the child could not become uid {uid}");
+        (flood, report[0] as u32, report[1])
+    }
+}
+
+impl Drop for Flood {
+    fn drop(&mut self) {
+        // SAFETY: our own child.
+        unsafe {
+            libc::kill(self.pid, libc::SIGKILL);
+            libc::waitpid(self.pid, std::ptr::null_mut(), 0);
+        }
+    }
+}
+
+/// Reads lines from a subscription in a thread, stamping each with CLOCK_MONOTONIC.
+fn collect_lines(s: std::os::unix::net::UnixStream) -> std::sync::Arc<Mutex<Vec<(u64, String)>>> {
+    use std::io::BufRead;
+    let out = std::sync::Arc::new(Mutex::new(Vec::new()));
+    let o = out.clone();
+    thread::spawn(move || {
+        let mut r = std::io::BufReader::new(s);
+        loop {
+            let mut line = String::new();
+            match r.read_line(&mut line) {
+                Ok(0) | Err(_) => return,
+                Ok(_) => o.lock().unwrap().push((mono_ns(), line)),
+            }
+        }
+    });
+    out
+}
+
+fn state_of(dir: &Path) -> serde_json::Value {
+    serde_json::from_slice(&fs::read(dir.join("probe.state.json")).unwrap_or_default()).unwrap_or(serde_json::Value::Null)
+}
+
+/// Issue 34: local users connecting to events.sock must neither silence the detector (the
+/// kernel signal and the state file keep being updated) nor lock a legitimate subscriber out
+/// of its events. 2,000 connections by `nobody` are refused by the socket's mode; 2,000 by
+/// root, none of them reading, fill the subscriber cap and no more; through both, every event
+/// reaches the signal sink within one probe interval of its detection, the sink is refreshed
+/// at the publish period, a subscriber connected before the flood gets every event, and a new
+/// subscriber is served at once even while no reply (hence no publish) comes.
+#[test]
+fn hostile_subscribers_neither_silence_the_signal_nor_starve_subscribers() {
+    use leocc_probe::subscribe::{self, MAX_SUBSCRIBERS};
+    use std::os::unix::fs::PermissionsExt;
+    if let Some(why) = skip_reason() {
+        println!("SKIP hostile_subscribers_neither_silence_the_signal_nor_starve_subscribers: {why}");
+        return;
+    }
+    const NOBODY: u32 = 65534;
+    /// Hostile connections per flood: above the cap, bounded so the test stays cheap.
+    const HOSTILE: u32 = 2_000;
+    /// Outages: two short ones while the flood holds, then one long enough to show that a
+    /// subscriber is accepted while the PoP is silent and the daemon publishes nothing.
+    const SHORT_AT_MS: [u64; 2] = [2_500, 3_500];
+    const SHORT_MS: u64 = 100;
+    const LONG_AT_MS: u64 = 5_000;
+    const LONG_MS: u64 = 800;
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let lab = Lab::new();
+    let dir = tempdir("hostile");
+    // The run directory as the daemon's default one: searchable by everyone.
+    fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
+    let log = dir.join("events.jsonl");
+    let sock = dir.join(subscribe::SOCKET_NAME);
+    let record = std::sync::Arc::new(Mutex::new(Vec::new()));
+    let t0 = mono_ns();
+    let opts = options(&dir, &log, Some(6_500 * MS));
+    let (client, rec, s) = (lab.client.clone(), record.clone(), sock.clone());
+    let d = thread::spawn(move || {
+        enter(&client);
+        let publisher: Box<dyn daemon::Publisher> = Box::new(subscribe::Tee::new(s, Some(Box::new(Recorder(rec)))));
+        daemon::run(opts, Some(publisher))
+    });
+    let pop = lab.pop.clone();
+    let o = thread::spawn(move || {
+        enter(&pop);
+        let mut spans = Vec::new();
+        for (at, len) in SHORT_AT_MS.iter().map(|&a| (a, SHORT_MS)).chain([(LONG_AT_MS, LONG_MS)]) {
+            thread::sleep(Duration::from_nanos((t0 + at * MS).saturating_sub(mono_ns())));
+            set_echo_ignore(true);
+            let on = mono_ns();
+            thread::sleep(Duration::from_millis(len));
+            set_echo_ignore(false);
+            spans.push((on, mono_ns()));
+        }
+        spans
+    });
+    // The socket exists before the first reply (bound at start).
+    while !sock.exists() {
+        assert!(mono_ns() < t0 + 2_000 * MS, "the daemon never bound {}", sock.display());
+        thread::sleep(Duration::from_millis(5));
+    }
+    let mode = fs::metadata(&sock).unwrap().permissions().mode() & 0o777;
+    assert!(mode == subscribe::SOCKET_MODE_OWNER || mode == subscribe::SOCKET_MODE_GROUP, "mode {mode:o}");
+    let early = collect_lines(std::os::unix::net::UnixStream::connect(&sock).unwrap());
+
+    let (_nobody, connected, errno) = Flood::start(NOBODY, &sock, HOSTILE);
+    assert_eq!((connected, errno), (0, libc::EACCES), "nobody cannot connect at all");
+    let flood_t = mono_ns();
+    let (root_flood, connected, errno) = Flood::start(0, &sock, HOSTILE);
+    let flood_ms = (mono_ns() - flood_t) as f64 / 1e6;
+    assert_eq!((connected, errno), (HOSTILE, 0), "root's connections are all taken (served or refused)");
+    assert!(mono_ns() < t0 + SHORT_AT_MS[0] * MS, "the flood took too long ({flood_ms:.0} ms) for the schedule");
+    // A newcomer while the cap is full is told so.
+    let mut late = std::os::unix::net::UnixStream::connect(&sock).unwrap();
+    late.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    let mut refusal = String::new();
+    std::io::Read::read_to_string(&mut late, &mut refusal).unwrap();
+    let why = subscribe::parse_line(&refusal).unwrap_err();
+    assert!(why.contains("subscribers already connected"), "{why}");
+    // The state file shows the cap held.
+    let mut st = state_of(&dir);
+    while st["subscribers"]["refused_full"].as_u64().unwrap_or(0) == 0 {
+        assert!(mono_ns() < t0 + SHORT_AT_MS[1] * MS, "no state with the flood: {st:#}");
+        thread::sleep(Duration::from_millis(50));
+        st = state_of(&dir);
+    }
+    assert_eq!(st["subscribers"]["count"], MAX_SUBSCRIBERS, "{st:#}");
+    assert_eq!(st["subscribers"]["max"], MAX_SUBSCRIBERS, "{st:#}");
+    // The flood ends before the long outage: its subscribers are dropped at the next publish.
+    thread::sleep(Duration::from_nanos((t0 + (SHORT_AT_MS[1] + 500) * MS).saturating_sub(mono_ns())));
+    drop(root_flood);
+    // Connect while the PoP is silent: the daemon publishes nothing until it answers again.
+    thread::sleep(Duration::from_nanos((t0 + (LONG_AT_MS + 150) * MS).saturating_sub(mono_ns())));
+    let joined = mono_ns();
+    let quiet = collect_lines(std::os::unix::net::UnixStream::connect(&sock).unwrap());
+
+    let spans = o.join().unwrap();
+    let summary = d.join().unwrap().expect("daemon run");
+    assert!(summary.replies > 300, "{summary:?}");
+    let ev = events(&log);
+    assert_eq!(ev.len(), spans.len(), "one event per outage: {ev:#?}");
+    let record = record.lock().unwrap().clone();
+    // Every event reached the sink within one probe interval of its detection.
+    for (k, e) in ev.iter().enumerate() {
+        let detect = (e["detect_mono_ms"].as_f64().unwrap() * 1e6) as u64;
+        let (at, _) = record.iter().find(|(_, s)| s.seq == k as u64 + 1).unwrap_or_else(|| panic!("event {} never published", k + 1));
+        let lag = at.saturating_sub(detect);
+        println!("event {}: published {:.3} ms after its detection", k + 1, lag as f64 / 1e6);
+        assert!(lag <= daemon::DEFAULT_INTERVAL_NS, "event {} published {lag} ns after detection", k + 1);
+    }
+    // And the sink was refreshed all along, flood or not (outside the outages, where no reply
+    // means nothing new to publish).
+    let in_outage = |a: u64, b: u64| spans.iter().any(|&(on, off)| a < off + 20 * MS && b + 20 * MS > on);
+    let gaps: Vec<u64> = record.windows(2).filter(|w| !in_outage(w[0].0, w[1].0)).map(|w| w[1].0 - w[0].0).collect();
+    let worst = gaps.iter().copied().max().unwrap_or(0);
+    println!("flood of {HOSTILE} connections took {flood_ms:.0} ms; {} publishes, worst gap outside outages {:.1} ms", record.len(), worst as f64 / 1e6);
+    assert!(worst < 250 * MS, "the signal went stale for {:.0} ms", worst as f64 / 1e6);
+    // The subscriber from before the flood saw every event.
+    let seqs: Vec<u64> = early.lock().unwrap().iter().filter_map(|(_, l)| subscribe::parse_line(l).ok()).map(|s| s.seq).collect();
+    for k in 1..=ev.len() as u64 {
+        assert!(seqs.contains(&k), "the early subscriber missed event {k}: {seqs:?}");
+    }
+    // The subscriber that joined during the silence got the state at once, not when the PoP
+    // answered again.
+    let first = quiet.lock().unwrap().first().map(|(t, _)| *t).expect("the quiet subscriber got nothing");
+    let (_, long_off) = spans[spans.len() - 1];
+    println!("joined during the silence: first line after {:.1} ms (the PoP answered again {:.0} ms after joining)", (first - joined) as f64 / 1e6, long_off.saturating_sub(joined) as f64 / 1e6);
+    assert!(first < long_off && first - joined < 400 * MS, "first line {:.0} ms after connecting", (first - joined) as f64 / 1e6);
+    let st = state_of(&dir);
+    assert!(st["subscribers"]["refused_full"].as_u64().unwrap() >= u64::from(HOSTILE) - MAX_SUBSCRIBERS as u64, "{st:#}");
+    assert_eq!(st["recent_events"].as_array().map(Vec::len), Some(ev.len()), "the state file has every event");
+    fs::remove_dir_all(&dir).unwrap();
+}

@@ -4,7 +4,8 @@
 //! Controllers poll [`EventSource::latest`] once per ACK batch and act when the sequence
 //! number grows, so a source only has to hold the newest state, never a queue. Sources:
 //! - [`Subscription`]: the daemon's Unix socket (`leocc probe` serves
-//!   `run_dir()/events.sock`, mode 0666, see `leocc_probe::subscribe`); works unprivileged.
+//!   `run_dir()/events.sock`, see `leocc_probe::subscribe`); root and members of group
+//!   `leocc` may subscribe.
 //! - [`PinnedMap`]: reads the pinned kernel signal map (`/sys/fs/bpf/leocc/signal`, needs
 //!   access to bpffs, i.e. root or a delegated bpffs); at most every [`MAP_POLL`].
 //! - [`SharedSignal`]: set by the application itself (its own detector, or tests).
@@ -104,6 +105,9 @@ impl EventSource for Subscription {
 
 fn subscriber_loop(path: &Path, sub: Weak<Subscription>) {
     let mut warned = false;
+    // A refusal (not allowed, or the daemon's subscriber cap reached) is said once until a
+    // valid line arrives, not at every reconnection.
+    let mut refusal_said = false;
     loop {
         let Some(s) = sub.upgrade() else { return };
         let (state, lines) = (s.state.clone(), s.lines.clone());
@@ -127,6 +131,13 @@ fn subscriber_loop(path: &Path, sub: Weak<Subscription>) {
                                 Ok(sig) => {
                                     state.set(sig);
                                     l.0 += 1;
+                                    refusal_said = false;
+                                }
+                                Err(e) if e.starts_with("the daemon refused") => {
+                                    if !refusal_said {
+                                        eprintln!("leocc-quic: {}: {e}; retrying every {} ms", path.display(), RECONNECT_DELAY.as_millis());
+                                        refusal_said = true;
+                                    }
                                 }
                                 Err(e) => {
                                     l.1 += 1;

@@ -409,19 +409,22 @@ fn run_daemon(a: RunArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Writes the detector signal into the pinned BPF map that every LeoCC flow reads.
+/// Writes the detector signal into the pinned BPF map that every LeoCC flow reads, through
+/// a descriptor held open between publishes ([`leocc_kernel::signal::SignalWriter`]: reopened
+/// only when a write fails or the pin names a new map), so that publishing never needs a new
+/// descriptor.
 struct KernelMap {
-    path: PathBuf,
+    writer: leocc_kernel::signal::SignalWriter,
 }
 
 impl daemon::Publisher for KernelMap {
     fn describe(&self) -> String {
-        format!("kernel signal map {}", self.path.display())
+        format!("kernel signal map {}", self.writer.path().display())
     }
 
     fn current_seq(&mut self) -> Option<u64> {
         // Only the standard pin can be read back through the kernel crate.
-        if self.path != std::path::Path::new(leocc_kernel::signal::SIGNAL_PIN) {
+        if self.writer.path() != std::path::Path::new(leocc_kernel::signal::SIGNAL_PIN) {
             return None;
         }
         leocc_kernel::read_signal().ok().filter(|s| s.is_valid()).map(|s| s.seq)
@@ -430,14 +433,14 @@ impl daemon::Publisher for KernelMap {
     fn publish(&mut self, s: &daemon::SignalUpdate) -> Result<(), String> {
         let sig = leocc_kernel::Signal::new(s.reconfig_time_ns, s.seq, s.probe_time_ns, s.term_pop_rtt_us);
         let sig = sig.with_confidence(s.confidence);
-        leocc_kernel::signal::write_signal_at(&self.path, &sig).map_err(|e| e.to_string())
+        self.writer.write(&sig).map_err(|e| e.to_string())
     }
 }
 
 /// The kernel publisher; the map may be absent (LeoCC not loaded), which the daemon reports
 /// once and retries.
 fn kernel_publisher(path: PathBuf) -> Option<Box<dyn daemon::Publisher>> {
-    Some(Box::new(KernelMap { path }))
+    Some(Box::new(KernelMap { writer: leocc_kernel::signal::SignalWriter::new(&path) }))
 }
 
 fn status(run_dir: Option<PathBuf>, json: bool) -> anyhow::Result<()> {
@@ -471,6 +474,19 @@ fn status(run_dir: Option<PathBuf>, json: bool) -> anyhow::Result<()> {
     let learned = s["learned_period_ms"].as_f64().map_or("none yet".to_string(), |p| format!("period {:.3} s", p / 1e3));
     println!("  scoring        {}, probe spacing {} ms, learned schedule: {learned}", s["scoring"].as_str().unwrap_or("?"), f(&s["spacing_ms"]));
     println!("  kernel         {}", s["kernel"].as_str().unwrap_or("?"));
+    let sub = &s["subscribers"];
+    if sub.is_object() {
+        println!(
+            "  subscribers    {} of at most {} ({}, socket mode {:o}); refused {} (full), {} (not allowed); dropped {}",
+            sub["count"],
+            sub["max"],
+            sub["access"].as_str().unwrap_or("?"),
+            sub["mode"].as_u64().unwrap_or(0),
+            sub["refused_full"],
+            sub["refused_credentials"],
+            sub["dropped"]
+        );
+    }
     if let Some(evs) = s["recent_events"].as_array() {
         if !evs.is_empty() {
             println!("  latest events:");
