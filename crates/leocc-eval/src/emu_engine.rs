@@ -319,6 +319,7 @@ pub fn run(r: &EmuRun) -> Result<Value> {
                     &format!("{send_addr}:{}", f.port),
                     &cert,
                     &events_socket,
+                    f.stop_s - f.start_s,
                 );
                 let c = die_with_parent(&mut cmd)
                     .stdout(Stdio::null())

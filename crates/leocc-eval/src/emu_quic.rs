@@ -68,16 +68,32 @@ pub fn parse_flows(
     Ok(out)
 }
 
-/// Arguments of the server (the sender) of one QUIC flow.
-pub fn serve_args(cmd: &mut Command, cc: &str, listen: &str, cert: &Path, events_socket: &Path) {
+/// Arguments of the server (the sender) of one QUIC flow lasting `seconds`: the server's
+/// `--max-duration` is the flow's length plus [`MAX_DURATION_SLACK_S`], so a long run is
+/// never cut by the server's default limit.
+pub fn serve_args(
+    cmd: &mut Command,
+    cc: &str,
+    listen: &str,
+    cert: &Path,
+    events_socket: &Path,
+    seconds: f64,
+) {
     let name = quic_name(cc).unwrap_or(cc);
     cmd.args([
         "quic", "serve", "--once", "--listen", listen, "--cc", name, "--cert",
     ])
     .arg(cert)
     .args(["--events", "socket", "--events-socket"])
-    .arg(events_socket);
+    .arg(events_socket)
+    .args([
+        "--max-duration",
+        &(seconds.ceil() + MAX_DURATION_SLACK_S).to_string(),
+    ]);
 }
+
+/// Seconds the server allows beyond the flow's length (the client's clock starts later).
+pub const MAX_DURATION_SLACK_S: f64 = 5.0;
 
 /// Arguments of the client (the receiver, which prints the JSON) of one QUIC flow.
 pub fn get_args(cmd: &mut Command, server: &str, cert: &Path, seconds: f64, interval_s: f64) {

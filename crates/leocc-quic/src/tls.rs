@@ -50,3 +50,79 @@ pub fn make_client_config(cert: &Path, transport: quinn::TransportConfig) -> Res
     cfg.transport_config(Arc::new(transport));
     Ok(cfg)
 }
+
+/// A fresh directory only the server's user can enter (mode 0700, a random name made by
+/// mkdtemp(3) under `$TMPDIR`), holding the run's certificate; removed on drop.
+///
+/// A certificate at a predictable shared path (`/tmp/leocc-quic-PORT.der`) could be replaced
+/// or pre-created by another local user between the server's write and the client's read, and
+/// the client would then trust that user's server; it also outlived the server.
+#[derive(Debug)]
+pub struct PrivateCertDir {
+    dir: std::path::PathBuf,
+}
+
+impl PrivateCertDir {
+    /// File name of the certificate inside the directory.
+    pub const CERT_NAME: &'static str = "cert.der";
+
+    /// Makes the directory under [`std::env::temp_dir`].
+    pub fn create() -> Result<PrivateCertDir> {
+        Self::create_in(&std::env::temp_dir())
+    }
+
+    /// Makes the directory under `parent`.
+    pub fn create_in(parent: &Path) -> Result<PrivateCertDir> {
+        use std::os::unix::ffi::OsStringExt;
+        let template = parent.join("leocc-quic-XXXXXX");
+        let mut bytes = template.into_os_string().into_vec();
+        bytes.push(0);
+        // SAFETY: `bytes` is a NUL-terminated template that mkdtemp rewrites in place (the six
+        // X's only); it creates the directory with mode 0700.
+        let p = unsafe { libc::mkdtemp(bytes.as_mut_ptr().cast()) };
+        if p.is_null() {
+            let e = std::io::Error::last_os_error();
+            return Err(anyhow::anyhow!("making a private directory for the certificate in {}: {e}", parent.display()));
+        }
+        bytes.pop();
+        Ok(PrivateCertDir { dir: std::path::PathBuf::from(std::ffi::OsString::from_vec(bytes)) })
+    }
+
+    /// The directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Where the certificate goes.
+    pub fn cert_path(&self) -> std::path::PathBuf {
+        self.dir.join(Self::CERT_NAME)
+    }
+}
+
+impl Drop for PrivateCertDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn the_private_directory_is_0700_unique_and_removed() {
+        let a = PrivateCertDir::create().unwrap();
+        let b = PrivateCertDir::create().unwrap();
+        assert_ne!(a.dir(), b.dir(), "a fresh name per run");
+        assert_eq!(std::fs::metadata(a.dir()).unwrap().permissions().mode() & 0o777, 0o700);
+        let cfg = make_server_config(&a.cert_path(), quinn::TransportConfig::default());
+        assert!(cfg.is_ok());
+        assert!(a.cert_path().exists());
+        let dir = a.dir().to_path_buf();
+        drop(a);
+        assert!(!dir.exists(), "removed with its certificate");
+        let e = PrivateCertDir::create_in(Path::new("/nonexistent-leocc")).unwrap_err();
+        assert!(e.to_string().contains("/nonexistent-leocc"), "{e}");
+    }
+}

@@ -14,6 +14,7 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -52,6 +53,21 @@ const STREAM_WINDOW: u32 = 32 << 20;
 /// 60 ms = 2.25 MB), and what a timed transfer leaves buffered at its deadline drains in a
 /// fraction of a second, as a TCP socket buffer does.
 const SEND_WINDOW: u64 = 4 << 20;
+
+/// Default of `--max-clients`, the transfers served at once. A transfer is a bulk sender that
+/// fills its path; a lab server needs a few at once (the emulator runs one per QUIC flow, each
+/// with its own server), and more than 8 on one single-threaded runtime would measure the
+/// server's CPU rather than the congestion controls. Further clients are refused at once.
+pub const DEFAULT_MAX_CLIENTS: usize = 8;
+
+/// Default of `--max-duration`: the longest transfer served. 60 s covers the usual iperf3-like
+/// runs (10-30 s) with room; a request above it is served for this long and the client is told
+/// ([`SenderReport::limit_ms`]), so one client cannot hold the server for an hour.
+pub const DEFAULT_MAX_DURATION: Duration = Duration::from_secs(60);
+
+/// How often the accept loop looks at the stop flag ([`ServeOptions::stop`]): a signal
+/// handler can only set a flag, and a tenth of a second is an immediate exit to a person.
+const STOP_POLL: Duration = Duration::from_millis(100);
 
 /// What the client asks for.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -106,6 +122,10 @@ pub struct SenderReport {
     pub min_rtt: u64,
     /// Per-interval samples.
     pub intervals: Vec<SenderInterval>,
+    /// Set when the server's `--max-duration` (this value, ms) cut the transfer short of what
+    /// was asked: a longer duration, or bytes not sent in time. Absent from older servers.
+    #[serde(default)]
+    pub limit_ms: Option<u64>,
 }
 
 /// Options of `leocc quic serve`.
@@ -121,6 +141,12 @@ pub struct ServeOptions {
     pub once: bool,
     /// Detector events for LeoCC.
     pub events: Arc<dyn EventSource>,
+    /// Transfers served at once ([`DEFAULT_MAX_CLIENTS`]); at least 1.
+    pub max_clients: usize,
+    /// Longest transfer ([`DEFAULT_MAX_DURATION`]).
+    pub max_duration: Duration,
+    /// Set (by a signal handler) to stop serving: the endpoint closes and [`serve`] returns.
+    pub stop: Option<&'static AtomicBool>,
 }
 
 /// Options of `leocc quic get`.
@@ -166,31 +192,88 @@ pub fn serve(o: &ServeOptions) -> Result<()> {
 }
 
 async fn serve_async(o: &ServeOptions) -> Result<()> {
+    if o.max_clients == 0 {
+        bail!("--max-clients must be at least 1");
+    }
+    if o.max_duration.is_zero() {
+        bail!("--max-duration must be positive");
+    }
     let cfg = crate::tls::make_server_config(&o.cert, transport(Some((&o.cc, o.events.clone()))))?;
     let ep = quinn::Endpoint::server(cfg, o.listen).with_context(|| format!("listening on UDP {}", o.listen))?;
-    eprintln!("leocc quic serve: {} on {}, certificate {}", o.cc.name(), ep.local_addr()?, o.cert.display());
-    while let Some(inc) = ep.accept().await {
-        let conn = match inc.await {
-            Ok(c) => c,
-            Err(e) => {
-                eprintln!("leocc quic serve: handshake failed: {e}");
+    eprintln!(
+        "leocc quic serve: {} on {}, certificate {}, up to {} clients at once, transfers up to {:.1} s",
+        o.cc.name(),
+        ep.local_addr()?,
+        o.cert.display(),
+        o.max_clients,
+        o.max_duration.as_secs_f64()
+    );
+    let active = Arc::new(AtomicUsize::new(0));
+    let mut tasks = tokio::task::JoinSet::new();
+    loop {
+        let inc = tokio::select! {
+            inc = ep.accept() => inc,
+            _ = tokio::time::sleep(STOP_POLL) => {
+                if o.stop.is_some_and(|s| s.load(Ordering::SeqCst)) {
+                    eprintln!("leocc quic serve: stopping");
+                    ep.close(0u32.into(), b"server stopping");
+                    break;
+                }
+                // Reap finished transfers so the set does not grow with the server's life.
+                while tasks.try_join_next().is_some() {}
                 continue;
             }
         };
-        let peer = conn.remote_address();
-        match serve_one(&conn, &o.cc).await {
-            Ok(r) => eprintln!("leocc quic serve: {peer}: sent {} bytes in {:.2} s ({:.1} Mbit/s), {} lost packets", r.bytes, r.seconds, r.bytes as f64 * 8.0 / r.seconds.max(1e-9) / 1e6, r.lost_packets),
-            Err(e) => eprintln!("leocc quic serve: {peer}: {e:#}"),
+        let Some(inc) = inc else { break };
+        if active.load(Ordering::SeqCst) >= o.max_clients {
+            eprintln!("leocc quic serve: {}: refused, {} clients already served (--max-clients)", inc.remote_address(), o.max_clients);
+            inc.refuse();
+            continue;
         }
+        active.fetch_add(1, Ordering::SeqCst);
+        let slot = Slot(active.clone());
+        let (cc, max_duration) = (o.cc, o.max_duration);
+        let task = async move {
+            let _slot = slot;
+            let conn = match inc.await {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("leocc quic serve: handshake failed: {e}");
+                    return false;
+                }
+            };
+            let peer = conn.remote_address();
+            match serve_one(&conn, &cc, max_duration).await {
+                Ok(r) => eprintln!("leocc quic serve: {peer}: sent {} bytes in {:.2} s ({:.1} Mbit/s), {} lost packets", r.bytes, r.seconds, r.bytes as f64 * 8.0 / r.seconds.max(1e-9) / 1e6, r.lost_packets),
+                Err(e) => eprintln!("leocc quic serve: {peer}: {e:#}"),
+            }
+            true
+        };
         if o.once {
-            break;
+            // One transfer, served here; a failed handshake does not count as it.
+            if task.await {
+                break;
+            }
+            continue;
         }
+        tasks.spawn(task);
     }
+    // Transfers under way finish (or fail at once when the endpoint was closed by a stop).
+    while tasks.join_next().await.is_some() {}
     ep.wait_idle().await;
     Ok(())
 }
 
-async fn serve_one(conn: &quinn::Connection, cc: &Cc) -> Result<SenderReport> {
+/// One of the `max_clients` places, given back when the transfer's task ends in any way.
+struct Slot(Arc<AtomicUsize>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+async fn serve_one(conn: &quinn::Connection, cc: &Cc, max_duration: Duration) -> Result<SenderReport> {
     let (mut send, mut recv) = conn.accept_bi().await.context("waiting for the request stream")?;
     let raw = recv.read_to_end(MAX_REQUEST).await.context("reading the request")?;
     let req: Request = serde_json::from_slice(&raw).map_err(|e| anyhow!("bad request: {e}"))?;
@@ -198,7 +281,20 @@ async fn serve_one(conn: &quinn::Connection, cc: &Cc) -> Result<SenderReport> {
         bail!("bad request: interval_ms is 0");
     }
     let interval = Duration::from_millis(req.interval_ms);
-    let limit_time = Duration::from_millis(req.duration_ms);
+    // Timed transfers are clamped to the server's limit, and byte counts are sent only for
+    // that long: either way no client holds a place longer than --max-duration.
+    let asked = Duration::from_millis(req.duration_ms);
+    let clamped = req.bytes.is_none() && asked > max_duration;
+    if clamped {
+        eprintln!(
+            "leocc quic serve: {}: asked for {:.1} s, serving {:.1} s (--max-duration)",
+            conn.remote_address(),
+            asked.as_secs_f64(),
+            max_duration.as_secs_f64()
+        );
+    }
+    let limit_time = asked.min(max_duration);
+    let mut cut = false;
     let buf = vec![0x5au8; CHUNK];
     let cpu0 = process_cpu_s();
     let t0 = Instant::now();
@@ -225,6 +321,15 @@ async fn serve_one(conn: &quinn::Connection, cc: &Cc) -> Result<SenderReport> {
     };
     loop {
         let want = match req.bytes {
+            Some(total) if sent < total && t0.elapsed() >= max_duration => {
+                eprintln!(
+                    "leocc quic serve: {}: {sent} of {total} bytes sent in --max-duration {:.1} s; stopping",
+                    conn.remote_address(),
+                    max_duration.as_secs_f64()
+                );
+                cut = true;
+                0
+            }
             Some(total) => (total - sent).min(CHUNK as u64) as usize,
             None if t0.elapsed() >= limit_time => 0,
             None => CHUNK,
@@ -267,6 +372,7 @@ async fn serve_one(conn: &quinn::Connection, cc: &Cc) -> Result<SenderReport> {
         cpu_s: process_cpu_s() - cpu0,
         min_rtt: s.path.min_rtt.as_micros() as u64,
         intervals,
+        limit_ms: (clamped || cut).then(|| max_duration.as_millis() as u64),
     };
     let mut uni = conn.open_uni().await.context("opening the report stream")?;
     uni.write_all(&serde_json::to_vec(&report)?).await.context("sending the report")?;
@@ -330,6 +436,9 @@ async fn get_async(o: &GetOptions) -> Result<Value> {
     let mut uni = conn.accept_uni().await.context("waiting for the server's report")?;
     let raw = uni.read_to_end(MAX_REPORT).await.context("reading the server's report")?;
     let rep: SenderReport = serde_json::from_slice(&raw).map_err(|e| anyhow!("bad report from the server: {e}"))?;
+    if let Some(l) = rep.limit_ms {
+        eprintln!("leocc quic get: the server limits transfers to {:.1} s (its --max-duration); this one was cut short of the request", l as f64 / 1e3);
+    }
     conn.close(0u32.into(), b"done");
     ep.wait_idle().await;
     Ok(to_json(o, &rep, received, seconds, cpu))
@@ -370,6 +479,7 @@ fn to_json(o: &GetOptions, rep: &SenderReport, received: u64, seconds: f64, cpu:
             "cpu": { "sender_s": rep.cpu_s, "receiver_s": cpu,
                      "sender_s_per_mb": if mb > 0.0 { rep.cpu_s / mb } else { 0.0 } },
             "sender_tcp_congestion": rep.cc,
+            "server_limit_ms": rep.limit_ms,
         }
     })
 }

@@ -1,7 +1,9 @@
 //! Real quinn transfers over loopback with `leocc quic serve`'s and `get`'s library code.
 
 use std::net::{SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use leocc_quic::events::NoEvents;
 use leocc_quic::transfer::{self, GetOptions, Request, ServeOptions};
@@ -16,7 +18,16 @@ fn free_port() -> SocketAddr {
 fn transfer(cc: Cc, bytes: u64) -> serde_json::Value {
     let addr = free_port();
     let cert = std::env::temp_dir().join(format!("leocc-quic-test-{}-{}.der", std::process::id(), addr.port()));
-    let serve = ServeOptions { listen: addr, cc, cert: cert.clone(), once: true, events: Arc::new(NoEvents) };
+    let serve = ServeOptions {
+        listen: addr,
+        cc,
+        cert: cert.clone(),
+        once: true,
+        events: Arc::new(NoEvents),
+        max_clients: transfer::DEFAULT_MAX_CLIENTS,
+        max_duration: transfer::DEFAULT_MAX_DURATION,
+        stop: None,
+    };
     let server = std::thread::spawn(move || transfer::serve(&serve));
     // The certificate file appears once the server is listening.
     for _ in 0..500 {
@@ -73,4 +84,66 @@ fn a_client_without_the_server_certificate_fails_with_the_path() {
     })
     .unwrap_err();
     assert!(format!("{e:#}").contains("/nonexistent/leocc.der"), "{e:#}");
+}
+
+/// Issue 34: one client asking for an hour used to lock every other client out. Now a second
+/// client is served while the first runs, the hour is clamped to the server's --max-duration
+/// (and the client told), a client past --max-clients is refused at once, and the stop flag
+/// (SIGINT/SIGTERM in the command) ends the server.
+#[test]
+fn a_second_client_is_served_while_a_first_runs_and_an_hour_is_clamped() {
+    static STOP: AtomicBool = AtomicBool::new(false);
+    const MAX_DURATION: Duration = Duration::from_millis(2_000);
+    let addr = free_port();
+    let dir = leocc_quic::tls::PrivateCertDir::create().unwrap();
+    let cert = dir.cert_path();
+    let serve = ServeOptions {
+        listen: addr,
+        cc: Cc::Cubic,
+        cert: cert.clone(),
+        once: false,
+        events: Arc::new(NoEvents),
+        max_clients: 2,
+        max_duration: MAX_DURATION,
+        stop: Some(&STOP),
+    };
+    let server = std::thread::spawn(move || transfer::serve(&serve));
+    for _ in 0..500 {
+        if cert.exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let get = |duration_ms: u64, bytes: Option<u64>| {
+        let cert = cert.clone();
+        std::thread::spawn(move || {
+            let r = transfer::get(&GetOptions { server: addr, cert, request: Request { duration_ms, bytes, interval_ms: 100 } });
+            (Instant::now(), r)
+        })
+    };
+    let t0 = Instant::now();
+    let hour = get(3_600_000, None);
+    std::thread::sleep(Duration::from_millis(300));
+    let second = get(1_000, None);
+    std::thread::sleep(Duration::from_millis(300));
+    // Two transfers under way: a third is refused at once.
+    let (third_at, third) = get(1_000, None).join().unwrap();
+    let e = third.unwrap_err();
+    assert!(format!("{e:#}").contains("refused"), "{e:#}");
+    assert!(third_at.duration_since(t0) < Duration::from_millis(1_500), "refused, not queued");
+    let (second_at, second) = second.join().unwrap();
+    let second = second.expect("the second client is served while the first runs");
+    let (hour_at, hour) = hour.join().unwrap();
+    let hour = hour.expect("the first client, clamped");
+    assert!(second_at < hour_at, "the second finished while the first ran");
+    assert!(second["end"]["sum_received"]["bytes"].as_u64().unwrap() > 0);
+    assert!(second["end"]["server_limit_ms"].is_null(), "1 s is within the limit: {}", second["end"]);
+    assert_eq!(hour["end"]["server_limit_ms"].as_u64(), Some(MAX_DURATION.as_millis() as u64));
+    let secs = hour["end"]["sum_sent"]["seconds"].as_f64().unwrap();
+    assert!((1.9..3.0).contains(&secs), "served for the limit, not an hour: {secs} s");
+    STOP.store(true, Ordering::SeqCst);
+    server.join().unwrap().unwrap();
+    let d = dir.dir().to_path_buf();
+    drop(dir);
+    assert!(!d.exists());
 }

@@ -59,17 +59,67 @@ fn serve_and_get_over_loopback_print_iperf3_like_json() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Issue 34: without --cert the certificate goes to a fresh private directory (0700, printed),
+/// which is removed when the server stops on SIGTERM; two clients at once are both served.
+#[test]
+fn the_default_certificate_is_private_and_removed_at_exit() {
+    use std::io::Read;
+    let port = std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut server = Command::new(BIN)
+        .args(["quic", "serve", "--cc", "cubic", "--events", "none", "--max-clients", "2", "--listen", &format!("127.0.0.1:{port}")])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(server.stderr.take().unwrap());
+    let mut first = String::new();
+    err.read_line(&mut first).unwrap();
+    let cert = PathBuf::from(first.split("certificate ").nth(1).and_then(|r| r.split(',').next()).unwrap_or_else(|| panic!("{first}")));
+    let dir = cert.parent().unwrap().to_path_buf();
+    assert!(dir.file_name().unwrap().to_string_lossy().starts_with("leocc-quic-"), "{first}");
+    assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
+    let get = || {
+        Command::new(BIN)
+            .args(["quic", "get", &format!("127.0.0.1:{port}"), "-t", "1", "-i", "0.1", "--cert"])
+            .arg(&cert)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (get(), get());
+    for c in [a, b] {
+        let o = c.wait_with_output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    // SAFETY: our own child.
+    unsafe { libc::kill(server.id() as libc::pid_t, libc::SIGTERM) };
+    let status = server.wait().unwrap();
+    let mut rest = String::new();
+    err.read_to_string(&mut rest).unwrap();
+    assert!(status.success(), "{rest}");
+    assert!(!dir.exists(), "the private directory is removed at exit");
+    // Without --cert the client says what it needs.
+    let o = Command::new(BIN).args(["quic", "get", &format!("127.0.0.1:{port}")]).output().unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--cert"));
+}
+
 #[test]
 fn bad_options_are_named() {
     let o = Command::new(BIN).args(["quic", "serve", "--cc", "vegas"]).output().unwrap();
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("unknown congestion control `vegas`"));
-    let o = Command::new(BIN).args(["quic", "get", "127.0.0.1:1", "-t", "0"]).output().unwrap();
+    let o = Command::new(BIN).args(["quic", "get", "127.0.0.1:1", "-t", "0", "--cert", "/nonexistent.der"]).output().unwrap();
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("--time and --interval must be positive"));
+    let o = Command::new(BIN).args(["quic", "serve", "--max-clients", "0"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--max-clients must be at least 1"));
+    let o = Command::new(BIN).args(["quic", "serve", "--max-duration", "0"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--max-duration must be a positive number"));
 }
 
-/// The daemon, probing loopback, serves its signal on `RUN_DIR/events.sock` (mode 0666) in
+/// The daemon, probing loopback, serves its signal on `RUN_DIR/events.sock` (mode 0600, or
+/// 0660 with group `leocc`) in
 /// the subscription's line format.
 #[test]
 fn probe_daemon_serves_the_subscription_socket() {
