@@ -128,6 +128,15 @@ impl Runner {
         std::fs::create_dir_all(self.out_dir.join("ts"))
             .with_context(|| format!("creating {}", self.out_dir.display()))?;
         std::fs::create_dir_all(self.out_dir.join("logs"))?;
+        // What an eval killed mid-write (kill -9) left: zero-byte ts/.*.csv.tmp.* files.
+        let stale = tsstore::remove_stale_temps(&self.out_dir)?;
+        if !stale.is_empty() && self.progress {
+            eprintln!(
+                "eval: removed {} temporary files left in {} by an interrupted run",
+                stale.len(),
+                self.out_dir.join(tsstore::TS_DIR).display()
+            );
+        }
         let results_file = results_path(&self.out_dir);
         let done = results::finished_keys(&results::read(&results_file)?);
         results::repair(&results_file)?;

@@ -108,6 +108,46 @@ pub fn fold_finished(out_dir: &Path) -> Result<Compacted> {
     compact(out_dir, &runs)
 }
 
+/// Removes the temporary files that writers killed mid-write (`kill -9` during an eval)
+/// left in `out_dir/ts`: names of [`leocc_trace::out::temp_owner`]'s form whose process is
+/// gone. A live process's temporary (a run still writing, or another eval) is kept; a pid
+/// reused since only keeps a dead file a little longer. Returns the files removed.
+pub fn remove_stale_temps(out_dir: &Path) -> Result<Vec<PathBuf>> {
+    let dir = out_dir.join(TS_DIR);
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", dir.display())),
+    };
+    let mut removed = Vec::new();
+    for e in entries.filter_map(|e| e.ok()) {
+        let name = e.file_name();
+        let Some(pid) = name.to_str().and_then(leocc_trace::out::temp_owner) else {
+            continue;
+        };
+        if process_alive(pid) {
+            continue;
+        }
+        let p = e.path();
+        remove(&p)?;
+        removed.push(p);
+    }
+    Ok(removed)
+}
+
+/// Whether a process `pid` exists (kill with signal 0 checks without sending; EPERM means it
+/// exists under another user).
+fn process_alive(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: signal 0 only checks for existence and permission.
+    unsafe { libc::kill(pid, 0) == 0 || *libc::__errno_location() == libc::EPERM }
+}
+
 fn remove(p: &Path) -> Result<()> {
     std::fs::remove_file(p).with_context(|| format!("removing {}", p.display()))
 }
@@ -471,6 +511,27 @@ mod tests {
                        leocc,1,0.1,0,leocc,10.5,41.25,10,12.000,9,phase=up\n\
                        leocc,1,0.2,0,leocc,20.25,45.5,20,,19,\n";
     const EMU: &str = "t_s,flow,throughput_mbps,rtt_ms,loss\n0.1,0,5,40,0.01\n0.2,0,6,41,x\n";
+
+    #[test]
+    fn temporaries_of_dead_writers_are_removed_and_live_ones_kept() {
+        let d = tmp("stale");
+        let ts = d.join(TS_DIR);
+        std::fs::create_dir_all(&ts).unwrap();
+        // A pid above the kernel's limit (pid_max is at most 2^22) never runs.
+        let dead = ts.join(".run-1.csv.tmp.4999999.0.csv");
+        let live = ts.join(format!(".run-2.csv.tmp.{}.3.csv", std::process::id()));
+        let other = ts.join("run-3.csv");
+        for p in [&dead, &live, &other] {
+            std::fs::write(p, "").unwrap();
+        }
+        assert_eq!(remove_stale_temps(&d).unwrap(), vec![dead.clone()]);
+        assert!(!dead.exists() && live.exists() && other.exists());
+        assert!(
+            remove_stale_temps(&tmp("no-ts")).unwrap().is_empty(),
+            "no ts/ yet is fine"
+        );
+        std::fs::remove_dir_all(&d).unwrap();
+    }
 
     #[test]
     fn folds_runs_into_a_part_and_reads_them_back() {

@@ -27,6 +27,19 @@ fn temp_beside(dest: &Path) -> PathBuf {
     dest.with_file_name(format!(".{name}.tmp.{}.{n}{ext}", std::process::id()))
 }
 
+/// The process that made the temporary file called `name` (a name [`temp_beside`] gives:
+/// `.NAME.tmp.PID.N[.EXT]`), or `None` for any other name. A writer killed mid-write (kill -9)
+/// leaves its temporary behind; a caller that owns a directory removes the ones whose process
+/// is gone.
+pub fn temp_owner(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix('.')?;
+    let (_, tail) = rest.rsplit_once(".tmp.")?;
+    let mut parts = tail.split('.');
+    let pid = parts.next()?.parse::<u32>().ok()?;
+    parts.next()?.parse::<u64>().ok()?;
+    Some(pid)
+}
+
 /// The directory `dest` will live in, which must already exist: creating it silently would
 /// hide a typo, and failing later would waste the work that produced the output.
 fn parent_dir(dest: &Path) -> Result<PathBuf, TraceError> {
@@ -234,6 +247,17 @@ impl Drop for OutDir {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn temp_owner_reads_the_pid_of_our_temporaries_only() {
+        let t = temp_beside(Path::new("/x/ts/run-1.csv"));
+        let name = t.file_name().unwrap().to_str().unwrap();
+        assert_eq!(temp_owner(name), Some(std::process::id()), "{name}");
+        assert_eq!(temp_owner(".a.b.tmp.123.7"), Some(123), "no extension");
+        assert_eq!(temp_owner("run-1.csv"), None);
+        assert_eq!(temp_owner(".run.csv.tmp.x.1.csv"), None);
+        assert_eq!(temp_owner("part-00001.parquet"), None);
+    }
+
     use super::*;
 
     fn scratch(name: &str) -> PathBuf {
