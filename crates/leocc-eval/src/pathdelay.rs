@@ -123,7 +123,8 @@ fn seen(ip: &[u8]) -> Option<Seen> {
                         end: p.end,
                     })
                 }
-                Kind::Interest => return None,
+                // Requests and control packets (tokens, errors) carry no data.
+                Kind::Interest | Kind::Token | Kind::Error => return None,
             }
         }
         _ => return None,

@@ -3,6 +3,12 @@
 //! reliability: a segment unanswered for an RTO is requested again (the paper's
 //! consumer-driven, timeout-based retransmission). A VPH from upstream restarts the timer of
 //! the segments it covers, since a mid-node is already repairing them.
+//!
+//! The first hop answers the first interests with an address token (see `addrval`); the
+//! requester echoes it and asks again, so a transfer starts one first-hop round trip later.
+//! An error packet from the first hop (its name table is full, no producer serves the name)
+//! ends the transfer with that reason, and so does a transfer in which nothing arrived: a
+//! consumer never reports an empty success.
 
 use crate::counters::Counters;
 use crate::hopcc::HopCcConfig;
@@ -162,7 +168,7 @@ impl<'a> Consumer<'a> {
             }
             self.fill(now);
             sent.clear();
-            self.req.pump(now, &self.sock, &mut self.counters, &mut sent);
+            self.req.pump(now, &self.sock, &mut self.counters, &mut sent, |_| true);
             for w in &sent {
                 let tries = self.pending.get(&w.seg).map_or(1, |p| p.tries);
                 let deadline = now + self.rto_us(tries);
@@ -189,6 +195,14 @@ impl<'a> Consumer<'a> {
         }
         self.end_us = self.mono.now_us();
         self.roll_interval(self.end_us, true);
+        if self.total.is_none() && !stop.load(Ordering::Relaxed) {
+            return Err(format!(
+                "nothing arrived from {} in {:.1} s ({})",
+                self.cfg.first_hop,
+                self.end_us as f64 / 1e6,
+                if self.req.has_token() { "it validated this address but sent no data" } else { "no answer at all" }
+            ));
+        }
         Ok(())
     }
 
@@ -218,9 +232,21 @@ impl<'a> Consumer<'a> {
             self.counters.spoofed += 1;
             return Ok(());
         }
+        if p.kind == Kind::Token {
+            // A token is for this address whatever content it names; the range is only ours
+            // to ask again if it names our content.
+            self.counters.tokens_received += 1;
+            let (start, end) = if p.name == &*self.name { (p.start, p.end) } else { (0, 0) };
+            self.req.on_token(&self.name, start, end, p.flags, p.payload);
+            return Ok(());
+        }
         if p.name != &*self.name || p.kind == Kind::Interest {
             self.counters.unsolicited += 1;
             return Ok(());
+        }
+        if let Some(code) = p.error_code() {
+            self.counters.errors_received += 1;
+            return Err(format!("{} refused {:?}: {code}", self.cfg.first_hop, self.cfg.name));
         }
         if p.kind == Kind::Void {
             self.counters.void_received += 1;

@@ -20,6 +20,21 @@ pub struct Counters {
     pub unknown_content: u64,
     /// Dropped: a table (flows, pending requests) was full.
     pub state_full: u64,
+    /// Interests from a source without a valid address token: answered with a token only
+    /// (at most `addrval::AMPLIFICATION_LIMIT` times their bytes), nothing else done.
+    pub unvalidated: u64,
+    /// Token packets sent (to unvalidated sources, and refreshes).
+    pub tokens_sent: u64,
+    /// Token packets received from upstream (this node's requests were not validated yet).
+    pub tokens_received: u64,
+    /// Error packets sent (a request refused: name table full, unknown content), own or
+    /// relayed from upstream.
+    pub errors_sent: u64,
+    /// Error packets received from upstream.
+    pub errors_received: u64,
+    /// Content names dropped from the name table: idle for `names::NAME_IDLE_US`, or
+    /// reported by upstream as served by nobody.
+    pub names_expired: u64,
     /// Dropped by the test/demo loss injector (`--inject-loss`).
     pub injected_losses: u64,
     /// Segments answered from this node's cache.

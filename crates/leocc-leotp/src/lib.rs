@@ -6,24 +6,29 @@
 //! with a Void Packet Header so it happens once), and runs its own congestion control per hop
 //! with backpressure (eq. 6–9). The consumer's timeout keeps end-to-end reliability.
 //!
-//! Module map: `packet` is the versioned wire format (parser never panics); `cache` the
+//! Module map: `packet` is the versioned wire format (parser never panics); `addrval` the
+//! address tokens that keep a node from being a reflector; `names` a node's bounded, expiring
+//! table of content names; `cache` the
 //! bounded segment cache; `hopcc` the per-hop controller; `requester` the requesting side of
 //! a hop (pacing, RTT, hole detection) shared by `consumer` and `mid`; `producer` serves
 //! content; `counters` and `report` are what the programs print; `net` sockets and clocks.
 
+pub mod addrval;
 pub mod bench;
 pub mod cache;
 pub mod consumer;
 pub mod counters;
 pub mod hopcc;
 pub mod mid;
+pub mod names;
 pub mod net;
 pub mod packet;
 pub mod producer;
 pub mod report;
 pub mod requester;
 
-/// Most content names (flows) a node keeps state for: a bound against spoofed names.
+/// Most content names (flows) a node keeps state for at once: a bound against junk names
+/// (`names::Names` expires idle ones).
 pub const MAX_FLOWS: usize = 1024;
 /// UDP port the programs use when an address names none (unassigned by IANA).
 pub const DEFAULT_PORT: u16 = 5301;

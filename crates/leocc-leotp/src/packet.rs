@@ -1,12 +1,15 @@
-//! The LEOTP wire format, version 1 (documented in docs/leotp.md). One packet per UDP
-//! datagram, big-endian, a fixed 24-byte header, then the name, then (data only) the payload.
+//! The LEOTP wire format, version 2 (documented in docs/leotp.md). One packet per UDP
+//! datagram, big-endian, a fixed 32-byte header, then the name, then the payload (data: the
+//! segment; interest and token: an address token; error: the error code).
 //!
 //! ```text
-//!  0      2    3     4      5         6            8         12        16            24
-//!  | "LT" | ver | kind | flags | name_len | payload_len | start | end | timestamp_us | name | payload
+//!  0      2    3     4      5         6            8       12    16             24        28        32
+//!  | "LT" | ver | kind | flags | name_len | payload_len | start | end | timestamp_us | hold_us | backlog | name | payload
 //! ```
 //!
-//! * Interest (kind 1): asks for segments `[start, end)` of the content `name`.
+//! * Interest (kind 1): asks for segments `[start, end)` of the content `name`; its payload
+//!   is empty or the address token the node it is sent to gave this requester (see
+//!   `addrval`). Without a valid token the node answers with a token packet only.
 //! * Data (kind 2): segment `start` of `name`; `end` is the content's total number of
 //!   segments (`UNBOUNDED` for an endless bulk source); `timestamp_us` is the producer's
 //!   wall clock when it sent the segment, for one-way delay; `hold_us` is how long the node
@@ -18,14 +21,26 @@
 //! * Void (kind 3, the paper's Void Packet Header): segments `[start, end)` were lost on an
 //!   upstream hop and are being recovered there; downstream nodes neither report them as holes
 //!   again nor let the consumer's timer retransmit them meanwhile.
+//! * Token (kind 4, new in version 2): the answer to an interest whose source address is not
+//!   validated: the payload is a token to echo in later interests, `[start, end)` and
+//!   `flags` repeat the interest's (those segments were not served: ask again). An empty
+//!   range (`start == end`) only refreshes a token that is about to expire.
+//! * Error (kind 5, new in version 2): the node refuses `[start, end)` of `name` for the
+//!   reason in the one payload byte (`ErrorCode`); mid-nodes relay it to whoever asked.
+//!
+//! Version 2 changed the meaning of fields (an interest's payload) and added kinds, so a
+//! version 1 packet is refused rather than half understood.
 //!
 //! `parse` never panics: every field is checked, and anything inconsistent is an error the
 //! caller counts and drops.
 
+pub use crate::addrval::TOKEN_LEN;
+
 /// First two bytes of every packet.
 pub const MAGIC: [u8; 2] = *b"LT";
-/// The only version this code speaks; another version is refused (not guessed at).
-pub const VERSION: u8 = 1;
+/// The only version this code speaks; another version is refused (not guessed at). Version 2
+/// added address validation (tokens) and error packets.
+pub const VERSION: u8 = 2;
 /// Bytes before the name.
 pub const HEADER_LEN: usize = 32;
 /// Offset of `hold_us` and then `backlog`, which mid-nodes rewrite in place.
@@ -68,6 +83,39 @@ pub enum Kind {
     Data = 2,
     /// A void packet header: a range being recovered upstream.
     Void = 3,
+    /// An address token for the requester (the answer to an unvalidated interest).
+    Token = 4,
+    /// A refusal with a reason.
+    Error = 5,
+}
+
+/// Why a node refuses a request (the payload byte of an error packet).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorCode {
+    /// The node's table of content names is full of names in use: a new content cannot be
+    /// served now (try again later).
+    TableFull = 1,
+    /// The producer serves no content of that name.
+    UnknownContent = 2,
+}
+
+impl ErrorCode {
+    fn from_byte(b: u8) -> Option<ErrorCode> {
+        match b {
+            1 => Some(ErrorCode::TableFull),
+            2 => Some(ErrorCode::UnknownContent),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ErrorCode::TableFull => write!(f, "its content-name table is full ({} names in use)", crate::MAX_FLOWS),
+            ErrorCode::UnknownContent => write!(f, "no producer serves that content"),
+        }
+    }
 }
 
 /// A parsed packet borrowing the datagram.
@@ -89,7 +137,8 @@ pub struct Packet<'a> {
     pub hold_us: u32,
     /// Data: the sending node's request backlog towards its upstream, segments (0 otherwise).
     pub backlog: u32,
-    /// Segment bytes (data only).
+    /// Data: the segment bytes; interest: empty or an address token; token: the token;
+    /// error: the `ErrorCode` byte; void: empty.
     pub payload: &'a [u8],
 }
 
@@ -112,8 +161,10 @@ pub enum ParseError {
     BadName,
     /// Interest/void range empty or wider than `MAX_RANGE`; data segment beyond the total.
     BadRange,
-    /// Payload on an interest or void, or a data payload larger than `SEGMENT_BYTES`.
+    /// A payload of the wrong length for the kind (see `Packet::payload`).
     BadPayload,
+    /// An error packet with an unknown code.
+    BadCode(u8),
 }
 
 impl std::fmt::Display for ParseError {
@@ -128,6 +179,7 @@ impl std::fmt::Display for ParseError {
             ParseError::BadName => write!(f, "invalid content name"),
             ParseError::BadRange => write!(f, "invalid segment range"),
             ParseError::BadPayload => write!(f, "invalid payload length"),
+            ParseError::BadCode(c) => write!(f, "unknown error code {c}"),
         }
     }
 }
@@ -164,6 +216,8 @@ pub fn parse(buf: &[u8]) -> Result<Packet<'_>, ParseError> {
         1 => Kind::Interest,
         2 => Kind::Data,
         3 => Kind::Void,
+        4 => Kind::Token,
+        5 => Kind::Error,
         k => return Err(ParseError::BadKind(k)),
     };
     let flags = buf[4];
@@ -191,12 +245,30 @@ pub fn parse(buf: &[u8]) -> Result<Packet<'_>, ParseError> {
     // Checked above: printable ASCII is UTF-8.
     let name = std::str::from_utf8(name_bytes).map_err(|_| ParseError::BadName)?;
     let payload = &buf[HEADER_LEN + name_len..];
+    let range_ok = start < end && end - start <= MAX_RANGE;
     match kind {
-        Kind::Interest | Kind::Void => {
-            if !payload.is_empty() {
+        Kind::Interest | Kind::Void | Kind::Error => {
+            let payload_ok = match kind {
+                Kind::Interest => payload.is_empty() || payload.len() == TOKEN_LEN,
+                Kind::Error => payload.len() == 1,
+                _ => payload.is_empty(),
+            };
+            if !payload_ok {
                 return Err(ParseError::BadPayload);
             }
-            if start >= end || end - start > MAX_RANGE {
+            if !range_ok {
+                return Err(ParseError::BadRange);
+            }
+            if kind == Kind::Error && ErrorCode::from_byte(payload[0]).is_none() {
+                return Err(ParseError::BadCode(payload[0]));
+            }
+        }
+        Kind::Token => {
+            if payload.len() != TOKEN_LEN {
+                return Err(ParseError::BadPayload);
+            }
+            // Empty: a refresh only.
+            if !(range_ok || (start == end && start == 0)) {
                 return Err(ParseError::BadRange);
             }
         }
@@ -251,6 +323,35 @@ impl Packet<'_> {
     pub fn void(name: &str, start: u32, end: u32) -> Packet<'_> {
         Packet { kind: Kind::Void, flags: 0, name, start, end, timestamp_us: 0, hold_us: 0, backlog: 0, payload: &[] }
     }
+
+    /// A token packet: `token` for the requester, and the range (and flags) of the interest
+    /// it answers, which was not served (`0, 0`: a refresh only).
+    pub fn token<'a>(name: &'a str, start: u32, end: u32, flags: u8, token: &'a [u8; TOKEN_LEN]) -> Packet<'a> {
+        Packet { kind: Kind::Token, flags, name, start, end, timestamp_us: 0, hold_us: 0, backlog: 0, payload: token }
+    }
+
+    /// An error packet refusing `[start, end)` of `name`.
+    pub fn error(name: &str, start: u32, end: u32, code: ErrorCode) -> Packet<'_> {
+        const CODES: [[u8; 1]; 2] = [[ErrorCode::TableFull as u8], [ErrorCode::UnknownContent as u8]];
+        let payload: &'static [u8] = match code {
+            ErrorCode::TableFull => &CODES[0],
+            ErrorCode::UnknownContent => &CODES[1],
+        };
+        Packet { kind: Kind::Error, flags: 0, name, start, end, timestamp_us: 0, hold_us: 0, backlog: 0, payload }
+    }
+
+    /// The code of an error packet (None for other kinds).
+    pub fn error_code(&self) -> Option<ErrorCode> {
+        if self.kind != Kind::Error {
+            return None;
+        }
+        self.payload.first().and_then(|&b| ErrorCode::from_byte(b))
+    }
+
+    /// Bytes of the encoded packet.
+    pub fn wire_len(&self) -> usize {
+        HEADER_LEN + self.name.len() + self.payload.len()
+    }
 }
 
 #[cfg(test)]
@@ -266,16 +367,52 @@ mod tests {
     #[test]
     fn every_kind_round_trips() {
         let payload = vec![7u8; SEGMENT_BYTES];
+        let token = [0xa5u8; TOKEN_LEN];
         let pkts = [
             Packet::interest("bulk", 10, 20, FLAG_RETX, 5),
+            Packet { payload: &token, ..Packet::interest("bulk", 0, 1, 0, 0) },
             Packet::void("a/b.bin", 0, MAX_RANGE),
+            Packet::token("bulk", 3, 67, FLAG_RETX, &token),
+            Packet::token("bulk", 0, 0, 0, &token),
+            Packet::error("movie.mp4", 0, 1, ErrorCode::TableFull),
+            Packet::error("x", 9, 10, ErrorCode::UnknownContent),
             Packet { kind: Kind::Data, flags: 0, name: "x", start: 3, end: UNBOUNDED, timestamp_us: u64::MAX, hold_us: 77, backlog: 5, payload: &payload },
         ];
         for p in pkts {
             let b = enc(&p);
             assert!(b.len() <= MAX_PACKET);
+            assert_eq!(b.len(), p.wire_len());
             assert_eq!(parse(&b), Ok(p));
         }
+        assert_eq!(parse(&enc(&Packet::error("x", 9, 10, ErrorCode::TableFull))).unwrap().error_code(), Some(ErrorCode::TableFull));
+        assert_eq!(Packet::interest("x", 0, 1, 0, 0).error_code(), None);
+    }
+
+    #[test]
+    fn version_2_kinds_are_checked_as_strictly_as_the_others() {
+        let token = [1u8; TOKEN_LEN];
+        // An interest's payload is nothing or a whole token.
+        let short = [1u8; TOKEN_LEN - 1];
+        assert_eq!(parse(&enc(&Packet { payload: &short, ..Packet::interest("n", 0, 1, 0, 0) })), Err(ParseError::BadPayload));
+        // A token packet carries exactly a token, over a valid range or the empty refresh.
+        assert_eq!(parse(&enc(&Packet { payload: &short, ..Packet::token("n", 0, 1, 0, &token) })), Err(ParseError::BadPayload));
+        assert_eq!(parse(&enc(&Packet { payload: &[], ..Packet::token("n", 0, 1, 0, &token) })), Err(ParseError::BadPayload));
+        for (s, e) in [(5, 5), (6, 5), (0, MAX_RANGE + 1)] {
+            assert_eq!(parse(&enc(&Packet::token("n", s, e, 0, &token))), Err(ParseError::BadRange), "{s}..{e}");
+            assert_eq!(parse(&enc(&Packet::error("n", s, e, ErrorCode::TableFull))), Err(ParseError::BadRange), "{s}..{e}");
+        }
+        // An error carries one known code.
+        let mut b = enc(&Packet::error("n", 0, 1, ErrorCode::TableFull));
+        *b.last_mut().unwrap() = 0;
+        assert_eq!(parse(&b), Err(ParseError::BadCode(0)));
+        *b.last_mut().unwrap() = 3;
+        assert_eq!(parse(&b), Err(ParseError::BadCode(3)));
+        assert_eq!(parse(&enc(&Packet { payload: &[1, 1], ..Packet::error("n", 0, 1, ErrorCode::TableFull) })), Err(ParseError::BadPayload));
+        assert_eq!(parse(&enc(&Packet { payload: &[], ..Packet::error("n", 0, 1, ErrorCode::TableFull) })), Err(ParseError::BadPayload));
+        // Version 1 is refused, not half understood.
+        let mut v1 = enc(&Packet::interest("bulk", 0, 1, 0, 0));
+        v1[2] = 1;
+        assert_eq!(parse(&v1), Err(ParseError::BadVersion(1)));
     }
 
     #[test]
@@ -293,7 +430,7 @@ mod tests {
             parse(&b).map(|_| ())
         };
         assert_eq!(set(0, b'X'), Err(ParseError::BadMagic));
-        assert_eq!(set(2, 2), Err(ParseError::BadVersion(2)));
+        assert_eq!(set(2, 3), Err(ParseError::BadVersion(3)));
         assert_eq!(set(3, 9), Err(ParseError::BadKind(9)));
         assert_eq!(set(4, 0x80), Err(ParseError::BadFlags(0x80)));
         assert_eq!(set(HEADER_LEN, b' '), Err(ParseError::BadName));
@@ -301,7 +438,7 @@ mod tests {
         for (s, e) in [(5, 5), (6, 5), (0, MAX_RANGE + 1)] {
             assert_eq!(parse(&enc(&Packet::interest("n", s, e, 0, 0))), Err(ParseError::BadRange));
         }
-        // A payload on an interest: announce one byte and append it.
+        // A one-byte payload on an interest (neither nothing nor a token).
         let mut b = good.clone();
         b[7] = 1;
         b.push(0);
@@ -334,24 +471,35 @@ mod tests {
             kinds.push(p.kind as u8);
         }
         kinds.sort_unstable();
-        assert_eq!(kinds, [1, 2, 3]);
+        kinds.dedup();
+        assert_eq!(kinds, [1, 2, 3, 4, 5]);
     }
 
     #[test]
     fn random_bytes_never_panic() {
         let mut x = 0x1234_5678_9abc_def0u64;
-        let good = enc(&Packet::interest("bulk", 1, 2, 0, 0));
-        for i in 0..20_000 {
+        let token = [3u8; TOKEN_LEN];
+        let seeds = [enc(&Packet::interest("bulk", 1, 2, 0, 0)), enc(&Packet::token("bulk", 1, 2, 0, &token)), enc(&Packet::error("bulk", 1, 2, ErrorCode::UnknownContent))];
+        for i in 0..30_000 {
+            let good = &seeds[i % seeds.len()];
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
             let mut b = good.clone();
             b.resize((x % 200) as usize, (x >> 8) as u8);
+            // Keep the header's length fields consistent half the time, so the checks behind
+            // them are reached too.
+            if i % 2 == 0 && b.len() >= HEADER_LEN {
+                let payload = b.len().saturating_sub(HEADER_LEN + usize::from(b[5]));
+                b[6..8].copy_from_slice(&(payload as u16).to_be_bytes());
+            }
             let idx = (x >> 16) as usize % b.len().max(1);
             if let Some(v) = b.get_mut(idx) {
                 *v = (x >> 24) as u8 ^ i as u8;
             }
-            let _ = parse(&b);
+            if let Ok(p) = parse(&b) {
+                assert_eq!(enc(&p), b, "what parses encodes back to the same bytes");
+            }
         }
     }
 }

@@ -1,9 +1,12 @@
 //! The producer (`leocc leotp serve`): answers interests with segments of its content, at
-//! once — pacing is the requesters' job (requester-driven transport).
+//! once — pacing is the requesters' job (requester-driven transport). Only interests from a
+//! validated address are served (`addrval`): one interest may ask for 1,024 segments, so
+//! answering a forged source would make the producer a reflector.
 
+use crate::addrval::{Admit, Validator};
 use crate::counters::Counters;
 use crate::net;
-use crate::packet::{self, Kind, Packet, SEGMENT_BYTES, UNBOUNDED};
+use crate::packet::{self, ErrorCode, Kind, Packet, SEGMENT_BYTES, UNBOUNDED};
 use std::collections::HashMap;
 use std::fs::File;
 use std::net::{SocketAddr, UdpSocket};
@@ -54,6 +57,7 @@ pub struct ProducerConfig {
 pub struct Producer {
     sock: UdpSocket,
     files: HashMap<String, FileContent>,
+    validator: Validator,
     /// What happened so far.
     pub counters: Counters,
     /// Segments sent.
@@ -69,14 +73,14 @@ impl Producer {
             let file = File::open(p).map_err(|e| format!("{}: {e}", p.display()))?;
             let len = file.metadata().map_err(|e| format!("{}: {e}", p.display()))?.len();
             if len.div_ceil(SEGMENT_BYTES as u64) >= u64::from(UNBOUNDED) {
-                return Err(format!("{}: too large for LEOTP v1 (at most {} bytes)", p.display(), (u64::from(UNBOUNDED) - 1) * SEGMENT_BYTES as u64));
+                return Err(format!("{}: too large for LEOTP (32-bit segment numbers) (at most {} bytes)", p.display(), (u64::from(UNBOUNDED) - 1) * SEGMENT_BYTES as u64));
             }
             if is_bulk(&name) || map.insert(name.clone(), FileContent { file, len }).is_some() {
                 return Err(format!("{}: content name {name:?} is served twice", p.display()));
             }
         }
         let sock = net::bind(listen).map_err(|e| format!("bind {listen}: {e}"))?;
-        Ok(Producer { sock, files: map, counters: Counters::default(), segments_sent: 0 })
+        Ok(Producer { sock, files: map, validator: Validator::new()?, counters: Counters::default(), segments_sent: 0 })
     }
 
     /// The bound address.
@@ -111,12 +115,25 @@ impl Producer {
             self.counters.unsolicited += 1;
             return;
         }
+        if self.validator.admit(&p, dgram.len(), from, &self.sock, out, &mut self.counters) == Admit::Drop {
+            return;
+        }
         let total = if is_bulk(p.name) {
             UNBOUNDED
         } else if let Some(f) = self.files.get(p.name) {
             f.segments()
         } else {
+            // Said, not left to the requester's timeout: the source is validated, and the
+            // error is no larger than the interest.
             self.counters.unknown_content += 1;
+            Packet::error(p.name, p.start, p.end, ErrorCode::UnknownContent).encode(out);
+            match self.sock.send_to(out, from) {
+                Ok(_) => {
+                    self.counters.tx_packets += 1;
+                    self.counters.errors_sent += 1;
+                }
+                Err(_) => self.counters.send_errors += 1,
+            }
             return;
         };
         for seg in p.start..p.end.min(total) {

@@ -14,10 +14,16 @@
 //! answer was lost too, and it is sent again. Without this a twice-lost segment waits for
 //! the consumer's end-to-end timer (at least 300 ms), which at a few per cent loss per hop is
 //! most of the mean delay.
+//!
+//! Address validation (see `addrval`): the upstream node serves only interests carrying the
+//! token it gave this requester. The first interests (and any after the token aged out or the
+//! node restarted) are answered with a token packet instead; the requester keeps the token,
+//! puts the refused segments back at the head of its queue and sends them again with it, so
+//! the round trip is invisible to the caller.
 
 use crate::counters::Counters;
 use crate::hopcc::{HopCc, HopCcConfig};
-use crate::packet::{Packet, FLAG_RETX, MAX_RANGE};
+use crate::packet::{Packet, FLAG_RETX, MAX_RANGE, TOKEN_LEN};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;
@@ -106,6 +112,8 @@ pub struct Requester {
     last_pump_us: Option<u64>,
     last_sweep_us: u64,
     buf: Vec<u8>,
+    /// The address token the upstream node gave us, echoed in every interest.
+    token: Option<[u8; TOKEN_LEN]>,
 }
 
 impl Requester {
@@ -127,6 +135,7 @@ impl Requester {
             last_pump_us: None,
             last_sweep_us: 0,
             buf: Vec::with_capacity(128),
+            token: None,
         }
     }
 
@@ -165,8 +174,10 @@ impl Requester {
     }
 
     /// Sends as many queued requests as the pacing rate (eq. 9, with the upstream node's last
-    /// reported backlog) allows; each sent segment is appended to `sent`.
-    pub fn pump(&mut self, now_us: u64, sock: &UdpSocket, c: &mut Counters, sent: &mut Vec<Want>) {
+    /// reported backlog) allows; each sent segment is appended to `sent`. Queued requests
+    /// whose content is no longer `live` (a mid-node's name expired) are dropped unsent, at
+    /// no pacing cost: a flood of junk names must not hold real requests behind it.
+    pub fn pump(&mut self, now_us: u64, sock: &UdpSocket, c: &mut Counters, sent: &mut Vec<Want>, live: impl Fn(&str) -> bool) {
         let last = self.last_pump_us.replace(now_us).unwrap_or(now_us);
         if self.paced {
             let rate = self.rate_sps();
@@ -176,6 +187,11 @@ impl Requester {
             self.credit = self.credit.min(f64::from(MAX_BATCH).max(rate * 0.002));
         }
         while let Some(first) = self.backlog.front() {
+            if !live(&first.name) {
+                let w = self.backlog.pop_front().expect("front exists");
+                self.queued.remove(&(w.name, w.seg));
+                continue;
+            }
             if self.paced && self.credit < 1.0 {
                 break;
             }
@@ -205,7 +221,11 @@ impl Requester {
                     self.repairs.push_back((name.clone(), seg, now_us));
                 }
             }
-            Packet::interest(&name, start, end, if retx { FLAG_RETX } else { 0 }, now_us).encode(&mut self.buf);
+            let mut p = Packet::interest(&name, start, end, if retx { FLAG_RETX } else { 0 }, now_us);
+            if let Some(t) = &self.token {
+                p.payload = t;
+            }
+            p.encode(&mut self.buf);
             match sock.send_to(&self.buf, self.upstream) {
                 Ok(_) => c.tx_packets += 1,
                 Err(_) => c.send_errors += 1,
@@ -305,6 +325,47 @@ impl Requester {
         }
     }
 
+    /// A token packet from upstream: keep `token` for later interests, and queue again, at
+    /// the head and in order, the segments of `[start, end)` of `name` still in flight (the
+    /// upstream node did not serve them). Returns how many were queued again.
+    pub fn on_token(&mut self, name: &Arc<str>, start: u32, end: u32, flags: u8, token: &[u8]) -> usize {
+        if let Ok(t) = <[u8; TOKEN_LEN]>::try_from(token) {
+            self.token = Some(t);
+        }
+        let mut n = 0;
+        for seg in (start..end).rev() {
+            let key = (name.clone(), seg);
+            if self.in_flight.remove(&key).is_some() && self.backlog.len() < MAX_BACKLOG && self.queued.insert(key) {
+                self.backlog.push_front(Want { name: name.clone(), seg, retx: flags & FLAG_RETX != 0 });
+                n += 1;
+            }
+        }
+        if self.paced {
+            // They used no capacity of the hop: asking again costs no pacing credit, so the
+            // round trip delays the start by one hop RTT and no more.
+            self.credit += n as f64;
+        }
+        n
+    }
+
+    /// Whether the upstream node has given this requester an address token.
+    pub fn has_token(&self) -> bool {
+        self.token.is_some()
+    }
+
+    /// An error packet from upstream refused `[start, end)` of `name`: those requests will
+    /// not be answered, so they no longer count as in flight (nor as hole candidates).
+    pub fn on_refused(&mut self, name: &Arc<str>, start: u32, end: u32) {
+        for seg in start..end {
+            self.in_flight.remove(&(name.clone(), seg));
+        }
+    }
+
+    /// Drops the per-content state of `name` (its name expired at the mid-node).
+    pub fn forget(&mut self, name: &str) {
+        self.highest.remove(name);
+    }
+
     /// A VPH from upstream: `[start, end)` of `name` is being repaired there.
     pub fn on_void(&mut self, name: &Arc<str>, start: u32, end: u32) {
         for s in start..end {
@@ -342,7 +403,7 @@ mod tests {
         for seg in segs {
             assert!(r.want(Want { name: name.clone(), seg, retx: false }));
         }
-        r.pump(now, sock, c, &mut Vec::new());
+        r.pump(now, sock, c, &mut Vec::new(), |_| true);
     }
 
     fn answer(r: &mut Requester, name: &Arc<str>, seg: u32, now: u64, c: &mut Counters) -> Arrival {
@@ -359,7 +420,7 @@ mod tests {
         answer(&mut r, &name, 0, 9_000, &mut c);
         let a = answer(&mut r, &name, 2, 10_000, &mut c);
         assert_eq!(a.holes, vec![(1, 2)], "2 arrived, 1 (asked before it) did not");
-        r.pump(11_000, &sock, &mut c, &mut Vec::new()); // the re-request of 1
+        r.pump(11_000, &sock, &mut c, &mut Vec::new(), |_| true); // the re-request of 1
         (r, sock, name, c)
     }
 
@@ -373,7 +434,7 @@ mod tests {
         // 4 was asked for after the re-request and came first: the re-request was lost too.
         assert!(answer(&mut r, &name, 4, 30_000, &mut c).holes.is_empty(), "no new VPH: downstream knows already");
         assert_eq!((c.repairs_lost, r.backlog()), (1, 1));
-        r.pump(31_000, &sock, &mut c, &mut Vec::new());
+        r.pump(31_000, &sock, &mut c, &mut Vec::new(), |_| true);
         // Its answer ends the matter: later answers retry nothing.
         answer(&mut r, &name, 1, 40_000, &mut c);
         answer(&mut r, &name, 5, 41_000, &mut c);
@@ -394,5 +455,41 @@ mod tests {
         answer(&mut off, &name, 0, 9_000, &mut c);
         assert!(answer(&mut off, &name, 3, 10_000, &mut c).holes.is_empty());
         assert_eq!(off.backlog(), 0);
+    }
+
+    #[test]
+    fn a_token_packet_sends_the_refused_requests_again_with_the_token() {
+        let (mut r, sock, name) = hop();
+        let up = UdpSocket::bind("127.0.0.1:0").unwrap();
+        up.set_read_timeout(Some(std::time::Duration::from_secs(2))).unwrap();
+        r.upstream = up.local_addr().unwrap();
+        let mut c = Counters::default();
+        let mut buf = [0u8; 256];
+        ask(&mut r, &sock, &name, 0..4, 0, &mut c);
+        let n = up.recv(&mut buf).unwrap();
+        let p = crate::packet::parse(&buf[..n]).unwrap();
+        assert_eq!((p.start, p.end, p.payload.len()), (0, 4, 0), "no token yet");
+        // Upstream did not serve 0..4: they go out again, first, with the token.
+        ask(&mut r, &sock, &name, 4..6, 500, &mut c);
+        up.recv(&mut buf).unwrap();
+        let token = [7u8; TOKEN_LEN];
+        assert_eq!(r.on_token(&name, 0, 4, 0, &token), 4);
+        assert!(r.has_token());
+        r.pump(1_000, &sock, &mut c, &mut Vec::new(), |_| true);
+        let n = up.recv(&mut buf).unwrap();
+        let p = crate::packet::parse(&buf[..n]).unwrap();
+        assert_eq!((p.start, p.end, p.payload), (0, 4, &token[..]));
+        assert_eq!(r.in_flight(), 6);
+        // A refresh only replaces the token; a token for segments not in flight queues nothing.
+        assert_eq!(r.on_token(&name, 0, 0, 0, &[8u8; TOKEN_LEN]), 0);
+        assert_eq!(r.on_token(&name, 10, 12, 0, &[8u8; TOKEN_LEN]), 0);
+        ask(&mut r, &sock, &name, 6..7, 2_000, &mut c);
+        let n = up.recv(&mut buf).unwrap();
+        assert_eq!(crate::packet::parse(&buf[..n]).unwrap().payload, &[8u8; TOKEN_LEN][..]);
+        // A queued request whose content is no longer live is dropped unsent.
+        assert!(r.want(Want { name: Arc::from("gone"), seg: 0, retx: false }));
+        let mut sent = Vec::new();
+        r.pump(3_000, &sock, &mut c, &mut sent, |n| n != "gone");
+        assert!(sent.is_empty() && r.backlog() == 0);
     }
 }

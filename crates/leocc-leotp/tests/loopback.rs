@@ -2,8 +2,10 @@
 //! its own thread and port, exactly as the programs run them (no mocks: real sockets, real
 //! files). Loss is injected at the mid-nodes on data arriving from upstream.
 
+use leocc_leotp::addrval::AMPLIFICATION_LIMIT;
 use leocc_leotp::counters::Counters;
-use leocc_leotp::packet::{self, Kind, Packet};
+use leocc_leotp::names::NAME_IDLE_US;
+use leocc_leotp::packet::{self, ErrorCode, Kind, Packet, TOKEN_LEN};
 use leocc_leotp::{consumer, ConsumerConfig, HopCcConfig, Mid, MidConfig, Producer, Report};
 use std::net::{SocketAddr, UdpSocket};
 use std::path::PathBuf;
@@ -26,12 +28,19 @@ struct Chain {
     producer: std::thread::JoinHandle<Producer>,
     mids: Vec<std::thread::JoinHandle<Mid>>,
     first_hop: SocketAddr,
+    /// The first hop's upstream (the producer with one mid-node).
+    upstream_of_first: SocketAddr,
 }
 
 /// Producer serving `file`, then `hops` mid-nodes; the first hop is the last mid-node.
 fn chain(file: &PathBuf, hops: usize, loss: f64, innet: bool, hop_cc: bool) -> Chain {
+    chain_of(std::slice::from_ref(file), hops, loss, innet, hop_cc)
+}
+
+/// `chain` with several files.
+fn chain_of(files: &[PathBuf], hops: usize, loss: f64, innet: bool, hop_cc: bool) -> Chain {
     let stop = Arc::new(AtomicBool::new(false));
-    let mut p = Producer::bind(any(), std::slice::from_ref(file)).unwrap();
+    let mut p = Producer::bind(any(), files).unwrap();
     let mut up = p.local_addr();
     let s = stop.clone();
     let producer = std::thread::spawn(move || {
@@ -39,7 +48,9 @@ fn chain(file: &PathBuf, hops: usize, loss: f64, innet: bool, hop_cc: bool) -> C
         p
     });
     let mut mids = Vec::new();
+    let mut upstream_of_first = up;
     for i in 0..hops {
+        upstream_of_first = up;
         let mut cfg = MidConfig::new(any(), up);
         cfg.inject_loss = loss;
         cfg.innet_retx = innet;
@@ -53,7 +64,7 @@ fn chain(file: &PathBuf, hops: usize, loss: f64, innet: bool, hop_cc: bool) -> C
             m
         }));
     }
-    Chain { stop, producer, mids, first_hop: up }
+    Chain { stop, producer, mids, first_hop: up, upstream_of_first }
 }
 
 impl Chain {
@@ -69,6 +80,10 @@ fn content(len: usize) -> Vec<u8> {
 }
 
 fn get(first_hop: SocketAddr, name: &str, out: Option<PathBuf>, innet: bool) -> Report {
+    try_get(first_hop, name, out, innet).unwrap()
+}
+
+fn try_get(first_hop: SocketAddr, name: &str, out: Option<PathBuf>, innet: bool) -> Result<Report, String> {
     let cfg = ConsumerConfig {
         first_hop,
         name: name.into(),
@@ -79,7 +94,178 @@ fn get(first_hop: SocketAddr, name: &str, out: Option<PathBuf>, innet: bool) -> 
         interval: Duration::from_secs(1),
         progress: false,
     };
-    consumer::run(&cfg, &AtomicBool::new(false)).unwrap()
+    consumer::run(&cfg, &AtomicBool::new(false))
+}
+
+/// A requester's socket, with the programs' large buffers (a burst of 1,024 segments fits).
+fn socket() -> UdpSocket {
+    leocc_leotp::net::bind(any()).unwrap()
+}
+
+/// Every datagram arriving on `s` until nothing has come for `quiet`.
+fn drain(s: &UdpSocket, quiet: Duration) -> Vec<Vec<u8>> {
+    let mut got = Vec::new();
+    let mut buf = vec![0u8; 2048];
+    let mut last = std::time::Instant::now();
+    while last.elapsed() < quiet {
+        leocc_leotp::net::wait_readable(s, Duration::from_millis(10));
+        while let Ok((n, _)) = s.recv_from(&mut buf) {
+            got.push(buf[..n].to_vec());
+            last = std::time::Instant::now();
+        }
+    }
+    got
+}
+
+fn encode(p: &Packet) -> Vec<u8> {
+    let mut b = Vec::new();
+    p.encode(&mut b);
+    b
+}
+
+/// IPv4 + UDP header bytes, for amplification at the IP level (what a victim's link carries).
+const IP_UDP: usize = 28;
+
+/// Issue 34 item 1: one 36-byte interest for 1,024 segments of `bulk` used to be answered
+/// at once with 1,024 segments (1.47 MB of UDP payload, 40,846 x; 23,424 x at the IP level)
+/// towards its source, which can be forged. Now an unvalidated source gets one token packet,
+/// at most 3 x the bytes it sent, from the producer and from a mid-node holding the
+/// segments in its cache; echoing the token gets the data.
+#[test]
+fn an_unvalidated_interest_is_answered_with_at_most_three_times_its_bytes() {
+    let dir = scratch("amp");
+    let src = dir.join("unused.bin");
+    std::fs::write(&src, b"x").unwrap();
+    let c = chain(&src, 1, 0.0, true, true);
+    // Warm the mid-node's cache with bulk's first segments through a real transfer.
+    let cfg = ConsumerConfig {
+        first_hop: c.first_hop,
+        name: "bulk".into(),
+        output: None,
+        duration: Some(Duration::from_millis(700)),
+        cc: HopCcConfig::default(),
+        innet_retx: true,
+        interval: Duration::from_millis(500),
+        progress: false,
+    };
+    let warm = consumer::run(&cfg, &AtomicBool::new(false)).unwrap();
+    assert!(warm.bytes >= 1024 * packet::SEGMENT_BYTES as u64, "cache not warm: {} bytes", warm.bytes);
+    let forged = [0x42u8; TOKEN_LEN];
+    let mut worst: f64 = 0.0;
+    for (label, target) in [("producer", c.upstream_of_first), ("mid-node (cache)", c.first_hop)] {
+        for token in [None, Some(&forged)] {
+            let evil = socket();
+            let mut p = Packet::interest("bulk", 0, packet::MAX_RANGE, 0, 0);
+            if let Some(t) = token {
+                p.payload = t;
+            }
+            let sent = encode(&p);
+            evil.send_to(&sent, target).unwrap();
+            let back = drain(&evil, Duration::from_millis(300));
+            let bytes: usize = back.iter().map(Vec::len).sum();
+            let factor = bytes as f64 / sent.len() as f64;
+            let ip_factor = (bytes + IP_UDP * back.len()) as f64 / (sent.len() + IP_UDP) as f64;
+            eprintln!("{label}, token {}: sent {} B, got {} datagrams, {bytes} B back: {factor:.2} x ({ip_factor:.2} x with IP/UDP headers)", if token.is_some() { "forged" } else { "none" }, sent.len(), back.len());
+            assert!(bytes <= AMPLIFICATION_LIMIT * sent.len(), "{label}: {bytes} B for {} B", sent.len());
+            assert!(ip_factor <= AMPLIFICATION_LIMIT as f64);
+            worst = worst.max(factor);
+            // What came back is a token for this address, for exactly the range asked.
+            assert_eq!(back.len(), 1);
+            let t = packet::parse(&back[0]).unwrap();
+            assert_eq!((t.kind, t.start, t.end, t.payload.len()), (Kind::Token, 0, packet::MAX_RANGE, TOKEN_LEN));
+            // Echoing it proves the address: now the data comes.
+            let with_token = encode(&Packet { payload: t.payload, ..Packet::interest("bulk", 0, packet::MAX_RANGE, 0, 0) });
+            evil.send_to(&with_token, target).unwrap();
+            let data = drain(&evil, Duration::from_millis(500));
+            let segs = data.iter().filter(|d| packet::parse(d).is_ok_and(|p| p.kind == Kind::Data)).count();
+            assert!(segs > 1000, "{label}: a validated address is served ({segs} of 1024 segments)");
+        }
+    }
+    eprintln!("worst amplification of an unvalidated source: {worst:.2} x");
+    let (p, mids) = c.finish();
+    assert!(p.counters.unvalidated >= 2 && mids[0].counters.unvalidated >= 2);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Issue 34 item 4: junk names used to take the mid-node's 1,024 name slots for good (every
+/// new content then got 0 bytes and `get` still succeeded). 100,000 junk packets with new
+/// names from an unvalidated or spoofed source take no slot at all; a validated source that
+/// fills the table makes a new content fail with a clear error, until its names expire, and
+/// then the content is served in full.
+#[test]
+fn junk_names_leave_new_contents_fully_served() {
+    let dir = scratch("junk");
+    let (a, b) = (dir.join("first.bin"), dir.join("second.bin"));
+    let data = content(300_000);
+    std::fs::write(&a, &data).unwrap();
+    std::fs::write(&b, &data).unwrap();
+    let c = chain_of(&[a, b], 1, 0.0, true, true);
+    let mid = c.first_hop;
+    let evil = socket();
+    let forged = [0x42u8; TOKEN_LEN];
+    const JUNK: u32 = 100_000;
+    let t0 = std::time::Instant::now();
+    for i in 0..JUNK {
+        let name = format!("junk-{i}");
+        let p = match i % 4 {
+            0 | 1 => Packet::interest(&name, 0, 1, 0, 0),
+            2 => Packet { payload: &forged, ..Packet::interest(&name, 0, 1, 0, 0) },
+            _ if i % 8 == 3 => Packet { kind: Kind::Data, flags: 0, name: &name, start: 0, end: 1, timestamp_us: 0, hold_us: 0, backlog: 0, payload: b"x" },
+            _ => Packet::void(&name, 0, 1),
+        };
+        evil.send_to(&encode(&p), mid).unwrap();
+        // Closed loop, so that the junk is handled rather than lost in a full socket buffer:
+        // each batch's interests are answered with a token each before the next batch goes.
+        if i % 256 == 255 {
+            let (mut answers, t) = (0, std::time::Instant::now());
+            while answers < 192 && t.elapsed() < Duration::from_millis(200) {
+                leocc_leotp::net::wait_readable(&evil, Duration::from_millis(5));
+                while evil.recv_from(&mut [0u8; 128]).is_ok() {
+                    answers += 1;
+                }
+            }
+        }
+    }
+    eprintln!("sent {JUNK} junk packets in {:.2} s", t0.elapsed().as_secs_f64());
+    let out = dir.join("got-first.bin");
+    let r = get(mid, "first.bin", Some(out.clone()), true);
+    assert!(r.complete && std::fs::read(&out).unwrap() == data, "{:?}", r.to_json());
+
+    // Junk names from a validated source are forwarded; the producer answers "unknown
+    // content" and the mid-node frees their slots at once.
+    evil.send_to(&encode(&Packet::interest("junk-x", 0, 1, 0, 0)), mid).unwrap();
+    let token = drain(&evil, Duration::from_millis(200)).into_iter().find_map(|d| packet::parse(&d).ok().filter(|p| p.kind == Kind::Token).map(|p| p.payload.to_vec())).expect("a token");
+    for i in 0..2_000u32 {
+        evil.send_to(&encode(&Packet { payload: &token, ..Packet::interest(&format!("valid-junk-{i}"), 0, 1, 0, 0) }), mid).unwrap();
+        if i % 128 == 127 {
+            std::thread::sleep(Duration::from_micros(500));
+        }
+    }
+    drain(&evil, Duration::from_millis(300));
+    let r = get(mid, "first.bin", None, true);
+    assert!(r.complete, "{:?}", r.to_json());
+    // A validated source asking for 1,100 contents that do exist (the synthetic `bulk-N`)
+    // fills the table (first.bin holds one slot): the names past it are refused.
+    for i in 0..1_100u32 {
+        evil.send_to(&encode(&Packet { payload: &token, ..Packet::interest(&format!("bulk-{i}"), 0, 1, 0, 0) }), mid).unwrap();
+        if i % 128 == 127 {
+            std::thread::sleep(Duration::from_micros(500));
+        }
+    }
+    let refusals = drain(&evil, Duration::from_millis(200)).iter().filter(|d| packet::parse(d).is_ok_and(|p| p.error_code() == Some(ErrorCode::TableFull))).count();
+    assert!(refusals >= 50, "names past the table's size are refused with an error ({refusals})");
+    let e = try_get(mid, "second.bin", None, true).unwrap_err();
+    assert!(e.contains("table is full"), "{e}");
+    // Idle for NAME_IDLE_US, they expire, and the new content is served in full.
+    std::thread::sleep(Duration::from_micros(NAME_IDLE_US) + Duration::from_millis(700));
+    let out = dir.join("got-second.bin");
+    let r = get(mid, "second.bin", Some(out.clone()), true);
+    assert!(r.complete && std::fs::read(&out).unwrap() == data, "{:?}", r.to_json());
+    let (_, mids) = c.finish();
+    let m = &mids[0].counters;
+    eprintln!("mid-node: received {} datagrams, unvalidated {}, spoofed {}, refused (table full) {}, names dropped {}", m.rx_packets, m.unvalidated, m.spoofed, m.state_full, m.names_expired);
+    assert!(m.unvalidated + m.spoofed >= u64::from(JUNK) * 95 / 100, "the junk reached the node: {m:?}");
+    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -184,9 +370,24 @@ fn malformed_spoofed_and_unknown_packets_are_counted_and_dropped() {
     evil.send_to(&b, mid_addr).unwrap();
     Packet::void("ok.bin", 0, 5).encode(&mut b);
     evil.send_to(&b, mid_addr).unwrap();
-    // An interest for content nobody serves: forwarded, the producer counts it.
+    // An interest for content nobody serves, without a token: answered with a token only.
+    evil.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
     Packet::interest("nothing-here", 0, 3, 0, 0).encode(&mut b);
     evil.send_to(&b, mid_addr).unwrap();
+    let mut buf = [0u8; 256];
+    let n = evil.recv(&mut buf).unwrap();
+    let t = packet::parse(&buf[..n]).unwrap();
+    assert_eq!((t.kind, t.start, t.end), (Kind::Token, 0, 3));
+    // With the token it is forwarded; the producer says nobody serves it, and the mid-node
+    // relays that.
+    let token = t.payload.to_vec();
+    Packet { payload: &token, ..Packet::interest("nothing-here", 0, 3, 0, 0) }.encode(&mut b);
+    evil.send_to(&b, mid_addr).unwrap();
+    let n = evil.recv(&mut buf).unwrap();
+    assert_eq!(packet::parse(&buf[..n]).unwrap().error_code(), Some(ErrorCode::UnknownContent));
+    // A consumer asking for it fails with that reason.
+    let e = try_get(mid_addr, "nothing-here", None, true).unwrap_err();
+    assert!(e.contains("no producer serves"), "{e}");
     // A real transfer still works afterwards.
     let r = get(mid_addr, "ok.bin", None, true);
     assert!(r.complete);
@@ -194,7 +395,8 @@ fn malformed_spoofed_and_unknown_packets_are_counted_and_dropped() {
     let (p, mids) = c.finish();
     assert_eq!(mids[0].counters.malformed, 4);
     assert_eq!(mids[0].counters.spoofed, 2);
-    assert_eq!(p.counters.unknown_content, 1);
+    assert_eq!(mids[0].counters.unvalidated, 3, "the first interest of evil and of each consumer's socket");
+    assert_eq!(p.counters.unknown_content, 2);
     std::fs::remove_dir_all(dir).unwrap();
 }
 
