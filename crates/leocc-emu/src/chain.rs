@@ -26,7 +26,7 @@ use leocc_trace::{LinkModel, OPPORTUNITY_BYTES};
 use std::net::Ipv4Addr;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Child, Command};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -335,14 +335,14 @@ pub fn run(cfg: &ChainConfig, spec: &ChainShellSpec) -> Result<(i32, Vec<HopDirS
     }
     crate::shell::install_signal_handlers();
     let chain = Chain::start(cfg)?;
-    let mut background: Vec<Child> = Vec::new();
+    let mut background: Vec<crate::shell::Background> = Vec::new();
     let mut spawn_sh = |node: usize, line: &str, what: &str| -> Result<()> {
         let mut c = chain.command(node, "sh");
         own_group(c.arg("-c").arg(line));
-        let child = c.spawn().map_err(|e| EmuError::io(format!("start {what} {line:?} in node {node}"), e))?;
-        crate::shell::wait_until_listening(child.id());
-        background.push(child);
-        Ok(())
+        let b = crate::shell::Background::spawn(c, format!("{what} {line:?} in node {node}"))?;
+        // Kept before the wait, so that a failed one is terminated with the others.
+        background.push(b);
+        background.last_mut().expect("just pushed").wait_until_listening()
     };
     let started = (|| -> Result<()> {
         if let Some(sc) = &spec.server_cmd {
@@ -359,12 +359,12 @@ pub fn run(cfg: &ChainConfig, spec: &ChainShellSpec) -> Result<(i32, Vec<HopDirS
         let mut c = chain.command(0, &spec.cmd[0]);
         own_group(c.args(&spec.cmd[1..]));
         let mut child = c.spawn().map_err(|e| EmuError::io(format!("start {}", spec.cmd[0]), e))?;
-        let code = crate::shell::supervise(&mut child);
+        let code = crate::shell::supervise(&mut child, &mut background);
         terminate_group(&mut child);
         Ok(code)
     });
     for b in background.iter_mut() {
-        terminate_group(b);
+        terminate_group(&mut b.child);
     }
     let summary = chain.stop();
     Ok((code?, summary))

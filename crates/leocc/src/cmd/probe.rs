@@ -141,7 +141,7 @@ struct GenArgs {
     /// Aperiodic reconfigurations per minute.
     #[arg(long, default_value_t = 0.5)]
     aperiodic_per_min: f64,
-    /// Probe spacing, ms [default: 13 bent pipe, 16 ISL].
+    /// Probe spacing, ms [default: by path: 13 on a bent pipe, 16 over ISLs].
     #[arg(long)]
     spacing_ms: Option<f64>,
     /// Mean background loss rate, percent (Gilbert-Elliott).
