@@ -115,8 +115,11 @@ pub struct HopDirSummary {
     pub dir: &'static str,
     /// Capacity offered, Mbit/s.
     pub offered_mbps: f64,
-    /// Traffic carried, Mbit/s.
+    /// Traffic carried, Mbit/s, over the traffic period (first to last packet out of the hop),
+    /// so that the time before the application started does not dilute it.
     pub delivered_mbps: f64,
+    /// Length of the traffic period, s (0 when nothing passed).
+    pub traffic_s: f64,
     /// Packets arrived at the hop's queue.
     pub arrived_pkts: u64,
     /// Drops by the full queue.
@@ -131,8 +134,8 @@ impl std::fmt::Display for HopDirSummary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "hop {} {:4}: offered {:7.2} Mbit/s, delivered {:7.2} Mbit/s; {} pkts in, drops: queue {} loss {}; cpu {:.1} %",
-            self.hop, self.dir, self.offered_mbps, self.delivered_mbps, self.arrived_pkts, self.dropped_queue, self.dropped_loss, self.cpu_percent
+            "hop {} {:4}: offered {:7.2} Mbit/s, delivered {:7.2} Mbit/s over {:.1} s of traffic; {} pkts in, drops: queue {} loss {}; cpu {:.1} %",
+            self.hop, self.dir, self.offered_mbps, self.delivered_mbps, self.traffic_s, self.arrived_pkts, self.dropped_queue, self.dropped_loss, self.cpu_percent
         )
     }
 }
@@ -253,11 +256,14 @@ impl Chain {
                 let s = &d.first.data.stats;
                 let secs = (d.counters.end_us as f64 / 1e6).max(1e-6);
                 let mbps = |b: u64| b as f64 * 8.0 / secs / 1e6;
+                // The first packet's own transmission counts too: one packet is not a rate.
+                let traffic_s = s.departures_us.map_or(0.0, |(a, b)| (b - a) as f64 / 1e6);
                 HopDirSummary {
                     hop: k / 2,
                     dir: d.name,
                     offered_mbps: mbps(s.opportunities * u64::from(OPPORTUNITY_BYTES)),
-                    delivered_mbps: mbps(s.departed_bytes),
+                    delivered_mbps: if traffic_s > 0.0 { s.departed_bytes as f64 * 8.0 / traffic_s / 1e6 } else { 0.0 },
+                    traffic_s,
                     arrived_pkts: s.arrived_pkts,
                     dropped_queue: s.dropped_queue,
                     dropped_loss: s.dropped_loss,

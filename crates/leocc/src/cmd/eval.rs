@@ -230,33 +230,67 @@ fn run_matrix_on(
 
 /// A plain table of the single-flow cells: one row per control.
 fn print_table(records: &[results::Record]) {
+    print!("{}", table(records));
+}
+
+/// [`print_table`]'s text. With more than one run in a cell, each mean carries ± the half-width
+/// of its 95 % confidence interval (as the HTML report does), and a `runs` column says over how
+/// many runs.
+fn table(records: &[results::Record]) -> String {
+    const COLS: [(&str, &str, f64); 7] = [
+        ("thr Mbit/s", "throughput_mbps", 1.0),
+        ("util %", "utilization", 100.0),
+        ("RTT p95", "rtt_p95_ms", 1.0),
+        ("OWD p95", "owd_p95_ms", 1.0),
+        ("qdelay avg", "qdelay_avg_ms", 1.0),
+        ("loss %", "loss_rate", 100.0),
+        ("retx %", "retrans_rate", 100.0),
+    ];
     let cells = results::by_cell(records);
-    // Wide enough for a buffer that names its discipline (`500 pkts (31 ms), dropfront`).
-    let bw = cells.values().filter_map(|runs| runs.first()).map(|r| r.queue_label().chars().count()).fold(18, usize::max);
-    println!(
-        "{:<6} {:<22} {:<bw$} {:<10} {:>10} {:>7} {:>9} {:>9} {:>10} {:>7} {:>8}",
-        "engine", "trace", "buffer", "cc", "thr Mbit/s", "util %", "RTT p95", "OWD p95", "qdelay avg", "loss %", "retx %"
-    );
-    for ((engine, trace, _, scenario, label), runs) in &cells {
-        if scenario != "single" {
-            continue;
+    let single: Vec<_> = cells.iter().filter(|((_, _, _, scenario, _), _)| scenario == "single").collect();
+    let spread = single.iter().any(|(_, runs)| runs.len() > 1);
+    let rows: Vec<Vec<String>> = single
+        .iter()
+        .map(|((engine, trace, _, _, label), runs)| {
+            let mut row = vec![
+                engine.to_string(),
+                trace.to_string(),
+                runs.first().map(|r| r.queue_label()).unwrap_or_default(),
+                label.to_string(),
+                runs.len().to_string(),
+            ];
+            row.extend(COLS.iter().map(|(_, f, k)| stat(runs, f).map_or("–".to_string(), |s| s.fmt_ci(*k, 1))));
+            row
+        })
+        .collect();
+    let head: Vec<&str> = ["engine", "trace", "buffer", "cc", "runs"].into_iter().chain(COLS.iter().map(|c| c.0)).collect();
+    let width = |i: usize| rows.iter().map(|r| r[i].chars().count()).chain([head[i].chars().count()]).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..head.len()).map(width).collect();
+    let line = |cells: Vec<&str>| {
+        let mut out = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            // The runs column only when it says something (some cell has several runs).
+            if i == 4 && !spread {
+                continue;
+            }
+            let pad = widths[i].saturating_sub(c.chars().count());
+            // Names left-aligned, numbers right-aligned.
+            if i < 4 {
+                out += &format!("{c}{} ", " ".repeat(pad));
+            } else {
+                out += &format!("{}{c} ", " ".repeat(pad));
+            }
         }
-        let m = |f: &str, k: f64| stat(runs, f).map_or("–".to_string(), |s| format!("{:.1}", s.mean * k));
-        println!(
-            "{:<6} {:<22} {:<bw$} {:<10} {:>10} {:>7} {:>9} {:>9} {:>10} {:>7} {:>8}",
-            engine,
-            trace,
-            runs.first().map(|r| r.queue_label()).unwrap_or_default(),
-            label,
-            m("throughput_mbps", 1.0),
-            m("utilization", 100.0),
-            m("rtt_p95_ms", 1.0),
-            m("owd_p95_ms", 1.0),
-            m("qdelay_avg_ms", 1.0),
-            m("loss_rate", 100.0),
-            m("retrans_rate", 100.0)
-        );
+        out.trim_end().to_string() + "\n"
+    };
+    let mut out = line(head.clone());
+    for r in &rows {
+        out += &line(r.iter().map(String::as_str).collect());
     }
+    if spread {
+        out += &format!("{}\n", leocc_eval::stats::CI_LEGEND);
+    }
+    out
 }
 
 fn command_line() -> String {
@@ -574,6 +608,28 @@ pub fn emu_run(a: EmuRunArgs) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn rec(label: &str, seed: u64, thr: f64) -> results::Record {
+        results::Record(serde_json::json!({
+            "engine": "sim", "trace": "t", "scenario": "single", "label": label, "seed": seed,
+            "queue": "500", "queue_ms": 31.0, "throughput_mbps": thr, "rtt_p95_ms": 50.0,
+        }))
+    }
+
+    #[test]
+    fn the_table_shows_runs_and_spread_only_with_several_runs() {
+        let one = table(&[rec("cubic", 1, 10.0), rec("leocc", 1, 12.0)]);
+        assert!(!one.contains('±') && !one.contains("runs"), "{one}");
+        let two = table(&[rec("cubic", 1, 10.0), rec("cubic", 2, 12.0), rec("leocc", 1, 12.0), rec("leocc", 2, 12.0)]);
+        let head = two.lines().next().unwrap();
+        assert!(head.contains("runs"), "{two}");
+        // cubic: mean 11, t(0.975, 1) = 12.71 x sd 1.414 / sqrt 2 = 12.7.
+        let cubic = two.lines().find(|l| l.contains("cubic")).unwrap();
+        assert!(cubic.contains("11.0 ± 12.7") && cubic.contains(" 2 "), "{two}");
+        assert!(two.contains("confidence interval"), "{two}");
+        // Every row is as wide as the header: the columns line up.
+        assert!(two.lines().take(3).all(|r| r.chars().count() == head.chars().count()), "{two}");
+    }
 
     #[test]
     fn report_on_a_file_or_foreign_json_is_an_error() {
