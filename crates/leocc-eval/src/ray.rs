@@ -72,8 +72,8 @@ pub fn check_python(python: &std::path::Path) -> Result<()> {
         .current_dir(&dir)
         .output();
     let _ = std::fs::remove_dir(&dir);
-    let install = "`make test` sets up the project's .venv with Ray (or: PYTHON -m pip install \
-                   -r python/requirements.txt); name another Python with --python or $LEOCC_PYTHON";
+    let install = "`make test` or `scripts/setup.sh --python` sets up the project's .venv with Ray \
+                   (or: PYTHON -m pip install -r python/requirements.txt); name another Python with --python or $LEOCC_PYTHON";
     match out {
         Err(e) => bail!(
             "--executor ray: cannot run Python {} ({e}); {install}",
