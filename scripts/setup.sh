@@ -1,15 +1,32 @@
 #!/usr/bin/env bash
 # Installs what leocc needs on a Debian/Ubuntu machine, idempotently and quietly when all is present.
-# Safe to run again and again: it only calls apt when a package is missing.
+# Safe to run again and again: it only calls apt or pip when something is missing or changed.
+#
+#   scripts/setup.sh           what `make demo` needs: the build tools and the emulator's tools
+#   scripts/setup.sh --all     everything `make test` needs besides: chromium (report
+#                              screenshots) and the Python environment .venv (Ray, leocc_ml, the
+#                              `leocc` Python package built by maturin)
+#   scripts/setup.sh --python  just the Python environment
 set -euo pipefail
+
+ALL=0; PYTHON=0
+for arg in "$@"; do
+  case "$arg" in
+    --all) ALL=1; PYTHON=1 ;;
+    --python) PYTHON=1 ;;
+    *) echo "setup: unknown option $arg (--all or --python)" >&2; exit 2 ;;
+  esac
+done
 
 APT_PACKAGES=(
   clang llvm            # core/ compiled to BPF and host; llvm-strip for BPF objects
   libelf-dev zlib1g-dev pkg-config make  # libbpf-rs vendors libbpf, which needs libelf and zlib
   bpftool               # vmlinux.h from /sys/kernel/btf/vmlinux, and for users to inspect programs
   iperf3 iproute2 iputils-ping  # traffic and namespaces for the emulator
-  chromium              # headless screenshots of the HTML report in tests
 )
+if [ "$ALL" = 1 ]; then
+  APT_PACKAGES+=(chromium)  # headless screenshots of the HTML report in tests
+fi
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -29,6 +46,13 @@ command -v cargo >/dev/null 2>&1 || {
   echo "setup: cargo not found; install Rust with rustup (https://rustup.rs) and run again" >&2
   exit 1
 }
+
+if [ "$PYTHON" = 0 ]; then
+  if [ ! -x "$(cd "$(dirname "$0")/.." && pwd)/.venv/bin/python" ]; then
+    echo "setup: the optional Python parts (.venv: Ray for --executor ray, python/leocc_ml for the video scenario, the leocc Python package) are not installed; \`make test\` or \`scripts/setup.sh --python\` installs them"
+  fi
+  exit 0
+fi
 
 # Python: one virtual environment, .venv, for everything Python in the project, each part
 # (re)installed only when its sources change:

@@ -3,7 +3,7 @@
 # root-only namespace tests, which skip with a message when not root), then the Python ones.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/setup.sh
+./scripts/setup.sh --all
 export PATH="$HOME/.cargo/bin:$PATH"
 if [ -f core/Makefile ]; then
   echo "== core/ (C unit and scenario tests, BPF build test)"

@@ -26,7 +26,7 @@ use leocc_trace::{LinkModel, OPPORTUNITY_BYTES};
 use std::net::Ipv4Addr;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Child, Command};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -115,8 +115,11 @@ pub struct HopDirSummary {
     pub dir: &'static str,
     /// Capacity offered, Mbit/s.
     pub offered_mbps: f64,
-    /// Traffic carried, Mbit/s.
+    /// Traffic carried, Mbit/s, over the traffic period (first to last packet out of the hop),
+    /// so that the time before the application started does not dilute it.
     pub delivered_mbps: f64,
+    /// Length of the traffic period, s (0 when nothing passed).
+    pub traffic_s: f64,
     /// Packets arrived at the hop's queue.
     pub arrived_pkts: u64,
     /// Drops by the full queue.
@@ -131,8 +134,8 @@ impl std::fmt::Display for HopDirSummary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "hop {} {:4}: offered {:7.2} Mbit/s, delivered {:7.2} Mbit/s; {} pkts in, drops: queue {} loss {}; cpu {:.1} %",
-            self.hop, self.dir, self.offered_mbps, self.delivered_mbps, self.arrived_pkts, self.dropped_queue, self.dropped_loss, self.cpu_percent
+            "hop {} {:4}: offered {:7.2} Mbit/s, delivered {:7.2} Mbit/s over {:.1} s of traffic; {} pkts in, drops: queue {} loss {}; cpu {:.1} %",
+            self.hop, self.dir, self.offered_mbps, self.delivered_mbps, self.traffic_s, self.arrived_pkts, self.dropped_queue, self.dropped_loss, self.cpu_percent
         )
     }
 }
@@ -253,11 +256,14 @@ impl Chain {
                 let s = &d.first.data.stats;
                 let secs = (d.counters.end_us as f64 / 1e6).max(1e-6);
                 let mbps = |b: u64| b as f64 * 8.0 / secs / 1e6;
+                // The first packet's own transmission counts too: one packet is not a rate.
+                let traffic_s = s.departures_us.map_or(0.0, |(a, b)| (b - a) as f64 / 1e6);
                 HopDirSummary {
                     hop: k / 2,
                     dir: d.name,
                     offered_mbps: mbps(s.opportunities * u64::from(OPPORTUNITY_BYTES)),
-                    delivered_mbps: mbps(s.departed_bytes),
+                    delivered_mbps: if traffic_s > 0.0 { s.departed_bytes as f64 * 8.0 / traffic_s / 1e6 } else { 0.0 },
+                    traffic_s,
                     arrived_pkts: s.arrived_pkts,
                     dropped_queue: s.dropped_queue,
                     dropped_loss: s.dropped_loss,
@@ -335,14 +341,14 @@ pub fn run(cfg: &ChainConfig, spec: &ChainShellSpec) -> Result<(i32, Vec<HopDirS
     }
     crate::shell::install_signal_handlers();
     let chain = Chain::start(cfg)?;
-    let mut background: Vec<Child> = Vec::new();
+    let mut background: Vec<crate::shell::Background> = Vec::new();
     let mut spawn_sh = |node: usize, line: &str, what: &str| -> Result<()> {
         let mut c = chain.command(node, "sh");
         own_group(c.arg("-c").arg(line));
-        let child = c.spawn().map_err(|e| EmuError::io(format!("start {what} {line:?} in node {node}"), e))?;
-        crate::shell::wait_until_listening(child.id());
-        background.push(child);
-        Ok(())
+        let b = crate::shell::Background::spawn(c, format!("{what} {line:?} in node {node}"))?;
+        // Kept before the wait, so that a failed one is terminated with the others.
+        background.push(b);
+        background.last_mut().expect("just pushed").wait_until_listening()
     };
     let started = (|| -> Result<()> {
         if let Some(sc) = &spec.server_cmd {
@@ -359,12 +365,12 @@ pub fn run(cfg: &ChainConfig, spec: &ChainShellSpec) -> Result<(i32, Vec<HopDirS
         let mut c = chain.command(0, &spec.cmd[0]);
         own_group(c.args(&spec.cmd[1..]));
         let mut child = c.spawn().map_err(|e| EmuError::io(format!("start {}", spec.cmd[0]), e))?;
-        let code = crate::shell::supervise(&mut child);
+        let code = crate::shell::supervise(&mut child, &mut background);
         terminate_group(&mut child);
         Ok(code)
     });
     for b in background.iter_mut() {
-        terminate_group(b);
+        terminate_group(&mut b.child);
     }
     let summary = chain.stop();
     Ok((code?, summary))

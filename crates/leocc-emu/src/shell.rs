@@ -25,8 +25,11 @@ use crate::error::{EmuError, Result};
 use crate::owned::{own_group, terminate_group, KILL_GRACE_MS};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::Child;
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// How long to wait for --server-cmd to open a socket before starting CMD anyway.
@@ -129,11 +132,15 @@ pub fn run(cfg: &EmuConfig, spec: &ShellSpec) -> Result<(i32, Summary)> {
         Some(sc) => {
             let mut c = emu.command(Side::Server, "sh");
             own_group(c.arg("-c").arg(sc));
-            let child = c.spawn().map_err(|e| EmuError::io(format!("start --server-cmd {sc:?}"), e))?;
-            wait_until_listening(child.id());
-            Some(child)
+            let mut b = Background::spawn(c, format!("--server-cmd {sc:?}"))?;
+            if let Err(e) = b.wait_until_listening() {
+                terminate_group(&mut b.child);
+                drop(emu.stop());
+                return Err(e);
+            }
+            vec![b]
         }
-        None => None,
+        None => Vec::new(),
     };
     let tty = foreground_terminal();
     let mut c = emu.command(Side::Client, &spec.cmd[0]);
@@ -149,7 +156,7 @@ pub fn run(cfg: &EmuConfig, spec: &ShellSpec) -> Result<(i32, Summary)> {
             if let Some(fd) = tty {
                 give_terminal(fd, child.id() as libc::pid_t);
             }
-            let code = supervise(&mut child);
+            let code = supervise(&mut child, &mut server);
             if let Some(fd) = tty {
                 // SAFETY: getpgrp has no preconditions.
                 give_terminal(fd, unsafe { libc::getpgrp() });
@@ -160,8 +167,8 @@ pub fn run(cfg: &EmuConfig, spec: &ShellSpec) -> Result<(i32, Summary)> {
         }
         Err(e) => Err(EmuError::io(format!("start {}", spec.cmd[0]), e)),
     };
-    if let Some(s) = server.as_mut() {
-        terminate_group(s);
+    for s in server.iter_mut() {
+        terminate_group(&mut s.child);
     }
     let summary = emu.stop();
     Ok((code?, summary))
@@ -188,12 +195,18 @@ fn give_terminal(fd: libc::c_int, pgid: libc::pid_t) {
     }
 }
 
-/// Waits for CMD, reacting to signals; returns its exit code.
-pub(crate) fn supervise(child: &mut Child) -> i32 {
+/// Waits for CMD, reacting to signals, and says at once when one of the `background`
+/// commands fails meanwhile; returns CMD's exit code.
+pub(crate) fn supervise(child: &mut Child, background: &mut [Background]) -> i32 {
     let mut term_sent: Option<Instant> = None;
     loop {
         if let Ok(Some(status)) = child.try_wait() {
             return status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
+        }
+        for b in background.iter_mut() {
+            if let Some(report) = b.exited_with_failure() {
+                eprintln!("leocc: {report}");
+            }
         }
         match PENDING_SIGNAL.swap(0, Ordering::SeqCst) {
             0 => {}
@@ -214,6 +227,98 @@ pub(crate) fn supervise(child: &mut Child) -> i32 {
 fn send(pid: u32, sig: libc::c_int) {
     // SAFETY: kill(2) on our own child's pid.
     unsafe { libc::kill(pid as libc::pid_t, sig) };
+}
+
+/// Lines of a background command's stderr kept to report its early exit.
+const TAIL_LINES: usize = 5;
+
+/// A command started beside CMD (`--server-cmd`, `--node-cmd`): its stderr still reaches ours
+/// line by line, and its last lines are kept so that an early exit can be reported with them
+/// instead of CMD failing later for want of a server.
+pub struct Background {
+    /// The `sh -c` process, leader of its own process group.
+    pub child: Child,
+    /// The option and command line, for messages: `--server-cmd 'iperf3 -s'`.
+    what: String,
+    tail: Arc<Mutex<VecDeque<String>>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+    /// The exit was reported already.
+    reported: bool,
+}
+
+impl Background {
+    /// Starts `cmd` (whose stderr is taken over here); `what` names it in messages.
+    pub fn spawn(mut cmd: Command, what: String) -> Result<Background> {
+        cmd.stderr(Stdio::piped());
+        let mut child = cmd.spawn().map_err(|e| EmuError::io(format!("start {what}"), e))?;
+        let tail = Arc::new(Mutex::new(VecDeque::new()));
+        let stderr = child.stderr.take();
+        let keep = Arc::clone(&tail);
+        let reader = stderr.map(|err| {
+            std::thread::spawn(move || {
+                for line in BufReader::new(err).lines().map_while(|l| l.ok()) {
+                    eprintln!("{line}");
+                    let mut t = keep.lock().unwrap_or_else(|p| p.into_inner());
+                    if t.len() == TAIL_LINES {
+                        t.pop_front();
+                    }
+                    t.push_back(line);
+                }
+            })
+        });
+        Ok(Background { child, what, tail, reader, reported: false })
+    }
+
+    /// Waits (up to `SERVER_READY_TIMEOUT_MS`) until the command's namespace has a listening
+    /// TCP or a bound UDP socket. An exit with a failure before that is an error with its
+    /// status and last stderr lines; an exit with success (a server that daemonizes) is not.
+    pub fn wait_until_listening(&mut self) -> Result<()> {
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_millis(SERVER_READY_TIMEOUT_MS) {
+            if has_socket(self.child.id()) {
+                return Ok(());
+            }
+            if let Some(report) = self.exited_with_failure() {
+                return Err(EmuError::msg(report));
+            }
+            if self.reported {
+                return Ok(()); // exited with success: nothing more to wait for
+            }
+            std::thread::sleep(Duration::from_millis(WAIT_POLL_MS));
+        }
+        Ok(())
+    }
+
+    /// Once, when the command has exited: the report of a failure (its status and last
+    /// stderr lines), None for success or while it runs.
+    pub fn exited_with_failure(&mut self) -> Option<String> {
+        if self.reported {
+            return None;
+        }
+        let status = self.child.try_wait().ok().flatten()?;
+        self.reported = true;
+        if status.success() {
+            return None;
+        }
+        // Let the reader take in what the command wrote last (briefly: a process the command
+        // left behind may hold the pipe open).
+        if let Some(r) = self.reader.take() {
+            let until = Instant::now() + Duration::from_millis(200);
+            while !r.is_finished() && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(WAIT_POLL_MS));
+            }
+            if r.is_finished() {
+                let _ = r.join();
+            }
+        }
+        let tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
+        let last = if tail.is_empty() {
+            " (it wrote nothing to stderr)".to_string()
+        } else {
+            format!("; its last stderr lines:\n  {}", tail.iter().cloned().collect::<Vec<_>>().join("\n  "))
+        };
+        Some(format!("{} exited early with {status}{last}", self.what))
+    }
 }
 
 /// Waits (up to `SERVER_READY_TIMEOUT_MS`) until the namespace of `pid` has a listening TCP or

@@ -95,6 +95,9 @@ pub struct StageStats {
     pub departed_pkts: u64,
     /// Bytes that left the queue.
     pub departed_bytes: u64,
+    /// Emulation time of the first and the last departure, µs (None before the first): the
+    /// traffic period, over which a summary rates what was carried, setup time excluded.
+    pub departures_us: Option<(u64, u64)>,
     /// Opportunities that passed while the stage ran (offered capacity = this x 1500 B).
     pub opportunities: u64,
     /// Opportunities that passed while a packet was waiting (capacity the traffic could use).
@@ -363,6 +366,8 @@ impl<P: AsRef<[u8]>> Stage<P> {
         self.stats.record_delay((o - q.arrival_us).min(u64::from(u32::MAX)) as u32);
         self.stats.departed_pkts += 1;
         self.stats.departed_bytes += len as u64;
+        let first = self.stats.departures_us.map_or(o, |(f, _)| f);
+        self.stats.departures_us = Some((first, o));
         if let Some(f) = self.stats.flows.as_mut() {
             f.record_packet(o, q.pkt.as_ref());
         }

@@ -97,12 +97,9 @@ pub const MAX_DURATION_SLACK_S: f64 = 5.0;
 
 /// Arguments of the client (the receiver, which prints the JSON) of one QUIC flow.
 pub fn get_args(cmd: &mut Command, server: &str, cert: &Path, seconds: f64, interval_s: f64) {
-    cmd.args(["quic", "get", server, "--cert"]).arg(cert).args([
-        "-t",
-        &seconds.to_string(),
-        "-i",
-        &interval_s.to_string(),
-    ]);
+    cmd.args(["quic", "get", server, "-J", "--cert"])
+        .arg(cert)
+        .args(["-t", &seconds.to_string(), "-i", &interval_s.to_string()]);
 }
 
 /// Packets the QUIC sender sent (to rate its losses), None for iperf3 output.

@@ -51,6 +51,37 @@ pub fn parse_qdiscs(s: &str) -> Result<Vec<Qdisc>, String> {
     Ok(out)
 }
 
+/// Checks the controls of `--cc` for `engine` before any run starts: an unknown one is an
+/// error naming it, the controls the engine runs, and the likely one for a typo (`cubci`: did
+/// you mean cubic?), instead of a failed run per cell later.
+pub fn check_ccs(engine: Engine, ccs: &[String]) -> Result<(), String> {
+    for cc in ccs {
+        match engine {
+            Engine::Sim => {
+                if !leocc_sim::cc::NAMES.contains(&cc.as_str()) {
+                    return Err(format!("--cc: {}", leocc_sim::cc::unknown_cc(cc)));
+                }
+            }
+            Engine::Emu => {
+                if crate::emu_quic::quic_name(cc).is_some() {
+                    crate::emu_quic::check(cc).map_err(|e| format!("--cc {cc}: {e}"))?;
+                } else if !crate::emu_engine::KERNEL_CCS.contains(&cc.as_str()) {
+                    let hint = leocc_sim::cc::did_you_mean(
+                        cc,
+                        crate::emu_engine::KERNEL_CCS.iter().copied(),
+                    );
+                    return Err(format!(
+                        "--cc: control '{cc}'{hint} has no kernel implementation (--engine emu \
+                         runs {}, and quic:NAME)",
+                        crate::emu_engine::KERNEL_CCS.join(", ")
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Which engine carries a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Engine {
@@ -342,6 +373,23 @@ impl Matrix {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unknown_controls_fail_up_front_with_a_suggestion() {
+        let ccs = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(check_ccs(Engine::Sim, &ccs(&["leocc", "cubic", "leocc-ref"])).is_ok());
+        let e = check_ccs(Engine::Sim, &ccs(&["leocc", "cubci"])).unwrap_err();
+        assert!(
+            e.contains("'cubci'") && e.contains("did you mean cubic?"),
+            "{e}"
+        );
+        assert!(!e.contains("--flows"), "{e}");
+        // The emulator runs the kernel's controls only.
+        let e = check_ccs(Engine::Emu, &ccs(&["vegas"])).unwrap_err();
+        assert!(e.contains("no kernel implementation"), "{e}");
+        let e = check_ccs(Engine::Emu, &ccs(&["bbbr"])).unwrap_err();
+        assert!(e.contains("did you mean bbr?"), "{e}");
+    }
 
     fn matrix(scenarios: Vec<Scenario>) -> Matrix {
         Matrix {

@@ -34,9 +34,66 @@ pub struct RayOptions {
     pub python: PathBuf,
 }
 
-/// The Python to use when none is named: `$LEOCC_PYTHON`, else `python3`.
+/// The Python to use when none is named: `$LEOCC_PYTHON`, else the project's own environment
+/// (`.venv/bin/python`, which `make test` sets up with Ray), looked for above the leocc binary
+/// and above the working directory, else `python3`.
 pub fn default_python() -> PathBuf {
-    std::env::var_os("LEOCC_PYTHON").map_or_else(|| PathBuf::from("python3"), PathBuf::from)
+    if let Some(p) = std::env::var_os("LEOCC_PYTHON") {
+        return PathBuf::from(p);
+    }
+    let exe = std::env::current_exe().ok();
+    let cwd = std::env::current_dir().ok();
+    exe.iter()
+        .chain(cwd.iter())
+        .flat_map(|start| start.ancestors())
+        .map(|dir| dir.join(".venv/bin/python"))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from("python3"))
+}
+
+/// A directory of this process's own for the driver script. Python puts the script's directory
+/// first on `sys.path`; in the shared temporary directory that would make Ray's own session
+/// folder (`/tmp/ray`) importable as a namespace package called `ray`, so that a Python without
+/// Ray fails with "module 'ray' has no attribute 'remote'" instead of "No module named 'ray'".
+fn driver_dir() -> Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("leocc-ray-driver-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    Ok(dir)
+}
+
+/// Checks, before any run starts, that `python` runs and imports Ray; the error names the
+/// Python tried and how to get one with Ray.
+pub fn check_python(python: &std::path::Path) -> Result<()> {
+    let dir = driver_dir()?;
+    // From the private directory (a neutral working directory too), with `-c` so that nothing
+    // but the standard sys.path is searched.
+    let out = Command::new(python)
+        .args(["-c", "import ray; ray.remote"])
+        .current_dir(&dir)
+        .output();
+    let _ = std::fs::remove_dir(&dir);
+    let install = "`make test` or `scripts/setup.sh --python` sets up the project's .venv with Ray \
+                   (or: PYTHON -m pip install -r python/requirements.txt); name another Python with --python or $LEOCC_PYTHON";
+    match out {
+        Err(e) => bail!(
+            "--executor ray: cannot run Python {} ({e}); {install}",
+            python.display()
+        ),
+        Ok(o) if !o.status.success() => {
+            let why = String::from_utf8_lossy(&o.stderr);
+            let last = why
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("")
+                .trim();
+            bail!(
+                "--executor ray: Python {} has no usable Ray ({last}); {install}",
+                python.display()
+            )
+        }
+        Ok(_) => Ok(()),
+    }
 }
 
 /// A run's arguments for a worker: the local command's, with the trace and time series paths
@@ -70,8 +127,8 @@ impl Runner {
         if todo.is_empty() {
             return Ok(outcome);
         }
-        let driver =
-            std::env::temp_dir().join(format!("leocc-ray-driver-{}.py", std::process::id()));
+        let dir = driver_dir()?;
+        let driver = dir.join("ray_driver.py");
         leocc_trace::write_atomic(&driver, DRIVER.as_bytes())?;
         let mut cmd = Command::new(&ray.python);
         cmd.arg(&driver)
@@ -140,6 +197,7 @@ impl Runner {
         })?;
         let status = child.wait()?;
         let _ = std::fs::remove_file(&driver);
+        let _ = std::fs::remove_dir(&dir);
         let why = String::from_utf8_lossy(&driver_log)
             .lines()
             .rev()

@@ -126,11 +126,7 @@ impl Plan {
             return Err("a queue discipline is listed twice".into());
         }
         if !leocc_sim::cc::NAMES.contains(&self.cc.as_str()) {
-            return Err(format!(
-                "unknown congestion control '{}' (known: {})",
-                self.cc,
-                leocc_sim::cc::NAMES.join(", ")
-            ));
+            return Err(leocc_sim::cc::unknown_cc(&self.cc));
         }
         let mut by_cc: BTreeMap<&str, Vec<String>> = BTreeMap::new();
         for (cc, p) in &self.cc_params {

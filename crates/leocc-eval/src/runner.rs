@@ -44,6 +44,30 @@ pub fn results_path(out_dir: &Path) -> PathBuf {
     out_dir.join("results.jsonl")
 }
 
+/// A run as a progress line names it: engine, trace, buffer (and its discipline when not
+/// drop-tail), scenario, control, a sweep's parameters, seed. The buffer is in it because the
+/// matrix runs every cell once per buffer: without it two lines would read the same.
+pub fn run_label(spec: &RunSpec) -> String {
+    let q = spec.queue.to_string();
+    let buffer = match q.parse::<u64>() {
+        Ok(_) => format!("{q} pkts"),
+        Err(_) => q,
+    };
+    let qdisc = match spec.qdisc {
+        leocc_sim::Qdisc::DropTail => String::new(),
+        other => format!(" {other}"),
+    };
+    let params = if spec.params.is_empty() {
+        String::new()
+    } else {
+        format!(" [{}]", spec.params.join(" "))
+    };
+    format!(
+        "{} {} buffer {buffer}{qdisc} {} {}{params} seed {}",
+        spec.engine, spec.trace_name, spec.scenario, spec.label, spec.seed
+    )
+}
+
 impl Runner {
     /// Runs every spec whose key is not yet in results.jsonl.
     pub fn run(&self, specs: &[RunSpec]) -> Result<Outcome> {
@@ -170,14 +194,10 @@ impl Runner {
         }
         let eta = started.elapsed().mul_f64((total - n) as f64 / n as f64);
         eprintln!(
-            "eval: [{n}/{total}] {:>3}% ETA {}  {} {} {} {} seed {}{}",
+            "eval: [{n}/{total}] {:>3}% ETA {}  {}{}",
             n * 100 / total,
             fmt_duration(eta),
-            spec.engine,
-            spec.trace_name,
-            spec.scenario,
-            spec.label,
-            spec.seed,
+            run_label(spec),
             if failed { "  FAILED" } else { "" }
         );
     }
@@ -301,6 +321,36 @@ pub fn fmt_duration(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn progress_lines_name_the_buffer() {
+        use crate::matrix::{Engine, Matrix, Scenario};
+        let m = Matrix {
+            engine: Engine::Sim,
+            traces: vec!["traces/a.trace".into()],
+            ccs: vec!["cubic".into()],
+            scenarios: vec![Scenario::Single],
+            runs: 1,
+            seed: 1,
+            duration_s: Some(5.0),
+            queues: crate::matrix::parse_queues("500,150ms").unwrap(),
+            loss: None,
+            oracle_reconfig: false,
+        };
+        let labels: Vec<String> = m
+            .expand_qdiscs(
+                &[leocc_sim::Qdisc::DropTail, leocc_sim::Qdisc::CoDel],
+                |_| 5.0,
+            )
+            .iter()
+            .map(run_label)
+            .collect();
+        assert_eq!(labels[0], "sim a buffer 500 pkts single cubic seed 1");
+        assert_eq!(labels[1], "sim a buffer 500 pkts codel single cubic seed 1");
+        assert_eq!(labels[2], "sim a buffer 150ms single cubic seed 1");
+        let distinct: std::collections::HashSet<_> = labels.iter().collect();
+        assert_eq!(distinct.len(), labels.len(), "{labels:?}");
+    }
 
     #[test]
     fn durations_read_well() {

@@ -654,6 +654,13 @@ pub fn table(sweep: &Sweep, g: &Group) -> String {
             }
         );
     }
+    if best.is_none() {
+        let _ = writeln!(
+            s,
+            "no setting chosen: none raises throughput while keeping the p95 RTT within \
+             {MAX_INFLATION_PCT:.0} % of the defaults'"
+        );
+    }
     s
 }
 
@@ -669,6 +676,33 @@ mod tests {
             "bbr3.loss_thresh=0.02, 0.08,0.08".parse().unwrap(),
         ])
         .unwrap()
+    }
+
+    #[test]
+    fn the_table_says_when_no_setting_is_chosen() {
+        let sw = sweep();
+        let pt = |setting: Setting, gain_pct: f64, inflation_pct: f64| Point {
+            setting,
+            throughput_mbps: 10.0,
+            rtt_p95_ms: 50.0,
+            runs: 1,
+            gain_pct,
+            inflation_pct,
+        };
+        let setting = sw.settings()[0].clone();
+        let mut g = Group {
+            title: "all".into(),
+            defaults: pt(Vec::new(), 0.0, 0.0),
+            points: vec![pt(setting, 5.0, 30.0)],
+        };
+        let t = table(&sw, &g);
+        assert!(t.contains("no setting chosen"), "{t}");
+        g.points[0].inflation_pct = 2.0;
+        let t = table(&sw, &g);
+        assert!(
+            t.contains("<- best") && !t.contains("no setting chosen"),
+            "{t}"
+        );
     }
 
     #[test]

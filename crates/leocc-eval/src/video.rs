@@ -79,7 +79,7 @@ pub fn find_python(exe: &Path) -> Result<(PathBuf, PathBuf)> {
         None => root.join(VENV_PYTHON),
     };
     if !python.is_file() {
-        bail!("{} missing: run scripts/setup.sh (it makes the venv with leocc_ml), or set LEOCC_PYTHON", python.display());
+        bail!("{} missing: run `scripts/setup.sh --python` or `make test` (they make the venv with leocc_ml; `make demo` does not), or set LEOCC_PYTHON", python.display());
     }
     Ok((python, root.join(PACKAGE_DIR)))
 }

@@ -391,6 +391,9 @@ pub struct Status {
     pub option_counters: Option<crate::option::Counters>,
     /// Whether we run as root.
     pub root: bool,
+    /// kernel.bpf_stats_enabled (None: unreadable): without it the kernel counts no runs, so
+    /// a program's "0 runs" means "not counted", not "never ran".
+    pub bpf_stats: Option<bool>,
 }
 
 impl Status {
@@ -424,6 +427,7 @@ pub fn status(btf: Option<&Path>) -> Status {
         option_links: crate::option::attachments().unwrap_or_default(),
         option_counters: crate::option::read_counters().ok(),
         root,
+        bpf_stats: bpf_stats_enabled(),
     }
 }
 
@@ -473,10 +477,21 @@ impl fmt::Display for Status {
             writeln!(f, "note:             not root: programs, maps and struct_ops support are not shown")?;
         }
         for p in &self.programs {
+            if self.bpf_stats == Some(true) {
+                writeln!(
+                    f,
+                    "program:          {} id {} ({} runs, {} ns)",
+                    p.name, p.id, p.run_cnt, p.run_time_ns
+                )?;
+            } else {
+                writeln!(f, "program:          {} id {}", p.name, p.id)?;
+            }
+        }
+        if !self.programs.is_empty() && self.bpf_stats != Some(true) {
             writeln!(
                 f,
-                "program:          {} id {} ({} runs, {} ns)",
-                p.name, p.id, p.run_cnt, p.run_time_ns
+                "run statistics:   off (kernel.bpf_stats_enabled=0: runs are not counted; \
+                 `sysctl -w kernel.bpf_stats_enabled=1` counts them, at a small cost per run)"
             )?;
         }
         if let Some(n) = self.flows {

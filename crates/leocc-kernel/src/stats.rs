@@ -208,7 +208,9 @@ fn socket_addr(family: u16, addr: &[u32; 4], port: u16) -> SocketAddr {
     // The words hold network-order bytes as the kernel stored them.
     let bytes: Vec<u8> = addr.iter().flat_map(|w| w.to_ne_bytes()).collect();
     let ip = if family == AF_INET6 {
-        IpAddr::V6(Ipv6Addr::from(<[u8; 16]>::try_from(bytes).expect("16 bytes")))
+        // A dual-stack socket's IPv4 peer is an IPv4-mapped IPv6 address (::ffff:10.0.0.1);
+        // shown as IPv4, so that one peer reads the same whichever socket family carries it.
+        IpAddr::V6(Ipv6Addr::from(<[u8; 16]>::try_from(bytes).expect("16 bytes"))).to_canonical()
     } else {
         IpAddr::V4(Ipv4Addr::new(bytes[0], bytes[1], bytes[2], bytes[3]))
     };
@@ -234,6 +236,9 @@ mod tests {
         let v6 = Ipv6Addr::LOCALHOST.octets();
         let words = [0, 1, 2, 3].map(|i| u32::from_ne_bytes(v6[i * 4..i * 4 + 4].try_into().unwrap()));
         assert_eq!(socket_addr(AF_INET6, &words, 80), "[::1]:80".parse().unwrap());
+        let mapped = "::ffff:10.0.0.1".parse::<Ipv6Addr>().unwrap().octets();
+        let words = [0, 1, 2, 3].map(|i| u32::from_ne_bytes(mapped[i * 4..i * 4 + 4].try_into().unwrap()));
+        assert_eq!(socket_addr(AF_INET6, &words, 5201), "10.0.0.1:5201".parse().unwrap());
     }
 
     #[test]

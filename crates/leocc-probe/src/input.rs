@@ -71,6 +71,17 @@ pub enum Format {
     Csv,
 }
 
+impl Format {
+    /// The format as a person names it, for reports.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Format::PingD => "ping -D output",
+            Format::Irtt => "irtt JSON",
+            Format::Csv => "timestamp,rtt_ms CSV",
+        }
+    }
+}
+
 /// A parsed recording.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Recording {
@@ -80,6 +91,9 @@ pub struct Recording {
     pub replies: Vec<PingLine>,
     /// Ground-truth outage starts (Unix ns) from `# truth` lines, if any.
     pub truth: Vec<i64>,
+    /// Probes sent, when the file says (`leocc probe gen`'s `# probes sent N, replies M`): a
+    /// CSV has no sequence numbers to count the lost ones by.
+    pub sent: Option<u64>,
 }
 
 const PING_HINT: &str = "expected `ping -D` lines like `[1723489200.167948] 64 bytes from ...: icmp_seq=1 ttl=63 time=144 ms`";
@@ -119,7 +133,18 @@ pub fn parse(text: &str, file: &str) -> Result<Recording, ReplayError> {
         Format::Irtt => (parse_irtt(text, file)?, Vec::new()),
         Format::Csv => parse_csv(text, file)?,
     };
-    Ok(Recording { format, replies, truth })
+    let sent = match format {
+        Format::Csv => sent_of(text),
+        _ => None,
+    };
+    Ok(Recording { format, replies, truth, sent })
+}
+
+/// The N of a `# probes sent N, replies M` comment (`leocc probe gen` writes one).
+fn sent_of(text: &str) -> Option<u64> {
+    text.lines()
+        .take_while(|l| l.trim_start().starts_with('#') || l.trim().is_empty())
+        .find_map(|l| l.trim().strip_prefix('#')?.trim().strip_prefix("probes sent ")?.split(',').next()?.trim().parse().ok())
 }
 
 /// Reads and parses a recording.
@@ -392,6 +417,9 @@ mod tests {
         // Ground truth from the generator's comments.
         let g = parse("# truth 1734544812000000000 80.5\nt,r\n1734544800.0,20\n", "g.csv").unwrap();
         assert_eq!(g.truth, vec![1_734_544_812_000_000_000]);
+        assert_eq!((a.sent, g.sent), (None, None));
+        let h = parse("# leocc probe gen\n# probes sent 18745, replies 17529\n1.0,20\n", "h.csv").unwrap();
+        assert_eq!(h.sent, Some(18745));
     }
 
     #[test]

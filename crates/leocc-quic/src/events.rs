@@ -103,6 +103,25 @@ impl EventSource for Subscription {
     }
 }
 
+/// What a failed connection to the detector's socket at `path` means, in the user's terms:
+/// a refused connection on a socket file that exists is a stale socket left by a detector
+/// that is not running any more.
+fn connect_problem(path: &Path, e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::ConnectionRefused => format!(
+            "no detector running (stale socket {}: nothing listens on it; start `leocc probe`)",
+            path.display()
+        ),
+        std::io::ErrorKind::NotFound => {
+            format!("no detector running ({} does not exist; start `leocc probe`)", path.display())
+        }
+        std::io::ErrorKind::PermissionDenied => {
+            format!("not allowed to connect to {} (root or members of group leocc are)", path.display())
+        }
+        _ => format!("cannot connect to the detector at {} ({e})", path.display()),
+    }
+}
+
 fn subscriber_loop(path: &Path, sub: Weak<Subscription>) {
     let mut warned = false;
     // A refusal (not allowed, or the daemon's subscriber cap reached) is said once until a
@@ -160,7 +179,7 @@ fn subscriber_loop(path: &Path, sub: Weak<Subscription>) {
             }
             Err(e) => {
                 if !warned {
-                    eprintln!("leocc-quic: no detector at {} ({e}); retrying", path.display());
+                    eprintln!("leocc-quic: {}; retrying every {} ms", connect_problem(path, &e), RECONNECT_DELAY.as_millis());
                     warned = true;
                 }
             }
@@ -196,5 +215,28 @@ impl EventSource for PinnedMap {
         });
         *c = Some((Instant::now(), s));
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_socket_is_called_stale_and_a_missing_one_missing() {
+        let dir = std::env::temp_dir().join(format!("leocc-quic-stale-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("events.sock");
+        // A listener that is gone leaves its socket file behind: what a killed detector leaves.
+        drop(std::os::unix::net::UnixListener::bind(&path).unwrap());
+        let e = UnixStream::connect(&path).unwrap_err();
+        let m = connect_problem(&path, &e);
+        assert!(m.contains("no detector running (stale socket") && m.contains("events.sock"), "{m}");
+        std::fs::remove_file(&path).unwrap();
+        let e = UnixStream::connect(&path).unwrap_err();
+        let m = connect_problem(&path, &e);
+        assert!(m.contains("no detector running") && m.contains("does not exist"), "{m}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -226,7 +226,7 @@ pub fn parse_flows(spec: &str, cc: &str, duration_us: u64) -> Result<Vec<FlowSpe
             None => (rest.trim(), None),
         };
         if !cc::NAMES.contains(&name) {
-            return Err(err(&format!("unknown congestion control '{name}' (known: {})", cc::NAMES.join(", "))));
+            return Err(err(&cc::unknown_cc(name)));
         }
         let secs = |s: &str| -> Result<u64, String> {
             let v: f64 = s.trim().parse().map_err(|_| err(&format!("'{s}' is not a number of seconds")))?;

@@ -95,3 +95,80 @@ fn main() {
         std::process::exit(1);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Cli;
+    use clap::CommandFactory;
+
+    /// The `[default: X]` texts a help page shows for `arg`: clap's own (the default values,
+    /// space-separated) and those written into the help text by hand when they read as a value
+    /// (a single word, or starting with a number) rather than a description ("the trace's
+    /// length").
+    fn shown_defaults(arg: &clap::Arg) -> Vec<String> {
+        let mut out = Vec::new();
+        let defaults: Vec<String> = arg.get_default_values().iter().map(|v| v.to_string_lossy().into_owned()).collect();
+        if !defaults.is_empty() && !arg.is_hide_default_value_set() && arg.get_action().takes_values() {
+            out.push(defaults.join(" "));
+        }
+        let help = [arg.get_help(), arg.get_long_help()].into_iter().flatten().map(|h| h.to_string()).collect::<Vec<_>>().join(" ");
+        let mut rest = help.as_str();
+        while let Some(i) = rest.find("[default: ") {
+            let tail = &rest[i + "[default: ".len()..];
+            let Some(end) = tail.find(']') else { break };
+            let x = tail[..end].trim();
+            let value_like = !x.contains('$') && (!x.contains(' ') || x.starts_with(|c: char| c.is_ascii_digit()));
+            if value_like {
+                out.push(x.to_string());
+            }
+            rest = &tail[end..];
+        }
+        out
+    }
+
+    /// Why typing `x` back after `arg`'s option fails, if it does: the shell splits it into
+    /// words, which go to a command holding only an option like `arg` (its values, delimiter
+    /// and parser; not its ties to other options).
+    fn typed_back(arg: &clap::Arg, x: &str) -> Option<String> {
+        let mut opt = clap::Arg::new("x").long("x").action(arg.get_action().clone()).value_parser(arg.get_value_parser().clone());
+        if let Some(n) = arg.get_num_args() {
+            opt = opt.num_args(n);
+        }
+        if let Some(d) = arg.get_value_delimiter() {
+            opt = opt.value_delimiter(d);
+        }
+        let words = ["t", "--x"].into_iter().chain(x.split_whitespace());
+        clap::Command::new("t").arg(opt).try_get_matches_from(words).err().map(|e| e.to_string().lines().next().unwrap_or("").to_string())
+    }
+
+    fn check(cmd: &clap::Command, path: &str, bad: &mut Vec<String>, seen: &mut usize) {
+        for arg in cmd.get_arguments() {
+            for x in shown_defaults(arg) {
+                *seen += 1;
+                if let Some(why) = typed_back(arg, &x) {
+                    bad.push(format!("{path} --{}: [default: {x}] {why}", arg.get_long().unwrap_or(arg.get_id().as_str())));
+                }
+            }
+        }
+        for sub in cmd.get_subcommands() {
+            check(sub, &format!("{path} {}", sub.get_name()), bad, seen);
+        }
+    }
+
+    /// Every `[default: X]` of every subcommand's help is accepted when typed back as the
+    /// option's value (`leocc emu --queue 500`, `leocc bench emu --rates 500,1000,...`).
+    #[test]
+    fn every_help_default_parses_when_typed_back() {
+        let mut cmd = Cli::command();
+        cmd.build();
+        let (mut bad, mut seen) = (Vec::new(), 0);
+        check(&cmd, "leocc", &mut bad, &mut seen);
+        assert!(seen > 50, "only {seen} defaults found: the walk is broken");
+        assert!(bad.is_empty(), "help defaults that do not parse:\n{}", bad.join("\n"));
+    }
+
+    #[test]
+    fn the_cli_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

@@ -136,3 +136,23 @@ fn emu_kill_9_leaves_no_processes_after_cleanup() {
     assert!(namespaces_of(pid).is_empty(), "namespaces left: {:?}", namespaces_of(pid));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A server command that fails at once is reported at once, by `leocc emu` and `leocc chain`,
+/// with its exit status and its last stderr lines; CMD does not run.
+#[test]
+fn a_server_command_that_exits_early_is_reported_at_once() {
+    let Some((dir, trace)) = emu_scratch("server-exits-early") else { return };
+    let server = "echo 'no such directory: /nope/cert' >&2; exit 3";
+    for args in [vec!["emu".to_string(), "--trace".into(), trace.display().to_string()], vec!["chain".into(), "--hops".into(), "2".into()]] {
+        let started = std::time::Instant::now();
+        let out = leocc().args(&args).args(["--server-cmd", server, "--", "sh", "-c", "echo CMD RAN"]).output().unwrap();
+        let (err, stdout) = (String::from_utf8_lossy(&out.stderr), String::from_utf8_lossy(&out.stdout));
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains("exited early with exit status: 3"), "{args:?}: {err}");
+        assert!(err.contains("last stderr lines:\n  no such directory: /nope/cert"), "{args:?}: {err}");
+        assert!(!stdout.contains("CMD RAN"), "{args:?}: CMD ran: {stdout}");
+        // At once, not after the 3 s wait for a listening socket.
+        assert!(started.elapsed() < std::time::Duration::from_millis(2500), "{args:?}: {:?}", started.elapsed());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

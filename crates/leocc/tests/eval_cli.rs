@@ -129,6 +129,34 @@ fn eval_rejects_a_bad_trace_before_running_anything() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+#[test]
+fn eval_rejects_typos_in_controls_traces_and_sweeps_before_running_anything() {
+    let dir = std::env::temp_dir().join(format!("leocc-eval-typo-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let cases: [(&[&str], &str); 3] = [
+        (&["--cc", "leocc,cubci", "--trace", "traces/starlink-up-60s.trace"], "did you mean cubic?"),
+        (&["--cc", "leocc", "--trace", "traces/starlink-up-60.trace"], "did you mean traces/starlink-up-60s.trace?"),
+        (&["--sweep", "cubic.betta=0.5,0.7", "--trace", "traces/starlink-up-60s.trace"], "did you mean beta?"),
+    ];
+    for (args, hint) in cases {
+        let o = Command::new(env!("CARGO_BIN_EXE_leocc"))
+            .arg("eval")
+            .args(args)
+            .args(["--duration", "5", "-o"])
+            .arg(&dir)
+            .current_dir(root())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{args:?}: {err}");
+        assert!(err.contains(hint), "{args:?}: {err}");
+        // Up front: no run started, and no error about options the user never typed.
+        assert!(!err.contains("--flows") && !err.contains("ran,"), "{args:?}: {err}");
+        assert!(!dir.join("results.jsonl").exists(), "{args:?}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A fresh output folder for an emulator test, or None (with a SKIP line) when the emulator
 /// cannot run here: it needs root and the kernel's BTF.
 fn emulator_out(tag: &str) -> Option<PathBuf> {

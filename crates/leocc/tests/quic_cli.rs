@@ -45,7 +45,7 @@ fn serve_and_get_over_loopback_print_iperf3_like_json() {
         std::thread::sleep(Duration::from_millis(10));
     }
     let o = Command::new(BIN)
-        .args(["quic", "get", &format!("127.0.0.1:{port}"), "-n", "5000000", "-i", "0.05", "--cert"])
+        .args(["quic", "get", &format!("127.0.0.1:{port}"), "-J", "-n", "5000000", "-i", "0.05", "--cert"])
         .arg(&cert)
         .output()
         .unwrap();
@@ -56,6 +56,49 @@ fn serve_and_get_over_loopback_print_iperf3_like_json() {
     let out = server.wait_with_output().unwrap();
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("sent 5000000 bytes"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Issue 33: without -J, `quic get` prints iperf3's text layout: interval lines, then the
+/// sender's and the receiver's totals; -P N runs N connections and adds them up ([SUM]).
+#[test]
+fn get_prints_an_iperf3_like_summary_and_runs_parallel_connections() {
+    let dir = scratch("text");
+    let port = std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let cert = dir.join("cert.der");
+    let mut server = Command::new(BIN)
+        .args(["quic", "serve", "--cc", "cubic", "--events", "none", "--max-clients", "3", "--listen", &format!("127.0.0.1:{port}"), "--cert"])
+        .arg(&cert)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    for _ in 0..500 {
+        if cert.exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let get = |extra: &[&str]| {
+        let o = Command::new(BIN).args(["quic", "get", &format!("127.0.0.1:{port}"), "--cert"]).arg(&cert).args(extra).output().unwrap();
+        assert!(o.status.success(), "{extra:?}: {}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let one = get(&["-n", "3000000"]);
+    assert!(one.starts_with("Connected to 127.0.0.1 port"), "{one}");
+    assert!(one.contains("[ ID] Interval") && one.contains("Bitrate"), "{one}");
+    let sender = one.lines().find(|l| l.ends_with("sender")).unwrap_or_else(|| panic!("{one}"));
+    assert!(sender.starts_with("[  1]") && sender.contains("2.9 MBytes"), "{one}");
+    assert!(one.lines().any(|l| l.ends_with("receiver")), "{one}");
+    // -R is what get always does (the server sends); -P 3: three connections, one sum.
+    let three = get(&["-n", "2000000", "-P", "3", "-R", "-J"]);
+    let v: serde_json::Value = serde_json::from_str(&three).unwrap();
+    assert_eq!(v["end"]["sum_received"]["bytes"], 6_000_000.0);
+    assert_eq!(v["end"]["streams"].as_array().unwrap().len(), 3);
+    assert_eq!(v["intervals"][0]["streams"].as_array().unwrap().len(), 3);
+    let text = get(&["-n", "1000000", "-P", "2"]);
+    assert!(text.contains("2 parallel connections") && text.lines().any(|l| l.starts_with("[SUM]") && l.ends_with("sender")), "{text}");
+    let _ = server.kill();
+    let _ = server.wait();
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -79,7 +122,7 @@ fn the_default_certificate_is_private_and_removed_at_exit() {
     assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
     let get = || {
         Command::new(BIN)
-            .args(["quic", "get", &format!("127.0.0.1:{port}"), "-t", "1", "-i", "0.1", "--cert"])
+            .args(["quic", "get", &format!("127.0.0.1:{port}"), "-J", "-t", "1", "-i", "0.1", "--cert"])
             .arg(&cert)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -138,6 +138,33 @@ fn ray_executor_without_a_cluster_fails_clearly_and_keeps_nothing() {
 }
 
 #[test]
+fn ray_executor_with_a_python_without_ray_fails_up_front_naming_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = scratch("noray");
+    // A Python without Ray, as the system python3 often is, but the same on every machine.
+    let python = d.join("python-without-ray");
+    std::fs::write(&python, "#!/bin/sh\necho \"ModuleNotFoundError: No module named 'ray'\" >&2\nexit 1\n").unwrap();
+    std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = d.join("out");
+    let o = leocc()
+        .args(["eval", "--trace"])
+        .arg(repo().join("traces/starlink-down-60s.trace"))
+        .args(["--cc", "cubic", "--duration", "2", "--executor", "ray", "--address", "127.0.0.1:9", "--python"])
+        .arg(&python)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(err.contains(&python.display().to_string()) && err.contains("No module named 'ray'"), "{err}");
+    assert!(err.contains("make test"), "{err}");
+    assert!(!err.contains("Ray driver"), "failed before any driver or run: {err}");
+    assert!(!out.join("results.jsonl").exists());
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
 fn import_dataset_then_eval_from_its_index() {
     let d = scratch("dataset");
     let ds = d.join("ds");

@@ -119,7 +119,7 @@ impl Values {
 /// Checks `NAME=VALUE` settings against `cc`'s parameters and returns the resulting values.
 /// Errors name the setting and, for a bad value, the accepted range.
 pub fn resolve(cc: &str, settings: &[String]) -> Result<Values, String> {
-    let specs = specs(cc).ok_or_else(|| format!("unknown congestion control '{cc}'"))?;
+    let specs = specs(cc).ok_or_else(|| super::unknown_cc(cc))?;
     let mut values: Vec<(&'static str, f64)> = specs.iter().map(|s| (s.name, s.default)).collect();
     for a in settings {
         let (name, value) = a.split_once('=').ok_or_else(|| format!("bad parameter '{a}': expected NAME=VALUE"))?;
@@ -128,7 +128,11 @@ pub fn resolve(cc: &str, settings: &[String]) -> Result<Values, String> {
             return Err(format!("'{cc}' has no settable parameters (controls with some: bbr, bbr3, cubic, leocc)"));
         }
         let Some(spec) = specs.iter().find(|s| s.name == name) else {
-            return Err(format!("unknown {cc} parameter '{name}' (known: {})", known_names(cc)));
+            return Err(format!(
+                "unknown {cc} parameter '{name}'{} (known: {})",
+                super::did_you_mean(name, specs.iter().map(|s| s.name)),
+                known_names(cc)
+            ));
         };
         let v: f64 = value
             .parse()

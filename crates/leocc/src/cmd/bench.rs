@@ -41,7 +41,8 @@ pub struct BenchRayArgs {
     /// The Ray cluster's head, HOST:PORT.
     #[arg(long)]
     pub address: String,
-    /// The Python that has `ray` installed [default: $LEOCC_PYTHON, else python3].
+    /// The Python that has `ray` installed [default: $LEOCC_PYTHON, else the project's
+    /// .venv/bin/python, else python3].
     #[arg(long)]
     pub python: Option<std::path::PathBuf>,
     /// Local runs at once: the cluster's worker CPUs, so both sides have the same cores.
@@ -112,8 +113,8 @@ fn run_ray_bench(a: BenchRayArgs) -> anyhow::Result<()> {
 /// Options of `leocc bench sweep`.
 #[derive(Args, Debug)]
 pub struct BenchSweepArgs {
-    /// The grid, as `leocc eval --sweep` (repeatable).
-    #[arg(long, default_values_t = [SWEEP_ALPHA.to_string(), SWEEP_BETA.to_string()])]
+    /// The grid, as `leocc eval --sweep`: one or more axes after one --sweep, or --sweep again.
+    #[arg(long, num_args = 1.., default_values_t = [SWEEP_ALPHA.to_string(), SWEEP_BETA.to_string()])]
     pub sweep: Vec<String>,
     /// Seeds per setting.
     #[arg(long, default_value_t = 3)]

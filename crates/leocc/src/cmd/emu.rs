@@ -24,7 +24,7 @@ pub struct EmuArgs {
     #[arg(long, value_name = "T2")]
     uplink_trace: Option<PathBuf>,
     /// Queue limit: packets (500), bytes (750kB) or time at the mean capacity of the
-    /// trace's measured direction (150ms); 0 = unlimited [default: 500 packets].
+    /// trace's measured direction (150ms); 0 = unlimited [default: 500].
     #[arg(long, value_name = "Q")]
     queue: Option<String>,
     /// Queue limit in bytes (alone, replaces the packet limit).
@@ -174,8 +174,8 @@ pub struct BenchEmuArgs {
     /// Seconds per measurement.
     #[arg(long, default_value_t = 5.0)]
     seconds: f64,
-    /// Constant rates to try for the highest loss-free rate, Mbit/s.
-    #[arg(long, value_delimiter = ',', default_values_t = vec![500.0, 1000.0, 1500.0, 2000.0, 3000.0])]
+    /// Constant rates to try for the highest loss-free rate, Mbit/s, comma separated.
+    #[arg(long, value_delimiter = ',', default_value = "500,1000,1500,2000,3000")]
     rates: Vec<f64>,
     /// Busy-wait margin before each release time, µs.
     #[arg(long, default_value_t = DEFAULT_SPIN_US)]

@@ -88,7 +88,9 @@ pub struct EvalArgs {
     /// The Ray cluster's head, HOST:PORT (with --executor ray).
     #[arg(long, required_if_eq("executor", "ray"))]
     address: Option<String>,
-    /// The Python that has `ray` installed [default: $LEOCC_PYTHON, else python3].
+    /// The Python that has `ray` installed [default: $LEOCC_PYTHON, else the project's
+    /// .venv/bin/python (found above the leocc binary or the working directory; `make test`
+    /// sets it up), else python3].
     #[arg(long, requires = "address")]
     python: Option<PathBuf>,
     /// Output directory: results.jsonl, report.html, ts/ (time series: Parquet parts, CSVs while runs are unfolded), logs/.
@@ -147,25 +149,59 @@ fn cores() -> usize {
 /// Parses every trace of the matrix once, before any run: a bad one fails the eval with its file
 /// and line, and the length of each (which bounds a run without --duration) is kept, so that
 /// expanding a matrix of thousands of traces does not parse each again per buffer and scenario.
-fn trace_seconds(traces: &[PathBuf]) -> Result<std::collections::HashMap<PathBuf, f64>> {
+fn trace_seconds(traces: &[PathBuf]) -> Result<TraceSeconds> {
     traces
         .iter()
         .map(|t| {
+            if !t.exists() {
+                bail!("--trace {}: no such file{}", t.display(), similar_file(t));
+            }
             let trace = leocc_trace::Trace::load(t).map_err(|e| anyhow::anyhow!("{e}"))?;
             Ok((t.clone(), trace.duration_us() as f64 / 1e6))
         })
         .collect()
 }
 
+/// Each trace's length in seconds, by path.
+type TraceSeconds = std::collections::HashMap<PathBuf, f64>;
+
+/// ` (did you mean DIR/NAME?)` when `missing`'s directory holds a file whose name is a likely
+/// typo of its name, else empty.
+fn similar_file(missing: &Path) -> String {
+    let (Some(name), dir) = (missing.file_name().and_then(|n| n.to_str()), missing.parent()) else {
+        return String::new();
+    };
+    let dir = dir.filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let names: Vec<String> = std::fs::read_dir(dir)
+        .map(|rd| rd.filter_map(|e| e.ok()?.file_name().into_string().ok()).collect())
+        .unwrap_or_default();
+    match leocc_sim::cc::closest(name, names.iter().map(String::as_str)) {
+        Some(n) => format!(" (did you mean {}?)", missing.with_file_name(n).display()),
+        None => String::new(),
+    }
+}
+
 /// Runs a matrix (once per queue discipline of `qdiscs`) and writes the report; returns the
 /// records of the matrix's runs.
 fn run_matrix(m: &Matrix, qdiscs: &[Qdisc], out: &Path, jobs: usize, command_line: &str) -> Result<Vec<results::Record>> {
-    run_matrix_on(m, qdiscs, out, jobs, None, command_line)
+    run_matrix_on(m, qdiscs, out, jobs, None, None, command_line)
 }
 
-/// [`run_matrix`] on a Ray cluster when `ray` is given.
-fn run_matrix_on(m: &Matrix, qdiscs: &[Qdisc], out: &Path, jobs: usize, ray: Option<&RayOptions>, command_line: &str) -> Result<Vec<results::Record>> {
-    let seconds = trace_seconds(&m.traces)?;
+/// [`run_matrix`] on a Ray cluster when `ray` is given; `seconds` are the traces' lengths when
+/// the caller has parsed them already.
+fn run_matrix_on(
+    m: &Matrix,
+    qdiscs: &[Qdisc],
+    out: &Path,
+    jobs: usize,
+    ray: Option<&RayOptions>,
+    seconds: Option<TraceSeconds>,
+    command_line: &str,
+) -> Result<Vec<results::Record>> {
+    let seconds = match seconds {
+        Some(s) => s,
+        None => trace_seconds(&m.traces)?,
+    };
     let specs = m.expand_qdiscs(qdiscs, |t| seconds[t]);
     let runner = Runner { exe: std::env::current_exe()?, out_dir: out.to_path_buf(), jobs, progress: true };
     let outcome = match ray {
@@ -194,33 +230,67 @@ fn run_matrix_on(m: &Matrix, qdiscs: &[Qdisc], out: &Path, jobs: usize, ray: Opt
 
 /// A plain table of the single-flow cells: one row per control.
 fn print_table(records: &[results::Record]) {
+    print!("{}", table(records));
+}
+
+/// [`print_table`]'s text. With more than one run in a cell, each mean carries ± the half-width
+/// of its 95 % confidence interval (as the HTML report does), and a `runs` column says over how
+/// many runs.
+fn table(records: &[results::Record]) -> String {
+    const COLS: [(&str, &str, f64); 7] = [
+        ("thr Mbit/s", "throughput_mbps", 1.0),
+        ("util %", "utilization", 100.0),
+        ("RTT p95", "rtt_p95_ms", 1.0),
+        ("OWD p95", "owd_p95_ms", 1.0),
+        ("qdelay avg", "qdelay_avg_ms", 1.0),
+        ("loss %", "loss_rate", 100.0),
+        ("retx %", "retrans_rate", 100.0),
+    ];
     let cells = results::by_cell(records);
-    // Wide enough for a buffer that names its discipline (`500 pkts (31 ms), dropfront`).
-    let bw = cells.values().filter_map(|runs| runs.first()).map(|r| r.queue_label().chars().count()).fold(18, usize::max);
-    println!(
-        "{:<6} {:<22} {:<bw$} {:<10} {:>10} {:>7} {:>9} {:>9} {:>10} {:>7} {:>8}",
-        "engine", "trace", "buffer", "cc", "thr Mbit/s", "util %", "RTT p95", "OWD p95", "qdelay avg", "loss %", "retx %"
-    );
-    for ((engine, trace, _, scenario, label), runs) in &cells {
-        if scenario != "single" {
-            continue;
+    let single: Vec<_> = cells.iter().filter(|((_, _, _, scenario, _), _)| scenario == "single").collect();
+    let spread = single.iter().any(|(_, runs)| runs.len() > 1);
+    let rows: Vec<Vec<String>> = single
+        .iter()
+        .map(|((engine, trace, _, _, label), runs)| {
+            let mut row = vec![
+                engine.to_string(),
+                trace.to_string(),
+                runs.first().map(|r| r.queue_label()).unwrap_or_default(),
+                label.to_string(),
+                runs.len().to_string(),
+            ];
+            row.extend(COLS.iter().map(|(_, f, k)| stat(runs, f).map_or("–".to_string(), |s| s.fmt_ci(*k, 1))));
+            row
+        })
+        .collect();
+    let head: Vec<&str> = ["engine", "trace", "buffer", "cc", "runs"].into_iter().chain(COLS.iter().map(|c| c.0)).collect();
+    let width = |i: usize| rows.iter().map(|r| r[i].chars().count()).chain([head[i].chars().count()]).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..head.len()).map(width).collect();
+    let line = |cells: Vec<&str>| {
+        let mut out = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            // The runs column only when it says something (some cell has several runs).
+            if i == 4 && !spread {
+                continue;
+            }
+            let pad = widths[i].saturating_sub(c.chars().count());
+            // Names left-aligned, numbers right-aligned.
+            if i < 4 {
+                out += &format!("{c}{} ", " ".repeat(pad));
+            } else {
+                out += &format!("{}{c} ", " ".repeat(pad));
+            }
         }
-        let m = |f: &str, k: f64| stat(runs, f).map_or("–".to_string(), |s| format!("{:.1}", s.mean * k));
-        println!(
-            "{:<6} {:<22} {:<bw$} {:<10} {:>10} {:>7} {:>9} {:>9} {:>10} {:>7} {:>8}",
-            engine,
-            trace,
-            runs.first().map(|r| r.queue_label()).unwrap_or_default(),
-            label,
-            m("throughput_mbps", 1.0),
-            m("utilization", 100.0),
-            m("rtt_p95_ms", 1.0),
-            m("owd_p95_ms", 1.0),
-            m("qdelay_avg_ms", 1.0),
-            m("loss_rate", 100.0),
-            m("retrans_rate", 100.0)
-        );
+        out.trim_end().to_string() + "\n"
+    };
+    let mut out = line(head.clone());
+    for r in &rows {
+        out += &line(r.iter().map(String::as_str).collect());
     }
+    if spread {
+        out += &format!("{}\n", leocc_eval::stats::CI_LEGEND);
+    }
+    out
 }
 
 fn command_line() -> String {
@@ -248,6 +318,27 @@ pub fn eval(a: EvalArgs) -> Result<()> {
         eprintln!("eval: {} of the {} traces in {}", chosen.len(), rows.len(), index.display());
         traces.extend(chosen.into_iter().map(|e| e.trace));
     }
+    // Everything the runs will need is checked here, before the first run starts: a typo in
+    // the last control or trace must not cost the runs before it, nor surface as one failed
+    // run per cell with an error about options the user never typed.
+    leocc_eval::matrix::check_ccs(a.engine, &ccs).map_err(|e| anyhow::anyhow!(e))?;
+    let seconds = trace_seconds(&traces)?;
+    let queues = parse_queues(&a.queue).map_err(|e| anyhow::anyhow!(e))?;
+    let qdiscs = parse_qdiscs(&a.qdisc).map_err(|e| anyhow::anyhow!(e))?;
+    if let Some(expr) = &a.start_when {
+        expr.parse::<leocc_probe::trigger::Expr>().map_err(|e| anyhow::anyhow!("--start-when '{expr}': {e}"))?;
+    }
+    let ray = match a.executor {
+        Executor::Local => None,
+        Executor::Ray => {
+            let ray = RayOptions {
+                address: a.address.context("--executor ray needs --address HOST:PORT")?,
+                python: a.python.unwrap_or_else(leocc_eval::ray::default_python),
+            };
+            leocc_eval::ray::check_python(&ray.python)?;
+            Some(ray)
+        }
+    };
     let mut scenarios = a.scenario;
     if scenarios.contains(&Scenario::Video) {
         scenarios.retain(|s| *s != Scenario::Video);
@@ -291,26 +382,18 @@ pub fn eval(a: EvalArgs) -> Result<()> {
         runs: a.runs.max(1),
         seed: a.seed,
         duration_s: a.duration,
-        queues: parse_queues(&a.queue).map_err(|e| anyhow::anyhow!(e))?,
+        queues,
         loss: a.loss,
         oracle_reconfig: a.oracle_reconfig,
-    };
-    let ray = match a.executor {
-        Executor::Local => None,
-        Executor::Ray => Some(RayOptions {
-            address: a.address.context("--executor ray needs --address HOST:PORT")?,
-            python: a.python.unwrap_or_else(leocc_eval::ray::default_python),
-        }),
     };
     if ray.is_some() && (sweep.is_some() || a.start_when.is_some()) {
         bail!("--executor ray runs plain matrices only; --sweep and --start-when run locally");
     }
-    let qdiscs = parse_qdiscs(&a.qdisc).map_err(|e| anyhow::anyhow!(e))?;
     if let Some(sweep) = sweep {
         if qdiscs != [Qdisc::DropTail] {
             bail!("--sweep runs drop-tail queues only; leave out --qdisc {}", a.qdisc);
         }
-        return run_sweep(&m, &sweep, &a.out, a.jobs.unwrap_or_else(cores), !a.no_fairness);
+        return run_sweep(&m, &sweep, &a.out, a.jobs.unwrap_or_else(cores), !a.no_fairness, seconds);
     }
     let mut m = m;
     if let Some(expr) = &a.start_when {
@@ -319,14 +402,13 @@ pub fn eval(a: EvalArgs) -> Result<()> {
         print!("{}", leocc_eval::starts::table(&leocc_eval::starts::compare(&records)));
         return Ok(());
     }
-    let records = run_matrix_on(&m, &qdiscs, &a.out, a.jobs.unwrap_or_else(cores), ray.as_ref(), &command_line())?;
+    let records = run_matrix_on(&m, &qdiscs, &a.out, a.jobs.unwrap_or_else(cores), ray.as_ref(), Some(seconds), &command_line())?;
     print_table(&records);
     Ok(())
 }
 
 /// `leocc eval --sweep`: the sweep, its page, and the average's table on stdout.
-fn run_sweep(m: &Matrix, sweep: &leocc_eval::sweep::Sweep, out: &Path, jobs: usize, fairness: bool) -> Result<()> {
-    let seconds = trace_seconds(&m.traces)?;
+fn run_sweep(m: &Matrix, sweep: &leocc_eval::sweep::Sweep, out: &Path, jobs: usize, fairness: bool, seconds: TraceSeconds) -> Result<()> {
     let runner = Runner { exe: std::env::current_exe()?, out_dir: out.to_path_buf(), jobs, progress: true };
     let run = leocc_eval::sweep::SweepRun { matrix: m, sweep, runner: &runner, fairness, command_line: &command_line() };
     let (groups, page) = leocc_eval::sweep::run(&run, |t| seconds[t])?;
@@ -526,6 +608,28 @@ pub fn emu_run(a: EmuRunArgs) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn rec(label: &str, seed: u64, thr: f64) -> results::Record {
+        results::Record(serde_json::json!({
+            "engine": "sim", "trace": "t", "scenario": "single", "label": label, "seed": seed,
+            "queue": "500", "queue_ms": 31.0, "throughput_mbps": thr, "rtt_p95_ms": 50.0,
+        }))
+    }
+
+    #[test]
+    fn the_table_shows_runs_and_spread_only_with_several_runs() {
+        let one = table(&[rec("cubic", 1, 10.0), rec("leocc", 1, 12.0)]);
+        assert!(!one.contains('±') && !one.contains("runs"), "{one}");
+        let two = table(&[rec("cubic", 1, 10.0), rec("cubic", 2, 12.0), rec("leocc", 1, 12.0), rec("leocc", 2, 12.0)]);
+        let head = two.lines().next().unwrap();
+        assert!(head.contains("runs"), "{two}");
+        // cubic: mean 11, t(0.975, 1) = 12.71 x sd 1.414 / sqrt 2 = 12.7.
+        let cubic = two.lines().find(|l| l.contains("cubic")).unwrap();
+        assert!(cubic.contains("11.0 ± 12.7") && cubic.contains(" 2 "), "{two}");
+        assert!(two.contains("confidence interval"), "{two}");
+        // Every row is as wide as the header: the columns line up.
+        assert!(two.lines().take(3).all(|r| r.chars().count() == head.chars().count()), "{two}");
+    }
 
     #[test]
     fn report_on_a_file_or_foreign_json_is_an_error() {

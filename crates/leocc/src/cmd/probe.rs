@@ -141,7 +141,7 @@ struct GenArgs {
     /// Aperiodic reconfigurations per minute.
     #[arg(long, default_value_t = 0.5)]
     aperiodic_per_min: f64,
-    /// Probe spacing, ms [default: 13 bent pipe, 16 ISL].
+    /// Probe spacing, ms [default: by path: 13 on a bent pipe, 16 over ISLs].
     #[arg(long)]
     spacing_ms: Option<f64>,
     /// Mean background loss rate, percent (Gilbert-Elliott).
@@ -512,11 +512,20 @@ fn replay_cmd(file: &std::path::Path, cfg: DetectorConfig, force_slots: bool, st
     let truth = (!force_slots && !rec.truth.is_empty()).then_some(&rec.truth[..]);
     let scoring = cfg.scoring;
     let (threshold_ms, min_conf) = (cfg.threshold_ns as f64 / NS_PER_MS, cfg.min_confidence);
-    let r = replay::replay_report(&rec.replies, cfg, &sched, truth);
+    let mut r = replay::replay_report(&rec.replies, cfg, &sched, truth);
+    // Lost probes: sent minus replies when the file says how many were sent; a CSV without
+    // that line has no sequence numbers to count them by (its `lost` would always be 0).
+    let lost = match (rec.sent, rec.format) {
+        (Some(sent), _) => Some((sent as i64 - r.replies as i64).max(0)),
+        (None, leocc_probe::input::Format::Csv) => None,
+        (None, _) => Some(r.lost),
+    };
+    r.lost = lost.unwrap_or(0);
     let st = if stats { leocc_probe::gen::stream_stats(&rec.replies) } else { None };
     if json {
         let mut v = serde_json::to_value(&r)?;
         v["format"] = serde_json::to_value(rec.format)?;
+        v["lost"] = serde_json::json!(lost);
         v["delay_median_ns"] = serde_json::json!(replay::percentile(&r.score.delays_ns, 50.0));
         v["delay_p95_ns"] = serde_json::json!(replay::percentile(&r.score.delays_ns, 95.0));
         if let Some(st) = st {
@@ -527,19 +536,30 @@ fn replay_cmd(file: &std::path::Path, cfg: DetectorConfig, force_slots: bool, st
     }
     let ms = |ns: i64| ns as f64 / NS_PER_MS;
     println!(
-        "{} ({:?}): {} replies over {:.1} s, median spacing {:.1} ms, {} probes lost",
+        "{} ({}): {} replies over {:.1} s, median spacing {:.1} ms, {}",
         file.display(),
-        rec.format,
+        rec.format.describe(),
         r.replies,
         (r.span_ns.1 - r.span_ns.0) as f64 / 1e9,
         r.median_spacing_ns as f64 / NS_PER_MS,
-        r.lost
+        match (lost, rec.sent) {
+            (Some(l), Some(sent)) => format!("{l} of {sent} probes lost"),
+            (Some(l), None) => format!("{l} probes lost"),
+            (None, _) => "probes lost unknown (the CSV has no sequence numbers nor a `# probes sent N` line)".to_string(),
+        }
     );
+    // Events are numbered as listed here, from #1; the detector's own sequence numbers also
+    // count the weak candidates and the warm-up, which are not listed.
+    let number = |seq: u64| r.events.iter().position(|e| e.seq == seq).map_or(seq, |i| i as u64 + 1);
     if let Some(st) = &st {
         println!("stats: {}", serde_json::to_string(st)?);
     }
     let against = if r.truth_source == "truth" { "the file's ground truth" } else { "Starlink slots 12/27/42/57 s" };
-    println!("scoring {scoring:?}, threshold {threshold_ms} ms, min confidence {min_conf}; against {against} ± {tol_ms} ms");
+    let scoring = match scoring {
+        leocc_probe::detect::Scoring::Threshold => "threshold (the paper's rule)",
+        leocc_probe::detect::Scoring::Evidence => "evidence",
+    };
+    println!("scoring {scoring}, threshold {threshold_ms} ms, min confidence {min_conf}; against {against} ± {tol_ms} ms");
     if let Some(p) = r.learned_period_ns {
         println!("learned schedule: period {:.3} s", p as f64 / 1e9);
     }
@@ -548,7 +568,7 @@ fn replay_cmd(file: &std::path::Path, cfg: DetectorConfig, force_slots: bool, st
         let sec = sl.time_ns.rem_euclid(60_000_000_000) as f64 / 1e9;
         match (sl.event_seq, sl.confidence, sl.offset_ns, sl.delay_ns) {
             (Some(seq), Some(c), Some(o), Some(d)) => {
-                println!("{:>18.3}  {:>6.2}  {:>6}  {:>5}  {:>+9.0}  {:>9.0}", sl.time_ns as f64 / 1e9, sec, seq, c, ms(o), ms(d))
+                println!("{:>18.3}  {:>6.2}  {:>6}  {:>5}  {:>+9.0}  {:>9.0}", sl.time_ns as f64 / 1e9, sec, format!("#{}", number(seq)), c, ms(o), ms(d))
             }
             _ => println!("{:>18.3}  {:>6.2}  {:>6}", sl.time_ns as f64 / 1e9, sec, "MISSED"),
         }
@@ -558,7 +578,7 @@ fn replay_cmd(file: &std::path::Path, cfg: DetectorConfig, force_slots: bool, st
         println!("false events (outage start, confidence, RI):");
         for e in r.events.iter().filter(|e| s.false_positives.contains(&e.start_wall_ns)) {
             let sec = e.start_wall_ns.rem_euclid(60_000_000_000) as f64 / 1e9;
-            println!("  #{:<5} {:.3} (second {:.2})  conf {:>3}  RI {:.1} ms  S {:.1} ms  step {:+.1} ms", e.seq, e.start_wall_ns as f64 / 1e9, sec, e.confidence, e.ri_ns as f64 / NS_PER_MS, e.send_gap_ns as f64 / NS_PER_MS, ms(e.rtt_step_ns));
+            println!("  #{:<5} {:.3} (second {:.2})  conf {:>3}  RI {:.1} ms  S {:.1} ms  step {:+.1} ms", number(e.seq), e.start_wall_ns as f64 / 1e9, sec, e.confidence, e.ri_ns as f64 / NS_PER_MS, e.send_gap_ns as f64 / NS_PER_MS, ms(e.rtt_step_ns));
         }
     }
     let periodic = r.events.iter().filter(|e| e.kind == Kind::Periodic).count();
@@ -572,7 +592,8 @@ fn replay_cmd(file: &std::path::Path, cfg: DetectorConfig, force_slots: bool, st
         s.matched,
         s.missed.len()
     );
-    println!("precision {:.1} % ({} of {} events matched), recall {:.1} %", s.precision * 100.0, s.matched, s.detections, s.recall * 100.0);
+    let pct = |v: f64, of: usize| if of == 0 { "–".to_string() } else { format!("{:.1} %", v * 100.0) };
+    println!("precision {} ({} of {} events matched), recall {}", pct(s.precision, s.detections), s.matched, s.detections, pct(s.recall, s.truth));
     if let (Some(p50), Some(p95)) = (replay::percentile(&s.delays_ns, 50.0), replay::percentile(&s.delays_ns, 95.0)) {
         println!("detection delay from the true time: median {:.0} ms, p95 {:.0} ms", ms(p50), ms(p95));
     }
@@ -593,16 +614,11 @@ fn gen_cmd(g: &GenArgs, output: &std::path::Path) -> anyhow::Result<()> {
 }
 
 /// One line of the bench table: true events, detections, precision, recall, median delay.
+/// A precision with no events (or a recall with no true events) is undefined, not 100 %: "–".
 fn bench_line(t: &Totals) -> String {
-    let pct = |v: Option<f64>| v.unwrap_or(1.0) * 100.0;
-    format!(
-        "{:>5} {:>5} {:>7.1} % {:>7.1} % {:>7.0} ms",
-        t.truth,
-        t.detections,
-        pct(t.precision()),
-        pct(t.recall()),
-        replay::percentile(&t.delays_ns, 50.0).unwrap_or(0) as f64 / NS_PER_MS
-    )
+    let pct = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{:.1} %", v * 100.0));
+    let delay = replay::percentile(&t.delays_ns, 50.0).map_or("–".to_string(), |d| format!("{:.0} ms", d as f64 / NS_PER_MS));
+    format!("{:>5} {:>5} {:>9} {:>9} {:>10}", t.truth, t.detections, pct(t.precision()), pct(t.recall()), delay)
 }
 
 fn bench_cmd(seeds: u64, duration: f64, json: bool) -> anyhow::Result<()> {
@@ -732,5 +748,13 @@ mod tests {
         assert!(t(3, 0, 0).contains("precision n/a, recall 0.00 %"), "{}", t(3, 0, 0));
         assert!(t(0, 0, 0).contains("precision n/a, recall n/a"));
         assert!(t(4, 2, 1).contains("precision 50.00 %, recall 25.00 %"));
+    }
+
+    #[test]
+    fn bench_cells_without_events_print_a_dash_not_100_percent() {
+        let line = |truth, detections, matched| bench_line(&Totals { truth, detections, matched, delays_ns: Vec::new() });
+        let none = line(3, 0, 0);
+        assert!(!none.contains("100.0") && none.matches('–').count() == 2, "{none}");
+        assert!(line(4, 2, 1).contains("50.0 %") && line(4, 2, 1).contains("25.0 %"), "{}", line(4, 2, 1));
     }
 }

@@ -139,7 +139,7 @@ pub fn scenarios(a: &SimArgs) -> anyhow::Result<Vec<Scenario>> {
         .map_err(|e| anyhow::anyhow!(e))?;
         for f in &flows {
             if !leocc_sim::cc::NAMES.contains(&f.cc.as_str()) {
-                bail!("unknown congestion control '{}' (known: {})", f.cc, leocc_sim::cc::NAMES.join(", "));
+                bail!("{}", leocc_sim::cc::unknown_cc(&f.cc));
             }
         }
         let mut sc = Scenario::new(trace.clone(), &name, &flows[0].cc, duration_us);
