@@ -549,26 +549,57 @@ LEOCC_API void leocc_default_params(struct leocc_params *p)
 	p->bw_kal_every_sample = 0;                     /* authors: each round's largest rate */
 }
 
-/* Repair parameters that would divide by zero or break the cycle. */
+/* LEOCC_PARAM_RANGES (core/leocc.h) has exactly one row per field of struct leocc_params, in
+ * struct order, and sane bounds: a field missing, repeated or out of order fails the build. */
+#define PARAM_INDEX(f, lo, hi) PARAM_INDEX_##f,
+enum { LEOCC_PARAM_RANGES(PARAM_INDEX) PARAM_COUNT };
+#undef PARAM_INDEX
+_Static_assert(PARAM_COUNT * sizeof(leocc_u32) == sizeof(struct leocc_params),
+	       "LEOCC_PARAM_RANGES must have one row per field of struct leocc_params");
+#define PARAM_ROW_CHECK(f, lo, hi)                                                              \
+	_Static_assert(__builtin_offsetof(struct leocc_params, f) ==                           \
+		       PARAM_INDEX_##f * sizeof(leocc_u32), #f ": row out of struct order");     \
+	_Static_assert((lo) <= (hi), #f ": min above max");
+LEOCC_PARAM_RANGES(PARAM_ROW_CHECK)
+#undef PARAM_ROW_CHECK
+/* The cycle needs a phase after the burst's and the drain's ACKs to take eq. 4's verdict. */
+_Static_assert(LEOCC_CYCLE_LEN_MIN >= PHASE_FIRST_VERDICT + 1,
+	       "cycle_len's minimum must leave a verdict phase");
+
+LEOCC_INTERNAL leocc_u32 clamp_u32(leocc_u32 v, leocc_u32 lo, leocc_u32 hi)
+{
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* Bring every field into its LEOCC_PARAM_RANGES row: the params may come from a BPF map any
+ * root tool can write, so nothing here trusts them (issue 34). Then the two rules between
+ * fields that single ranges cannot say. */
 LEOCC_INTERNAL void sanitize_params(struct leocc_params *p)
 {
-	if (p->cycle_len < PHASE_FIRST_VERDICT + 1)
-		p->cycle_len = PHASE_FIRST_VERDICT + 1;
-	if (p->bw_win_rounds == 0)
-		p->bw_win_rounds = 1;
-	if (p->rtt_win_us < 2)
-		p->rtt_win_us = 2;
-	if (p->mpf_bin_us == 0)
-		p->mpf_bin_us = 1;
+#define PARAM_CLAMP(f, lo, hi) p->f = clamp_u32(p->f, (lo), (hi));
+	LEOCC_PARAM_RANGES(PARAM_CLAMP)
+#undef PARAM_CLAMP
+	/* Both variances 0 would divide 0 by 0 in the Kalman gain. */
 	if (p->kal_q == 0 && p->kal_r == 0)
 		p->kal_r = 1;
-	if (p->min_cwnd == 0)
-		p->min_cwnd = 1;
+	/* The window starts at or above its own floor. */
 	if (p->init_cwnd < p->min_cwnd)
 		p->init_cwnd = p->min_cwnd;
-	if (p->default_rtt_us == 0)
-		p->default_rtt_us = 1;
 }
+
+#ifndef LEOCC_BPF
+LEOCC_API int leocc_param_range(leocc_u32 index, struct leocc_param_range *row)
+{
+#define PARAM_ROW(f, lo, hi) {#f, __builtin_offsetof(struct leocc_params, f), (lo), (hi)},
+	static const struct leocc_param_range rows[] = { LEOCC_PARAM_RANGES(PARAM_ROW) };
+#undef PARAM_ROW
+
+	if (index >= PARAM_COUNT)
+		return 0;
+	*row = rows[index];
+	return 1;
+}
+#endif
 
 LEOCC_API void leocc_init(struct leocc_state *s, const struct leocc_params *params,
 			  leocc_u64 now_us)

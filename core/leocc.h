@@ -100,6 +100,86 @@ struct leocc_params {
 	leocc_u32 bw_kal_every_sample; /* 1: bBW_m fed every sample, not each round's max */
 };
 
+/*
+ * The range of every parameter: X(field, min, max), in struct order, one row per field (the
+ * core checks both at compile time). This is the one table of ranges: leocc_init clamps every
+ * field into its row (sanitize_params), and the BPF congestion control runs that same
+ * leocc_init on whatever the pinned params map holds, so no map content, whichever tool wrote
+ * it, reaches the algorithm out of range; the host library exports the rows
+ * (leocc_param_range) and crates/leocc-core-sys refuses values outside them
+ * (`leocc sim --param`, `leocc kernel params --set`). Every default lies inside (core/tests,
+ * leocc-core-sys tests). Why each bound, briefly:
+ *   pacing gains: a probe must exceed the rate it probes, or the estimate, measured at the
+ *     rate sent, never grows (all gains at 1x pinned a flow at 2 packets per RTT): Startup
+ *     >= 1.5x, the adaptation's probe >= 1.25x, the cruise burst bco >= 1.05x (the authors'
+ *     congested burst); 4x (2x for the cruise burst, sent every cycle) doubles the queue
+ *     every round trip, beyond it a gain only fills buffers. Drain and dco: 0.25x empties a
+ *     queue within a round; 0.9x (drain) or 1x (dco) still drains or holds.
+ *   cwnd gains: cwnd_gain >= 1.25x leaves room for the default burst (the pacing rate, not
+ *     cwnd, sets the operating point); the congested one may hold 1 BDP (its default);
+ *     above 4 BDP the window no longer bounds the damage of a wrong rate.
+ *   windows in microseconds: 1 ms (the clock's useful resolution on any path) up to 60 s
+ *     (four Starlink intervals; older history describes another path).
+ *   windows: min_cwnd >= 2 (one packet in flight stalls on delayed ACKs), <= 1000 (a floor,
+ *     not an operating point: above it the floor, not the model, sets the rate on any path
+ *     under ~1000 packets of BDP); init_cwnd the same (RFC 6928: 10).
+ */
+/* The shortest cruise cycle: burst, drain, and the first phase that takes eq. 4's verdict
+ * (leocc.c asserts it against its phase numbers). */
+#define LEOCC_CYCLE_LEN_MIN 4u
+#define LEOCC_PARAM_RANGES(X)                                                                       \
+	X(startup_gain, LEOCC_UNIT * 3 / 2, 4 * LEOCC_UNIT) /* pacing gain (see above) */           \
+	X(drain_gain, LEOCC_UNIT / 4, LEOCC_UNIT * 9 / 10) /* 1x or more would never drain */       \
+	X(cwnd_gain, LEOCC_UNIT * 5 / 4, 4 * LEOCC_UNIT)  /* room for a bco burst (see above) */    \
+	X(bco, LEOCC_UNIT * 21 / 20, 2 * LEOCC_UNIT)      /* probe gain; 2x doubles the queue */    \
+	X(dco, LEOCC_UNIT / 4, LEOCC_UNIT)                /* drain gain (see above) */              \
+	X(bco_congested, LEOCC_UNIT * 21 / 20, 2 * LEOCC_UNIT) /* as bco */                         \
+	X(ra_inflight_gain, LEOCC_UNIT / 4, LEOCC_UNIT)   /* a cap: at most the old BDP */          \
+	X(ra_probe_gain, LEOCC_UNIT * 5 / 4, 4 * LEOCC_UNIT) /* probe gain (see above) */           \
+	X(cycle_len, LEOCC_CYCLE_LEN_MIN, 64)             /* 64 RTTs: slower than BBR's slowest */  \
+	X(bw_win_rounds, 2, 100)                          /* a reset seeds 2; 100: 4 s at 40 ms */  \
+	X(rtt_win_us, 1000, 60000000)                     /* window (see above) */                  \
+	X(delta_rtt_us, 0, 1000000)                       /* 0: authors; 1 s: any LEO queue */      \
+	X(mpf_bin_us, 100, 100000)                        /* 0.1 ms resolves bands; 48 x 0.1 s */   \
+	X(mpf_band_share_pct, 1, 50)                      /* above 50 % no two bins are bands */    \
+	X(kal_q, 1, 10000)                                /* 0 freezes it; 1e4: raw samples */      \
+	X(kal_r, 0, 10000)                                /* 0: raw samples; 1e4: slow */           \
+	X(kal_p0, 0, 10000)                               /* x256 fits the u32 covariance */        \
+	X(full_bw_growth_pct, 5, 100)                     /* under 5 %, noise keeps Startup */      \
+	X(full_bw_rounds, 1, 10)                          /* each at 2.885x doubles the queue */    \
+	X(ra_min_rtt_samples, 0, 1000)                    /* 0: none (the drain bound holds) */     \
+	X(ra_max_drain_us, 1000, 2000000)                 /* 2 s: ten BBR ProbeRTTs, capped */      \
+	X(ra_probe_max_rounds, 1, 64)                     /* as cycle_len */                        \
+	X(drain_phase_max_rounds, 1, 16)                  /* 0 skips the drain; 16 RTTs idle */     \
+	X(nonsat_spike_us, 1000, 1000000)                 /* as delta_rtt_us (only reported) */     \
+	X(path_stale_us, 10000, 60000000)                 /* a 10 ms probe period to a window */    \
+	X(rcf_max_age_us, 1000, 60000000)                 /* window (see above) */                  \
+	X(init_cwnd, 2, 1000)                             /* window (see above) */                  \
+	X(min_cwnd, 2, 1000)                              /* window (see above) */                  \
+	X(cwnd_headroom, 0, 100)                          /* BBR: 3; 100 is a burst, not slack */   \
+	X(default_rtt_us, 1000, 1000000)                  /* BBR: 1 ms; less bursts at start */     \
+	X(rcf_min_confidence, 0, LEOCC_CONF_FULL)         /* a confidence, 0 .. 100 */              \
+	X(path_min_samples, 0, 1000)                      /* 0: never; 1000: 10 s of probes */      \
+	X(cwnd_gain_congested, LEOCC_UNIT, 4 * LEOCC_UNIT) /* cwnd gain (see above) */              \
+	X(pacing_margin_pct, 0, 10)                       /* authors: 1; more idles the link */     \
+	X(rcf_min_spacing_us, 0, 60000000)                /* 0: no merging; else a window */        \
+	X(rcf_budget_pct, 0, 100)                         /* a percentage */                        \
+	X(rcf_budget_max_us, 0, 60000000)                 /* 0: only what accrues; a window */      \
+	X(delta_rtt_own_us, 0, 1000000)                   /* as delta_rtt_us */                     \
+	X(competing_cycles, 0, 100)                       /* 0: never (counter stops at 65535) */   \
+	X(mpf_half_share, 0, 1)                           /* flag */                                \
+	X(ra_second_round, 0, 1)                          /* flag */                                \
+	X(bw_kal_every_sample, 0, 1)                      /* flag */
+
+#ifndef LEOCC_BPF
+/* One row of LEOCC_PARAM_RANGES, for FFI callers (host build only). */
+struct leocc_param_range {
+	const char *name;   /* the field's name in struct leocc_params */
+	leocc_u32 offset;   /* its byte offset in struct leocc_params */
+	leocc_u32 min, max; /* inclusive */
+};
+#endif
+
 /* What Linux gives a congestion control on an ACK (struct rate_sample plus tcp_sock). */
 struct leocc_ack_sample {
 	leocc_u64 now_us;          /* time of this ACK */
@@ -265,5 +345,9 @@ LEOCC_API void leocc_on_path(struct leocc_state *s, leocc_u64 now_us,
 LEOCC_API void leocc_view(const struct leocc_state *s, struct leocc_view *v);
 /* sizeof(struct leocc_state), for FFI callers that allocate it as opaque bytes. */
 LEOCC_API leocc_u32 leocc_state_size(void);
+#ifndef LEOCC_BPF
+/* Row `index` of LEOCC_PARAM_RANGES (struct order) into *row: 1, or 0 past the last row. */
+LEOCC_API int leocc_param_range(leocc_u32 index, struct leocc_param_range *row);
+#endif
 
 #endif /* LEOCC_H */

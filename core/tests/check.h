@@ -44,4 +44,5 @@ void test_bottleneck_discrimination(void);
 void test_event_guards(void);
 void test_clock_backwards(void);
 void test_starlink_like(void);
+void test_param_ranges(void);
 #endif

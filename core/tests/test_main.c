@@ -37,6 +37,7 @@ static const struct test tests[] = {
 	{"event_guards", test_event_guards},
 	{"clock_backwards", test_clock_backwards},
 	{"starlink_like", test_starlink_like},
+	{"param_ranges", test_param_ranges},
 };
 
 int main(int argc, char **argv)

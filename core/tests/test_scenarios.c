@@ -577,3 +577,146 @@ void test_starlink_like(void)
 	free(s);
 	free(n);
 }
+
+/* ---------------------------------------------------------------------------------------- */
+/* Parameter ranges (issue 34): the BPF program starts flows from a map any root tool can
+ * write, so no parameter struct may switch congestion control off or pin cwnd at 1. */
+
+/* The smallest window that keeps an ACK clock (the table's min_cwnd minimum, asserted below). */
+#define SANE_MIN_CWND 2u
+/* Rate samples may exceed the link by ACK compression; twice the link covers the model's. */
+#define ACK_COMPRESSION_SLACK 2u
+/* Long enough for Startup, Drain, cruise cycles and an adaptation after the outage at 4 s. */
+#define RANGES_RUN_US (8 * SEC)
+#define RANGES_MAX_CALLS 400000
+
+static leocc_u32 *param_field(struct leocc_params *p, leocc_u32 offset)
+{
+	return (leocc_u32 *)((char *)p + offset);
+}
+
+/* The row called `name` (which must exist). */
+static struct leocc_param_range param_row(const char *name)
+{
+	struct leocc_param_range r;
+	leocc_u32 i;
+
+	for (i = 0; leocc_param_range(i, &r); i++)
+		if (!strcmp(r.name, name))
+			return r;
+	fprintf(stderr, "no parameter row %s\n", name);
+	exit(2);
+}
+
+/* The largest pacing gain the table allows: the bound any pacing rate is held to. */
+static leocc_u32 max_pacing_gain(void)
+{
+	static const char *const gains[] = {"startup_gain", "ra_probe_gain", "bco", "bco_congested"};
+	leocc_u32 g = 0, i;
+
+	for (i = 0; i < sizeof(gains) / sizeof(gains[0]); i++)
+		g = param_row(gains[i]).max > g ? param_row(gains[i]).max : g;
+	return g;
+}
+
+/* Run a flow from parameters filled with `fill` bytes on a 100 Mbit/s, 40 ms link with one
+ * reconfiguration; every output must keep cwnd >= 2 and pacing within the bound: the largest
+ * pacing gain over twice the link, or the window floor (min_cwnd per base RTT) or the first
+ * window (init_cwnd per default RTT) at that gain, whichever is larger. */
+static void run_filled_params(int fill)
+{
+	const uint64_t cap = MBPS(100);
+	const uint32_t rtt = 40000;
+	struct sim *s = new_sim(cap, rtt, 7);
+	struct leocc_params p;
+	struct leocc_param_range r;
+	uint64_t gain = max_pacing_gain(), bound, max_pacing = 0, floor_bytes;
+	uint32_t min_cwnd = UINT32_MAX, max_cwnd = 0;
+	leocc_u32 i;
+	size_t c;
+
+	memset(&p, fill, sizeof(p));
+	leocc_init(&s->cc, &p, 0);
+	for (i = 0; leocc_param_range(i, &r); i++) {
+		leocc_u32 v = *param_field(&s->cc.p, r.offset);
+
+		CHECK(v >= r.min && v <= r.max, "fill 0x%02x: %s = %u outside %u..%u", fill, r.name,
+		      v, r.min, r.max);
+	}
+	/* What sim_init does for the defaults: the first window before any ACK. */
+	s->out.cwnd = s->cc.p.init_cwnd;
+	s->out.pacing_rate = (uint64_t)s->cc.p.init_cwnd * s->mss * SEC / s->cc.p.default_rtt_us;
+	s->path_probe = 1;
+	sim_add_outage(s, 4 * SEC, 80 * MS);
+	s->calls = calloc(RANGES_MAX_CALLS, sizeof(*s->calls));
+	s->max_calls = RANGES_MAX_CALLS;
+	if (!s->calls) {
+		fprintf(stderr, "out of memory\n");
+		exit(2);
+	}
+	sim_run_until(s, RANGES_RUN_US);
+	bound = gain * ACK_COMPRESSION_SLACK * cap / LEOCC_UNIT;
+	if ((uint64_t)s->cc.p.min_cwnd * s->mss * SEC / rtt * gain / LEOCC_UNIT > bound)
+		bound = (uint64_t)s->cc.p.min_cwnd * s->mss * SEC / rtt * gain / LEOCC_UNIT;
+	if ((uint64_t)s->cc.p.init_cwnd * s->mss * SEC / s->cc.p.default_rtt_us * gain /
+	    LEOCC_UNIT > bound)
+		bound = (uint64_t)s->cc.p.init_cwnd * s->mss * SEC / s->cc.p.default_rtt_us * gain /
+			LEOCC_UNIT;
+	CHECK(s->ncalls > 1000 && s->ncalls < RANGES_MAX_CALLS, "fill 0x%02x: %zu calls", fill,
+	      s->ncalls);
+	for (c = 0; c < s->ncalls; c++) {
+		const struct leocc_output *o = &s->calls[c].out;
+
+		if (s->calls[c].op != SIM_CALL_ACK)
+			continue;
+		min_cwnd = o->cwnd < min_cwnd ? o->cwnd : min_cwnd;
+		max_cwnd = o->cwnd > max_cwnd ? o->cwnd : max_cwnd;
+		max_pacing = o->pacing_rate > max_pacing ? o->pacing_rate : max_pacing;
+	}
+	if (verbose())
+		printf("  fill 0x%02x: %zu calls, cwnd %u..%u, pacing max %.1f Mbit/s (bound %.1f), "
+		       "delivered %.1f Mbit/s\n", fill, s->ncalls, min_cwnd, max_cwnd,
+		       (double)max_pacing * 8e-6, (double)bound * 8e-6,
+		       (double)s->delivered_bytes * 8e-6 / ((double)RANGES_RUN_US / SEC));
+	CHECK(min_cwnd >= SANE_MIN_CWND, "fill 0x%02x: cwnd fell to %u", fill, min_cwnd);
+	CHECK(max_pacing <= bound, "fill 0x%02x: pacing reached %llu B/s, bound %llu", fill,
+	      (unsigned long long)max_pacing, (unsigned long long)bound);
+	/* The flow keeps sending: at least half its window floor (min_cwnd per RTT) or of the
+	 * link, whichever is smaller. All-zero parameters do no better than that floor: a 0
+	 * Delta_RTT on the flow's own range reads a constant RTT as congestion, and the slowest
+	 * burst (1.05x) with the deepest drain (0.25x) averages under 1x, so the rate settles
+	 * at the floor. Slow, not unsafe. */
+	floor_bytes = (uint64_t)s->cc.p.min_cwnd * s->mss * RANGES_RUN_US / rtt;
+	if (floor_bytes > cap * RANGES_RUN_US / SEC)
+		floor_bytes = cap * RANGES_RUN_US / SEC; /* a floor above the link: the link */
+	CHECK(s->delivered_bytes > floor_bytes / 2, "fill 0x%02x: delivered %llu, floor %llu",
+	      fill, (unsigned long long)s->delivered_bytes, (unsigned long long)floor_bytes);
+	free(s->calls);
+	free(s);
+}
+
+void test_param_ranges(void)
+{
+	struct leocc_params d;
+	struct leocc_param_range r;
+	leocc_u32 i, expect_offset = 0;
+
+	leocc_default_params(&d);
+	for (i = 0; leocc_param_range(i, &r); i++) {
+		leocc_u32 v = *param_field(&d, r.offset);
+
+		CHECK(r.offset == expect_offset, "%s at %u, expected %u", r.name, r.offset,
+		      expect_offset);
+		CHECK(r.min <= r.max, "%s: %u..%u", r.name, r.min, r.max);
+		CHECK(v >= r.min && v <= r.max, "default %s = %u outside %u..%u", r.name, v, r.min,
+		      r.max);
+		expect_offset += sizeof(leocc_u32);
+	}
+	CHECK(i * sizeof(leocc_u32) == sizeof(struct leocc_params), "%u rows for %zu bytes", i,
+	      sizeof(struct leocc_params));
+	CHECK(!leocc_param_range(i, &r), "row past the end");
+	CHECK(param_row("min_cwnd").min >= SANE_MIN_CWND, "min_cwnd may go below %u",
+	      SANE_MIN_CWND);
+	run_filled_params(0x00);
+	run_filled_params(0xff);
+}

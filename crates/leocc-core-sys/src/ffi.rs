@@ -167,6 +167,16 @@ pub(crate) struct RawView {
     pub rounds: u64,
 }
 
+/// One row of `LEOCC_PARAM_RANGES` (`struct leocc_param_range`, core/leocc.h).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RawParamRange {
+    pub name: *const std::os::raw::c_char,
+    pub offset: u32,
+    pub min: u32,
+    pub max: u32,
+}
+
 /// `struct leocc_state`, only ever handled through a pointer.
 #[repr(C)]
 pub(crate) struct RawState {
@@ -181,4 +191,5 @@ extern "C" {
     pub(crate) fn leocc_on_path(s: *mut RawState, now_us: u64, term_pop_rtt_us: u32);
     pub(crate) fn leocc_view(s: *const RawState, v: *mut RawView);
     pub(crate) fn leocc_state_size() -> u32;
+    pub(crate) fn leocc_param_range(index: u32, row: *mut RawParamRange) -> i32;
 }

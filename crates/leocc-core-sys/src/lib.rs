@@ -15,6 +15,7 @@ mod ffi;
 mod params;
 
 pub use ffi::{AckSample, Params};
+pub use params::ParamRange;
 
 /// What the congestion control asks for after an ACK.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,13 +6,17 @@
 //! * the LeoCC dataset: `SITE[_download|_upload]/N/bw_N.txt` + `delay_N.txt` (the folders also
 //!   hold plots and statistics files, which are ignored);
 //! * any folder of pairs: every `bw*.txt` with the `delay*.txt` of the same suffix
-//!   (`bw.txt` + `delay.txt`, `bw_7.txt` + `delay_7.txt`; the delay file is optional);
+//!   (`bw.txt` + `delay.txt`, `bw_7.txt` + `delay_7.txt`; a capacity file without its delay
+//!   file is skipped and listed, as it would give a trace without delays);
 //! * a directory written by `leocc trace export` (`bw_down.txt` + `bw_up.txt`).
 //!
 //! The direction comes from the path (`upload`, `uplink`, `up` → up; `download`, `downlink`,
 //! `down` → down); a path that names neither is taken as a downlink and the index says so
-//! (`direction_known = false`). Every pair is parsed in full: a bad one is reported with its file
-//! and line and skipped; nothing of it reaches the output. The output directory is written whole
+//! (`direction_known = false`). Every pair is parsed in full, line by line (a file is never read
+//! whole: memory follows what a trace holds, and a binary file is named from its first bytes,
+//! see [`crate::text::for_each_line`]): a bad one is reported with its file and line and
+//! skipped; nothing of it reaches the output. So is a file that cannot be read at all (a
+//! symbolic link in a loop or to nothing). The output directory is written whole
 //! and swapped in (see [`crate::OutDir`]), so an interrupted import leaves no partial dataset.
 
 use std::path::{Path, PathBuf};
@@ -119,7 +123,9 @@ pub const COLUMNS: [&str; 17] = [
 // Discovery
 
 /// Finds every pair under `root`, sorted by name. Symbolic links to folders are not followed
-/// (a link cycle would never end); hidden entries are ignored.
+/// (a link cycle would never end); other symbolic links count as files even when they lead
+/// nowhere (a loop, a missing target), so that their pair is listed as skipped with the
+/// reason instead of vanishing; hidden entries are ignored.
 pub fn discover(root: &Path) -> Result<Vec<Pair>, TraceError> {
     if !root.is_dir() {
         return Err(TraceError::whole(root, "not a directory"));
@@ -137,7 +143,7 @@ pub fn discover(root: &Path) -> Result<Vec<Pair>, TraceError> {
             let ft = e.file_type().map_err(|err| TraceError::io(e.path(), &err))?;
             if ft.is_dir() {
                 stack.push(e.path());
-            } else if ft.is_file() || ft.is_symlink() && e.path().is_file() {
+            } else if ft.is_file() || ft.is_symlink() && !e.path().is_dir() {
                 files.push(name);
             }
         }
@@ -239,6 +245,14 @@ fn strip_direction(folder: &str) -> String {
 /// Parses one pair into a trace named after it.
 pub fn load_pair(pair: &Pair) -> Result<Trace, TraceError> {
     let mut t = match &pair.files {
+        PairFiles::Single { bw, delay: None } => {
+            let bw_name = bw.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let delay_name = bw_name.strip_prefix("bw").map_or_else(|| "delay*.txt".to_string(), |rest| format!("delay{rest}"));
+            return Err(TraceError::whole(
+                bw,
+                format!("no delay file {delay_name} beside it: a capacity file alone has no one-way delays, so the pair is skipped"),
+            ));
+        }
         PairFiles::Single { bw, delay } => mahimahi::import(&ImportSpec {
             bw: bw.clone(),
             delay: delay.clone(),
@@ -644,6 +658,76 @@ mod tests {
         assert!(t.capacity(Dir::Up).is_some());
         let skipped = std::fs::read_to_string(out.join(SKIPPED_FILE)).unwrap();
         assert!(skipped.contains("A_download/2") && skipped.contains("bw_2.txt:3:"), "{skipped}");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_capacity_file_alone_and_a_symlink_loop_are_listed_as_skipped() {
+        let root = scratch("skips");
+        write_pair(&root, "A_download", 1, 7);
+        // A capacity file without its delay file.
+        let lone = root.join("A_download/2");
+        std::fs::create_dir_all(&lone).unwrap();
+        std::fs::copy(root.join("A_download/1/bw_1.txt"), lone.join("bw_2.txt")).unwrap();
+        // A pair of symbolic links pointing at each other.
+        let looped = root.join("A_download/3");
+        std::fs::create_dir_all(&looped).unwrap();
+        std::os::unix::fs::symlink("delay_3.txt", looped.join("bw_3.txt")).unwrap();
+        std::os::unix::fs::symlink("bw_3.txt", looped.join("delay_3.txt")).unwrap();
+        let out = root.join("out");
+        std::fs::create_dir_all(&out).unwrap();
+        let pairs = discover(&root).unwrap();
+        assert_eq!(pairs.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(), ["A_download/1", "A_download/2", "A_download/3"]);
+        let report = import(&pairs, &out, 2, &|_, _, _| {}).unwrap();
+        assert_eq!(report.imported.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(), ["A_download/1"]);
+        let skipped: Vec<(String, String)> = report.skipped.iter().map(|(n, e)| (n.clone(), e.to_string())).collect();
+        assert_eq!(skipped.len(), 2, "{skipped:?}");
+        assert_eq!(skipped[0].0, "A_download/2");
+        assert!(skipped[0].1.contains("bw_2.txt: no delay file delay_2.txt beside it"), "{skipped:?}");
+        assert_eq!(skipped[1].0, "A_download/3");
+        assert!(skipped[1].1.contains("bw_3.txt") && skipped[1].1.contains("symbolic links"), "{skipped:?}");
+        let listed = std::fs::read_to_string(out.join(SKIPPED_FILE)).unwrap();
+        assert!(listed.contains("A_download/2,") && listed.contains("A_download/3,"), "{listed}");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// Size of the big inputs below: large against the bound, small enough for a test run.
+    const BIG_INPUT_BYTES: u64 = 200 << 20;
+    /// Heap an import may use whatever its input's size (issue 34: 1 GiB inputs under 64 MB).
+    const IMPORT_HEAP_LIMIT: usize = 64 << 20;
+
+    #[test]
+    fn big_inputs_are_read_line_by_line_in_bounded_memory() {
+        let root = scratch("big");
+        let d = root.join("A_download/1");
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("delay_1.txt"), "20\n".repeat(100)).unwrap();
+        let bw = d.join("bw_1.txt");
+        let pair = || discover(&root).unwrap().remove(0);
+        // A sparse file of zeros: binary, named from its first bytes.
+        std::fs::File::create(&bw).unwrap().set_len(BIG_INPUT_BYTES).unwrap();
+        let mut result = None;
+        let used = crate::alloc_count::peak_during(|| result = Some(load_pair(&pair())));
+        let err = result.take().unwrap().unwrap_err();
+        assert!(err.line == 0 && err.problem.contains("binary data (byte 0x00 at offset 0)"), "{err}");
+        assert!(used < IMPORT_HEAP_LIMIT, "{used} bytes for a {BIG_INPUT_BYTES}-byte binary file");
+        // A valid text file as big: times padded with zeros to the longest line accepted.
+        {
+            use std::io::Write as _;
+            let mut w = std::io::BufWriter::new(std::fs::File::create(&bw).unwrap());
+            let lines = BIG_INPUT_BYTES / crate::text::MAX_LINE_BYTES as u64;
+            for ms in 1..=lines {
+                writeln!(w, "{ms:0width$}", width = crate::text::MAX_LINE_BYTES - 1).unwrap();
+            }
+        }
+        let used = crate::alloc_count::peak_during(|| result = Some(load_pair(&pair())));
+        let t = result.take().unwrap().unwrap();
+        assert!(t.capacity(Dir::Down).is_some());
+        assert!(used < IMPORT_HEAP_LIMIT, "{used} bytes for a {BIG_INPUT_BYTES}-byte text file");
+        // One line without an end: refused at the line-length bound, not read whole.
+        std::fs::write(&bw, "1".repeat(crate::text::MAX_LINE_BYTES * 4)).unwrap();
+        let err = load_pair(&pair()).unwrap_err();
+        assert!(err.line == 1 && err.problem.contains("line longer than"), "{err}");
         std::fs::remove_dir_all(&root).unwrap();
     }
 

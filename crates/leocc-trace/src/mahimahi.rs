@@ -10,6 +10,8 @@
 //! byte-identical from parse + write; other valid files come back normalised to that form.
 
 use std::fmt::Write as _;
+use std::fs::File;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 use crate::error::TraceError;
@@ -21,12 +23,17 @@ pub const LEOREPLAYER_INTERVAL_US: u64 = 10_000;
 
 /// Parses a mahimahi capacity file into opportunity times in µs.
 pub fn parse_capacity(file: &Path, data: &[u8]) -> Result<Capacity, TraceError> {
-    let mut times = Vec::with_capacity(data.len() / 6);
+    parse_capacity_from(file, data)
+}
+
+/// [`parse_capacity`] from a reader, line by line: memory follows the opportunities, not the
+/// file (see [`text::for_each_line`]).
+pub fn parse_capacity_from(file: &Path, r: impl BufRead) -> Result<Capacity, TraceError> {
+    let mut times = Vec::new();
     let mut prev = 0u64;
     let mut run = 0usize;
     let max_per_ms = crate::model::max_opportunities_per_ms() as usize;
-    for line in text::lines(data) {
-        let line = line.map_err(|(no, p)| TraceError::new(file, no, p))?;
+    text::for_each_line(file, r, |line| {
         let err = |p: String| TraceError::new(file, line.no, p);
         if line.text.trim().is_empty() {
             return Err(err("empty line (expected one time in ms per line)".into()));
@@ -45,10 +52,12 @@ pub fn parse_capacity(file: &Path, data: &[u8]) -> Result<Capacity, TraceError> 
         }
         prev = us;
         times.push(us);
-    }
+        Ok(())
+    })?;
     if times.is_empty() {
         return Err(TraceError::whole(file, "empty file (a mahimahi trace needs at least one line)"));
     }
+    times.shrink_to_fit();
     Capacity::new(times, None).map_err(|p| TraceError::whole(file, p))
 }
 
@@ -74,9 +83,13 @@ pub fn render_capacity(cap: &Capacity) -> Result<String, String> {
 
 /// Parses a LeoReplayer delay file (ms per 10 ms interval).
 pub fn parse_delay(file: &Path, data: &[u8]) -> Result<DelaySeries, TraceError> {
-    let mut values = Vec::with_capacity(data.len() / 3);
-    for line in text::lines(data) {
-        let line = line.map_err(|(no, p)| TraceError::new(file, no, p))?;
+    parse_delay_from(file, data)
+}
+
+/// [`parse_delay`] from a reader, line by line (see [`text::for_each_line`]).
+pub fn parse_delay_from(file: &Path, r: impl BufRead) -> Result<DelaySeries, TraceError> {
+    let mut values = Vec::new();
+    text::for_each_line(file, r, |line| {
         let err = |p: String| TraceError::new(file, line.no, p);
         if line.text.trim().is_empty() {
             return Err(err("empty line (expected one delay in ms per line)".into()));
@@ -87,7 +100,8 @@ pub fn parse_delay(file: &Path, data: &[u8]) -> Result<DelaySeries, TraceError> 
             return Err(err(format!("absurd one-way delay {} ms (limit {} ms)", cols[0], MAX_DELAY_US / 1000)));
         }
         values.push(us);
-    }
+        Ok(())
+    })?;
     if values.is_empty() {
         return Err(TraceError::whole(file, "empty file (a delay file needs at least one line)"));
     }
@@ -150,15 +164,17 @@ pub struct ImportSpec {
     pub name: Option<String>,
 }
 
-fn read(path: &Path) -> Result<Vec<u8>, TraceError> {
-    std::fs::read(path).map_err(|e| TraceError::io(path, &e))
+/// A file opened for reading line by line (never read whole: a dataset may hold huge or
+/// binary files under trace names).
+fn open(path: &Path) -> Result<BufReader<File>, TraceError> {
+    File::open(path).map(BufReader::new).map_err(|e| TraceError::io(path, &e))
 }
 
 /// Imports mahimahi capacity and LeoReplayer delay files into one trace.
 pub fn import(spec: &ImportSpec) -> Result<Trace, TraceError> {
-    let cap = parse_capacity(&spec.bw, &read(&spec.bw)?)?;
+    let cap = parse_capacity_from(&spec.bw, open(&spec.bw)?)?;
     let delay = match &spec.delay {
-        Some(p) => Some(parse_delay(p, &read(p)?)?),
+        Some(p) => Some(parse_delay_from(p, open(p)?)?),
         None => None,
     };
     let measured = match (spec.uplink_bw.is_some(), spec.direction) {
@@ -168,7 +184,7 @@ pub fn import(spec: &ImportSpec) -> Result<Trace, TraceError> {
     };
     let mut t = single_direction_trace(&spec.bw, cap, delay, measured);
     if let Some(p) = &spec.uplink_bw {
-        t.up.capacity = Some(parse_capacity(p, &read(p)?)?);
+        t.up.capacity = Some(parse_capacity_from(p, open(p)?)?);
     }
     let mut sources = vec![spec.bw.display().to_string()];
     sources.extend(spec.delay.iter().chain(spec.uplink_bw.iter()).map(|p| p.display().to_string()));
@@ -192,7 +208,29 @@ const MANIFEST_HEADER: &str = "# leocc trace export: these files belong together
 
 /// FNV-1a, 64 bit: enough to tell two exports apart (not a defence against forgery).
 fn fnv1a(data: &[u8]) -> u64 {
-    data.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
+    fnv1a_update(FNV1A_OFFSET, data)
+}
+
+/// FNV-1a's starting state.
+const FNV1A_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+fn fnv1a_update(h: u64, data: &[u8]) -> u64 {
+    data.iter().fold(h, |h, &b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
+}
+
+/// [`fnv1a`] of a file, read in buffer-sized pieces.
+fn fnv1a_file(path: &Path) -> Result<u64, TraceError> {
+    let mut r = open(path)?;
+    let mut h = FNV1A_OFFSET;
+    loop {
+        let chunk = r.fill_buf().map_err(|e| TraceError::io(path, &e))?;
+        if chunk.is_empty() {
+            return Ok(h);
+        }
+        h = fnv1a_update(h, chunk);
+        let n = chunk.len();
+        r.consume(n);
+    }
 }
 
 /// Writes the trace as mahimahi capacity file(s) and LeoReplayer delay file(s) into `dir`:
@@ -234,21 +272,21 @@ pub fn export(trace: &Trace, dir: &Path, force: bool) -> Result<Vec<PathBuf>, Tr
 /// with another's delay. Directories from elsewhere have no manifest and are not checked.
 fn check_manifest(dir: &Path, names: &[String]) -> Result<(), TraceError> {
     let path = dir.join(MANIFEST_FILE);
-    let text = match std::fs::read(&path) {
-        Ok(t) => t,
+    let file = match File::open(&path) {
+        Ok(f) => BufReader::new(f),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(TraceError::io(&path, &e)),
     };
     let mut listed = std::collections::BTreeMap::new();
-    for line in text::lines(&text) {
-        let line = line.map_err(|(no, p)| TraceError::new(&path, no, p))?;
+    text::for_each_line(&path, file, |line| {
         if line.text.starts_with('#') || line.text.trim().is_empty() {
-            continue;
+            return Ok(());
         }
         let cols = text::columns(line.text, 2, "file name and hash").map_err(|p| TraceError::new(&path, line.no, p))?;
         let hash = u64::from_str_radix(cols[1], 16).map_err(|_| TraceError::new(&path, line.no, format!("bad hash {:?}", cols[1])))?;
         listed.insert(cols[0].to_string(), hash);
-    }
+        Ok(())
+    })?;
     let mixed = |what: String| {
         TraceError::whole(dir, format!("{what}: the directory mixes files of two exports; export again into an empty directory (or delete {MANIFEST_FILE} if you combined them on purpose)"))
     };
@@ -256,7 +294,7 @@ fn check_manifest(dir: &Path, names: &[String]) -> Result<(), TraceError> {
         let Some(&want) = listed.get(n) else {
             return Err(mixed(format!("{n} is not part of the export recorded in {MANIFEST_FILE}")));
         };
-        if fnv1a(&read(&dir.join(n))?) != want {
+        if fnv1a_file(&dir.join(n))? != want {
             return Err(mixed(format!("{n} differs from the file recorded in {MANIFEST_FILE}")));
         }
     }
@@ -302,7 +340,7 @@ pub fn load_dir(dir: &Path) -> Result<Trace, TraceError> {
     if split_delays {
         for d in [Dir::Down, Dir::Up] {
             let p = dir.join(format!("delay_{}.txt", d.as_str()));
-            let s = parse_delay(&p, &read(&p)?)?;
+            let s = parse_delay_from(&p, open(&p)?)?;
             match d {
                 Dir::Down => t.down.delay = Some(s),
                 Dir::Up => t.up.delay = Some(s),

@@ -37,7 +37,7 @@ pub fn not_text(data: &[u8]) -> Option<String> {
     }
     // Text traces hold digits, letters, punctuation, spaces, tabs and newlines; CR is left to
     // the CRLF check below. Any other control byte means binary data.
-    let bad = data.iter().position(|&b| (b < 0x20 && !matches!(b, b'\n' | b'\t' | b'\r')) || b == 0x7f)?;
+    let bad = data.iter().position(|&b| is_binary_byte(b))?;
     Some(format!("not a text trace: binary data (byte 0x{:02x} at offset {bad})", data[bad]))
 }
 
@@ -58,6 +58,69 @@ pub fn lines(data: &[u8]) -> impl Iterator<Item = Result<Line<'_>, (usize, Strin
         }
         std::str::from_utf8(raw).map(|text| Line { no, text }).map_err(|_| (no, "invalid UTF-8".to_string()))
     }))
+}
+
+/// Bytes at the start of a file that are sniffed for binary content (magic numbers, control
+/// bytes) before it is read line by line: every magic number above and a few hundred lines of
+/// a text trace, so a binary file is named as such at once, whatever its size.
+pub const SNIFF_BYTES: usize = 8192;
+/// Longest line [`for_each_line`] accepts, bytes. A line of a mahimahi or delay file is one
+/// number (tens of bytes); without a bound, one newline-free file would be read whole.
+pub const MAX_LINE_BYTES: usize = 4096;
+
+/// Whether `b` is a control byte no text trace holds (tab, LF and CR are text; CR is left to
+/// the CRLF check).
+fn is_binary_byte(b: u8) -> bool {
+    (b < 0x20 && !matches!(b, b'\n' | b'\t' | b'\r')) || b == 0x7f
+}
+
+/// Reads `r` line by line with the rules of [`lines`], in bounded memory: the first
+/// [`SNIFF_BYTES`] are checked by [`not_text`] (a whole-file error), and then each line on its
+/// own (a control byte further on is reported with its line and offset), none longer than
+/// [`MAX_LINE_BYTES`]. `f` gets each line; its error stops the reading. Errors name `file`.
+pub fn for_each_line<R: std::io::BufRead>(
+    file: &std::path::Path,
+    mut r: R,
+    mut f: impl FnMut(Line<'_>) -> Result<(), crate::TraceError>,
+) -> Result<(), crate::TraceError> {
+    use crate::TraceError;
+    use std::io::{BufRead as _, Read as _};
+
+    let io = |e: std::io::Error| TraceError::io(file, &e);
+    let head = r.fill_buf().map_err(io)?;
+    if let Some(why) = not_text(&head[..head.len().min(SNIFF_BYTES)]) {
+        return Err(TraceError::whole(file, why));
+    }
+    let mut buf = Vec::with_capacity(64);
+    let (mut no, mut offset) = (0usize, 0u64);
+    loop {
+        buf.clear();
+        let n = (&mut r).take(MAX_LINE_BYTES as u64 + 1).read_until(b'\n', &mut buf).map_err(io)?;
+        if n == 0 {
+            return Ok(());
+        }
+        no += 1;
+        let raw = match buf.strip_suffix(b"\n") {
+            Some(raw) => raw,
+            None if n > MAX_LINE_BYTES => {
+                return Err(TraceError::new(file, no, format!("line longer than {MAX_LINE_BYTES} bytes: not a trace of one value per line")));
+            }
+            None => &buf[..], // the last line, without a final newline
+        };
+        if let Some(pos) = raw.iter().position(|&b| is_binary_byte(b)) {
+            return Err(TraceError::new(
+                file,
+                no,
+                format!("not a text trace: binary data (byte 0x{:02x} at offset {})", raw[pos], offset + pos as u64),
+            ));
+        }
+        if raw.contains(&b'\r') {
+            return Err(TraceError::new(file, no, "CRLF line ending (carriage return); convert the file to LF, e.g. with dos2unix"));
+        }
+        let text = std::str::from_utf8(raw).map_err(|_| TraceError::new(file, no, "invalid UTF-8"))?;
+        f(Line { no, text })?;
+        offset += n as u64;
+    }
 }
 
 /// Splits a line into whitespace-separated columns and checks their number.

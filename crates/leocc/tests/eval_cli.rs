@@ -199,12 +199,13 @@ fn eval_emulator_engine_runs_kernel_tcp() {
 }
 
 /// An emulator sweep sets the BPF LeoCC's parameters for its runs and returns them to the
-/// defaults: a window floor of 2,000 packets on a ~150-packet BDP fills the 500-packet queue.
+/// defaults: a window floor of 1,000 packets (the largest the core's range table allows) on a
+/// ~150-packet BDP fills the 500-packet queue.
 #[test]
 fn eval_emulator_sweep_sets_and_resets_the_kernels_leocc_parameters() {
     let Some(out) = emulator_out("emu-sweep") else { return };
     let o = Command::new(env!("CARGO_BIN_EXE_leocc"))
-        .args(["eval", "--engine", "emu", "--trace", "traces/starlink-up-60s.trace", "--sweep", "leocc.min_cwnd=2000"])
+        .args(["eval", "--engine", "emu", "--trace", "traces/starlink-up-60s.trace", "--sweep", "leocc.min_cwnd=1000"])
         .args(["--no-fairness", "--duration", "6", "--queue", "500", "-o"])
         .arg(&out)
         .current_dir(root())
@@ -215,9 +216,9 @@ fn eval_emulator_sweep_sets_and_resets_the_kernels_leocc_parameters() {
     // The mean, not the p95: the defaults' bursts reach the full queue (112 ms here) at the
     // p95 too, so both p95s can sit at the queue's limit; the floor keeps it full all the time.
     let mean_rtt = |label: &str| recs.iter().find(|r| r["label"] == label).unwrap_or_else(|| panic!("no {label} in {recs:?}"))["rtt_avg_ms"].as_f64().unwrap();
-    let (defaults, floored) = (mean_rtt("leocc"), mean_rtt("leocc{min_cwnd=2000}"));
-    assert!(floored > defaults + 40.0, "mean RTT {floored:.1} ms with min_cwnd=2000, {defaults:.1} ms with the defaults");
-    // The floor keeps 2,000 packets in flight through a 500-packet queue: a third or more of
+    let (defaults, floored) = (mean_rtt("leocc"), mean_rtt("leocc{min_cwnd=1000}"));
+    assert!(floored > defaults + 40.0, "mean RTT {floored:.1} ms with min_cwnd=1000, {defaults:.1} ms with the defaults");
+    // The floor keeps 1,000 packets in flight where ~650 fit (BDP and queue): a good part of
     // what it sends is retransmitted. Throughput counts what left the bottleneck, so it cannot
     // exceed the link (the old count, received + retransmitted, gave 2.4 in 20 s runs of this).
     // Utilisation is over the opportunities from the flow's first to its last departure; only
@@ -235,8 +236,10 @@ fn eval_emulator_sweep_sets_and_resets_the_kernels_leocc_parameters() {
         let (conn, all) = (f["bottleneck_bytes"].as_u64().unwrap(), r["bottleneck_departed_bytes"].as_u64().unwrap());
         assert!(conn <= all && all - conn < 100_000, "connection {conn} of {all} departed bytes: {r}");
     }
-    let floored_rec = recs.iter().find(|r| r["label"] == "leocc{min_cwnd=2000}").unwrap();
-    assert!(floored_rec["retrans_rate"].as_f64().unwrap() > 0.2, "the floor should make the sender retransmit a lot: {floored_rec}");
+    let floored_rec = recs.iter().find(|r| r["label"] == "leocc{min_cwnd=1000}").unwrap();
+    // With 2,000 packets this was > 0.2; 1,000 overfill the ~650 by about a third (not run
+    // since the change: needs the emulator).
+    assert!(floored_rec["retrans_rate"].as_f64().unwrap() > 0.1, "the floor should make the sender retransmit a lot: {floored_rec}");
     assert!(out.join("sweep.html").exists());
     {
         // Under the lock emulator runs hold while they load LeoCC and set and reset its

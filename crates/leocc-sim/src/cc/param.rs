@@ -83,11 +83,16 @@ pub fn specs(cc: &str) -> Option<Vec<ParamSpec>> {
             let p = leocc_core_sys::Params::default();
             leocc_core_sys::Params::NAMES
                 .iter()
-                .map(|(n, doc)| ParamSpec {
+                .map(|(n, doc)| {
+                    // The core's own range table (LEOCC_PARAM_RANGES), which Params::set enforces.
+                    let range = leocc_core_sys::Params::range(n).expect("every named parameter has a range (tested in leocc-core-sys)");
+                    (n, doc, range)
+                })
+                .map(|(n, doc, range)| ParamSpec {
                     name: n,
                     default: f64::from(p.get(n).unwrap_or(0)),
-                    min: 0.0,
-                    max: f64::from(u32::MAX),
+                    min: f64::from(range.min),
+                    max: f64::from(range.max),
                     integer: true,
                     doc,
                 })

@@ -158,6 +158,9 @@ pub fn run(cmd: KernelCmd) -> anyhow::Result<()> {
 /// `leocc kernel params`.
 fn params(a: ParamsArgs) -> anyhow::Result<()> {
     use leocc_kernel::params::{read_params, write_params, Params};
+    // Settings are checked (names, ranges) before the map is touched, so a bad value is
+    // refused with its range whether or not leocc is loaded or the caller is root.
+    leocc_eval::emu_engine::apply_leocc_settings("--set", Params::default(), &a.set)?;
     let current = read_params()?;
     if a.set.is_empty() && !a.reset {
         let p = current.unwrap_or_default();
