@@ -17,5 +17,5 @@ if [ -f python/leocc_ml/pyproject.toml ]; then
   echo "== python/leocc_ml (pytest: predictors, LSTM gradient check, video over loopback TCP)"
   (cd python/leocc_ml && ../../.venv/bin/python -m pytest -q tests)
 fi
-echo "== python (the leocc package, docs/python.md's example)"
+echo "== python (the leocc package, docs/python.md's example, every shell block of README.md and docs/*.md)"
 .venv/bin/python -m unittest discover -s python/tests
