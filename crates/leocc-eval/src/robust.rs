@@ -56,6 +56,18 @@ pub const QUEUE_WINDOW_S: f64 = 1.0;
 pub const STAGGER_S: f64 = 5.0;
 /// A false reconfiguration event every this many µs in the false-event setting.
 pub const FALSE_EVENT_INTERVAL_US: u64 = 500_000;
+/// The simulator seeds of one path are this far apart ([`sim_seed`]): the first is the draw
+/// seed itself, so one seed per path is the bench as it always ran, and a path's later seeds
+/// stay clear of the other paths' (a million paths apart).
+pub const SIM_SEED_STRIDE: u64 = 1_000_000;
+/// Most simulator seeds per path: 32 x 8 settings x the paths is already hours of runs.
+pub const MAX_SIM_SEEDS: u64 = 32;
+
+/// The simulator's seed of the `replicate`-th run (from 0) of every setting on the path drawn
+/// with `draw_seed`.
+pub fn sim_seed(draw_seed: u64, replicate: u64) -> u64 {
+    draw_seed.wrapping_add(replicate.wrapping_mul(SIM_SEED_STRIDE))
+}
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -77,6 +89,11 @@ pub struct Plan {
     pub sndbuf_bytes: u64,
     /// Queue disciplines of the bottleneck; every setting runs on every path under each.
     pub qdiscs: Vec<Qdisc>,
+    /// Simulator seeds per path: every setting runs this many times on each path, and each
+    /// metric of a path is its mean over them. One run moves a worst-10 % share by 0.1-0.2
+    /// with the simulator's seed alone (which flow leaves Startup or an adaptation first
+    /// decides the shares for a while); the mean over a few seeds is what a change must move.
+    pub sim_seeds: u64,
     /// Worker threads.
     pub jobs: usize,
 }
@@ -93,6 +110,7 @@ impl Plan {
             loss: 0.0,
             sndbuf_bytes: DEFAULT_SNDBUF_BYTES,
             qdiscs: vec![Qdisc::DropTail],
+            sim_seeds: 1,
             jobs: 2,
         }
     }
@@ -116,6 +134,9 @@ impl Plan {
         }
         if self.qdiscs.is_empty() {
             return Err("need at least one queue discipline".into());
+        }
+        if !(1..=MAX_SIM_SEEDS).contains(&self.sim_seeds) {
+            return Err(format!("simulator seeds per path {} must be within 1..={MAX_SIM_SEEDS}", self.sim_seeds));
         }
         if self
             .qdiscs
@@ -284,18 +305,20 @@ pub fn queue_of(draw: &PathDraw) -> QueueLimit {
     QueueLimit::Time(draw.buffer_us())
 }
 
-/// The simulator scenario of one setting on one path under one queue discipline.
+/// The simulator scenario of one setting on one path under one queue discipline, for the
+/// path's `replicate`-th simulator seed ([`sim_seed`]).
 pub fn scenario(
     plan: &Plan,
     path: &DrawnPath,
     qdisc: Qdisc,
     setting: Setting,
+    replicate: u64,
 ) -> Result<Scenario, String> {
     let dur = plan.duration_ms() * 1000;
     let name = format!("draw-{}", path.draw.seed);
     let mut sc = Scenario::new(path.trace.clone(), &name, &plan.cc, dur);
     sc.flows = parse_flows(&setting.flows(plan), "", dur)?;
-    sc.seed = path.draw.seed;
+    sc.seed = sim_seed(path.draw.seed, replicate);
     sc.queue = queue_of(&path.draw);
     sc.qdisc = qdisc;
     sc.loss = plan.loss;
@@ -528,10 +551,12 @@ fn run_one(
     path: &DrawnPath,
     qdisc: Qdisc,
     setting: Setting,
+    replicate: u64,
 ) -> Result<RunOut, String> {
-    let sc = scenario(plan, path, qdisc, setting)?;
-    let mut result = leocc_sim::run(&sc)
-        .map_err(|e| format!("seed {} {qdisc} {}: {e}", path.draw.seed, setting.name()))?;
+    let sc = scenario(plan, path, qdisc, setting, replicate)?;
+    let mut result = leocc_sim::run(&sc).map_err(|e| {
+        format!("seed {} (simulator seed {}) {qdisc} {}: {e}", path.draw.seed, sc.seed, setting.name())
+    })?;
     let ts = std::mem::take(&mut result.timeseries);
     let (mut post_qdelay_ms, mut recovery_s, mut jain_overlap) = (f64::NAN, None, f64::NAN);
     match setting {
@@ -555,8 +580,10 @@ fn run_one(
 /// One drawn path: what was drawn, and every metric of the control on it.
 #[derive(Clone, Debug, Serialize)]
 pub struct PathRow {
-    /// Draw seed (also the simulator's seed).
+    /// Draw seed (also the simulator's seed of the path's first replicate).
     pub seed: u64,
+    /// The simulator's seed of this row's runs ([`sim_seed`]).
+    pub sim_seed: u64,
     /// Queue discipline of the bottleneck.
     pub qdisc: Qdisc,
     /// `up` or `down`: the data direction.
@@ -635,6 +662,7 @@ fn path_row(
     plan: &Plan,
     path: &DrawnPath,
     qdisc: Qdisc,
+    replicate: u64,
     runs: &BTreeMap<Setting, RunOut>,
 ) -> PathRow {
     let r = |s: Setting| &runs[&s].result;
@@ -659,6 +687,7 @@ fn path_row(
     let (q, qf) = (alone.qdelay_p95_ms, fe.qdelay_p95_ms);
     PathRow {
         seed: path.draw.seed,
+        sim_seed: sim_seed(path.draw.seed, replicate),
         qdisc,
         direction: dir.as_str().to_string(),
         capacity_mbps: path.draw.capacity_mbps,
@@ -708,24 +737,28 @@ pub struct Progress {
 }
 
 /// Draws the paths and runs every setting on each under every queue discipline, on
-/// `plan.jobs` threads; `progress` after each run. Returns one row per path and discipline, in
-/// seed order, the disciplines of a path in the plan's order. The first failing run stops the
-/// bench with its error.
+/// `plan.jobs` threads; `progress` after each run. Returns one row per path, discipline and
+/// simulator seed, in seed order, the disciplines of a path in the plan's order and the
+/// simulator seeds of a discipline in order. The first failing run stops the bench with its
+/// error.
 pub fn run(plan: &Plan, progress: &(dyn Fn(Progress) + Sync)) -> Result<Vec<PathRow>, String> {
     plan.validate()?;
     let seeds = plan.seeds();
-    let nq = plan.qdiscs.len();
-    let per_path = nq * Setting::ALL.len();
-    // Job j: path j / per_path, discipline (j % per_path) / settings, setting j % settings.
-    let jobs: Vec<(usize, usize, Setting)> = (0..seeds.len())
-        .flat_map(|p| (0..nq).flat_map(move |q| Setting::ALL.map(|s| (p, q, s))))
+    let (nq, reps) = (plan.qdiscs.len(), plan.sim_seeds as usize);
+    let per_path = nq * reps * Setting::ALL.len();
+    // Jobs in path, discipline, replicate, setting order; a row's cell is (path, discipline,
+    // replicate).
+    let jobs: Vec<(usize, usize, usize, Setting)> = (0..seeds.len())
+        .flat_map(|p| {
+            (0..nq).flat_map(move |q| (0..reps).flat_map(move |k| Setting::ALL.map(|s| (p, q, k, s))))
+        })
         .collect();
     // A path's trace is drawn by the first run that needs it and dropped after its last.
     let traces: Vec<Mutex<Option<DrawnPath>>> = seeds.iter().map(|_| Mutex::new(None)).collect();
     let left: Vec<AtomicUsize> = seeds.iter().map(|_| AtomicUsize::new(per_path)).collect();
     let outs: Mutex<Vec<BTreeMap<Setting, RunOut>>> =
-        Mutex::new(vec![BTreeMap::new(); seeds.len() * nq]);
-    let rows: Mutex<Vec<Option<PathRow>>> = Mutex::new(vec![None; seeds.len() * nq]);
+        Mutex::new(vec![BTreeMap::new(); seeds.len() * nq * reps]);
+    let rows: Mutex<Vec<Option<PathRow>>> = Mutex::new(vec![None; seeds.len() * nq * reps]);
     let (next, done) = (AtomicUsize::new(0), AtomicUsize::new(0));
     let error: Mutex<Option<String>> = Mutex::new(None);
     std::thread::scope(|s| {
@@ -735,7 +768,7 @@ pub fn run(plan: &Plan, progress: &(dyn Fn(Progress) + Sync)) -> Result<Vec<Path
                 if i >= jobs.len() || error.lock().unwrap_or_else(|p| p.into_inner()).is_some() {
                     return;
                 }
-                let (p, q, setting) = jobs[i];
+                let (p, q, k, setting) = jobs[i];
                 let qdisc = plan.qdiscs[q];
                 let path = {
                     let mut t = traces[p].lock().unwrap_or_else(|e| e.into_inner());
@@ -751,9 +784,9 @@ pub fn run(plan: &Plan, progress: &(dyn Fn(Progress) + Sync)) -> Result<Vec<Path
                     }
                     t.clone().expect("drawn above")
                 };
-                match run_one(plan, &path, qdisc, setting) {
+                match run_one(plan, &path, qdisc, setting, k as u64) {
                     Ok(o) => {
-                        let cell = p * nq + q;
+                        let cell = (p * nq + q) * reps + k;
                         let finished = {
                             let mut all = outs.lock().unwrap_or_else(|e| e.into_inner());
                             all[cell].insert(setting, o);
@@ -764,7 +797,7 @@ pub fn run(plan: &Plan, progress: &(dyn Fn(Progress) + Sync)) -> Result<Vec<Path
                             *traces[p].lock().unwrap_or_else(|e| e.into_inner()) = None;
                         }
                         if let Some(runs) = finished {
-                            let row = path_row(plan, &path, qdisc, &runs);
+                            let row = path_row(plan, &path, qdisc, k as u64, &runs);
                             rows.lock().unwrap_or_else(|e| e.into_inner())[cell] = Some(row);
                         }
                         let d = done.fetch_add(1, Ordering::Relaxed) + 1;
@@ -1032,15 +1065,40 @@ pub struct Summary {
     pub paths_met: Option<usize>,
     /// Paths.
     pub paths: usize,
+    /// Median over the paths of the range (largest minus smallest) of the metric across a
+    /// path's simulator seeds: how far one seed alone moves a path's value. NaN with one seed.
+    pub seed_range: f64,
 }
 
-/// Summarises every metric of [`METRICS`] over the rows of `qdisc`.
+/// Summarises every metric of [`METRICS`] over the rows of `qdisc`: a path's value is its
+/// mean over its simulator seeds (NaN if any of them is NaN, never-drained if any never did).
 pub fn summarise(rows: &[PathRow], qdisc: Qdisc) -> Vec<Summary> {
-    let rows: Vec<&PathRow> = rows.iter().filter(|r| r.qdisc == qdisc).collect();
+    let mut paths: BTreeMap<u64, Vec<&PathRow>> = BTreeMap::new();
+    for r in rows.iter().filter(|r| r.qdisc == qdisc) {
+        paths.entry(r.seed).or_default().push(r);
+    }
     METRICS
         .iter()
         .map(|m| {
-            let vals: Vec<(f64, u64)> = rows.iter().map(|r| ((m.get)(r), r.seed)).collect();
+            let per_path = |rs: &Vec<&PathRow>| rs.iter().map(|r| (m.get)(r)).collect::<Vec<f64>>();
+            let vals: Vec<(f64, u64)> = paths
+                .iter()
+                .map(|(&seed, rs)| {
+                    let v = per_path(rs);
+                    (v.iter().sum::<f64>() / v.len() as f64, seed)
+                })
+                .collect();
+            let mut ranges: Vec<f64> = paths
+                .values()
+                .filter(|rs| rs.len() > 1)
+                .map(|rs| {
+                    let v = per_path(rs);
+                    let (lo, hi) = v.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+                    hi - lo
+                })
+                .collect();
+            ranges.sort_by(|a, b| a.total_cmp(b));
+            let seed_range = if ranges.is_empty() { f64::NAN } else { ranges[(ranges.len() - 1) / 2] };
             let sorted = worst_first(&vals, m.better);
             let p10 = worst_share(&sorted, 0.1);
             Summary {
@@ -1059,7 +1117,8 @@ pub fn summarise(rows: &[PathRow], qdisc: Qdisc) -> Vec<Summary> {
                         .filter(|(v, _)| m.meets(*v) == Some(true))
                         .count()
                 }),
-                paths: rows.len(),
+                paths: paths.len(),
+                seed_range,
             }
         })
         .collect()
@@ -1084,11 +1143,12 @@ fn fmt_value(v: f64, unit: &str) -> String {
 }
 
 /// The table `leocc bench robust` prints: per metric the worst value, the worst 10 %, the
-/// median, the worst path's seed, the target and whether the worst 10 % meets it, and how many
-/// paths do.
+/// median, the worst path's seed, the target and whether the worst 10 % meets it, how many
+/// paths do, and with several simulator seeds per path the median range across them.
 pub fn table(summaries: &[Summary]) -> String {
     let unit = |key: &str| METRICS.iter().find(|m| m.key == key).map_or("", |m| m.unit);
-    let head = [
+    let seeds = summaries.iter().any(|s| !s.seed_range.is_nan());
+    let mut head = vec![
         "metric",
         "worst",
         "worst 10 %",
@@ -1098,10 +1158,13 @@ pub fn table(summaries: &[Summary]) -> String {
         "at worst 10 %",
         "paths met",
     ];
-    let mut rows: Vec<[String; 8]> = vec![head.map(String::from)];
+    if seeds {
+        head.push("seed range");
+    }
+    let mut rows: Vec<Vec<String>> = vec![head.into_iter().map(String::from).collect()];
     for s in summaries {
         let u = unit(s.key);
-        rows.push([
+        let mut row = vec![
             s.label.to_string(),
             fmt_value(s.worst, u),
             fmt_value(s.p10, u),
@@ -1114,9 +1177,13 @@ pub fn table(summaries: &[Summary]) -> String {
             ),
             s.paths_met
                 .map_or("-".into(), |n| format!("{n}/{}", s.paths)),
-        ]);
+        ];
+        if seeds {
+            row.push(fmt_value(s.seed_range, u));
+        }
+        rows.push(row);
     }
-    let widths: Vec<usize> = (0..8)
+    let widths: Vec<usize> = (0..rows[0].len())
         .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
         .collect();
     let mut out = String::new();
@@ -1157,6 +1224,7 @@ fn csv_field(s: &str) -> String {
 /// The columns of `paths.csv`, in [`PathRow`]'s field order (the JSON object's keys).
 pub const CSV_COLUMNS: &[&str] = &[
     "seed",
+    "sim_seed",
     "qdisc",
     "direction",
     "capacity_mbps",
@@ -1189,7 +1257,7 @@ pub const CSV_COLUMNS: &[&str] = &[
     "path",
 ];
 
-/// The rows as CSV: a header of [`CSV_COLUMNS`], one line per path (an empty cell for a
+/// The rows as CSV: a header of [`CSV_COLUMNS`], one line per path and simulator seed (an empty cell for a
 /// queue that never drained and for a non-finite number).
 pub fn csv(rows: &[PathRow]) -> Result<String, String> {
     let mut out = CSV_COLUMNS.join(",");
@@ -1210,7 +1278,7 @@ pub fn csv(rows: &[PathRow]) -> Result<String, String> {
     Ok(out)
 }
 
-/// Writes `DIR/paths.csv`, `DIR/paths.jsonl` (one object per path and discipline; non-finite
+/// Writes `DIR/paths.csv`, `DIR/paths.jsonl` (one object per path, discipline and simulator seed; non-finite
 /// numbers as null) and `DIR/summary.json` (the plan and the summaries of every discipline),
 /// each atomically; creates DIR.
 pub fn write_out(
@@ -1402,6 +1470,26 @@ mod tests {
         let mut twice = plan.clone();
         twice.qdiscs = vec![Qdisc::CoDel, Qdisc::CoDel];
         assert!(twice.validate().is_err());
+    }
+
+    #[test]
+    fn several_simulator_seeds_average_a_path_and_report_their_range() {
+        let plan = Plan { paths: 1, base_seed: 5, duration_s: 4.0, sim_seeds: 2, ..Plan::new("reno") };
+        let rows = run(&plan, &|_| {}).unwrap();
+        assert_eq!(rows.iter().map(|r| (r.seed, r.sim_seed)).collect::<Vec<_>>(), vec![(5, 5), (5, 5 + SIM_SEED_STRIDE)]);
+        // The first replicate is the single-seed bench's run, bit for bit.
+        let single = run(&Plan { sim_seeds: 1, ..plan.clone() }, &|_| {}).unwrap();
+        assert_eq!(single[0].util_alone.to_bits(), rows[0].util_alone.to_bits());
+        let sums = summarise(&rows, Qdisc::DropTail);
+        let util = sums.iter().find(|s| s.key == "util_alone").unwrap();
+        let (a, b) = (rows[0].util_alone, rows[1].util_alone);
+        assert_eq!(util.paths, 1);
+        assert!((util.worst - (a + b) / 2.0).abs() < 1e-12, "{} vs {a} and {b}", util.worst);
+        assert!((util.seed_range - (a - b).abs()).abs() < 1e-12);
+        assert!(table(&sums).contains("seed range"));
+        assert!(!table(&summarise(&single, Qdisc::DropTail)).contains("seed range"));
+        assert!(Plan { sim_seeds: 0, ..plan.clone() }.validate().is_err());
+        assert!(Plan { sim_seeds: MAX_SIM_SEEDS + 1, ..plan }.validate().is_err());
     }
 
     #[test]
