@@ -1080,23 +1080,16 @@ pub fn summarise(rows: &[PathRow], qdisc: Qdisc) -> Vec<Summary> {
     METRICS
         .iter()
         .map(|m| {
-            let per_path = |rs: &Vec<&PathRow>| rs.iter().map(|r| (m.get)(r)).collect::<Vec<f64>>();
-            let vals: Vec<(f64, u64)> = paths
-                .iter()
-                .map(|(&seed, rs)| {
-                    let v = per_path(rs);
-                    (v.iter().sum::<f64>() / v.len() as f64, seed)
-                })
-                .collect();
-            let mut ranges: Vec<f64> = paths
-                .values()
-                .filter(|rs| rs.len() > 1)
-                .map(|rs| {
-                    let v = per_path(rs);
+            let mut vals: Vec<(f64, u64)> = Vec::with_capacity(paths.len());
+            let mut ranges: Vec<f64> = Vec::new();
+            for (&seed, rs) in &paths {
+                let v: Vec<f64> = rs.iter().map(|r| (m.get)(r)).collect();
+                vals.push((v.iter().sum::<f64>() / v.len() as f64, seed));
+                if v.len() > 1 {
                     let (lo, hi) = v.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| (lo.min(x), hi.max(x)));
-                    hi - lo
-                })
-                .collect();
+                    ranges.push(hi - lo);
+                }
+            }
             ranges.sort_by(|a, b| a.total_cmp(b));
             let seed_range = if ranges.is_empty() { f64::NAN } else { ranges[(ranges.len() - 1) / 2] };
             let sorted = worst_first(&vals, m.better);

@@ -37,6 +37,26 @@ fn chain(file: &PathBuf, hops: usize, loss: f64, innet: bool, hop_cc: bool) -> C
     chain_of(std::slice::from_ref(file), hops, loss, innet, hop_cc)
 }
 
+/// A one-hop chain (the file is a placeholder: `bulk` is the producer's endless source) and a
+/// consumer asking it for `bulk` for `duration`; the scratch folder is the caller's to remove.
+fn bulk_chain(tag: &str, duration: Duration) -> (Chain, ConsumerConfig, PathBuf) {
+    let dir = scratch(tag);
+    let src = dir.join("unused.bin");
+    std::fs::write(&src, b"x").unwrap();
+    let c = chain(&src, 1, 0.0, true, true);
+    let cfg = ConsumerConfig {
+        first_hop: c.first_hop,
+        name: "bulk".into(),
+        output: None,
+        duration: Some(duration),
+        cc: HopCcConfig::default(),
+        innet_retx: true,
+        interval: Duration::from_millis(500),
+        progress: false,
+    };
+    (c, cfg, dir)
+}
+
 /// `chain` with several files.
 fn chain_of(files: &[PathBuf], hops: usize, loss: f64, innet: bool, hop_cc: bool) -> Chain {
     let stop = Arc::new(AtomicBool::new(false));
@@ -133,21 +153,8 @@ const IP_UDP: usize = 28;
 /// segments in its cache; echoing the token gets the data.
 #[test]
 fn an_unvalidated_interest_is_answered_with_at_most_three_times_its_bytes() {
-    let dir = scratch("amp");
-    let src = dir.join("unused.bin");
-    std::fs::write(&src, b"x").unwrap();
-    let c = chain(&src, 1, 0.0, true, true);
     // Warm the mid-node's cache with bulk's first segments through a real transfer.
-    let cfg = ConsumerConfig {
-        first_hop: c.first_hop,
-        name: "bulk".into(),
-        output: None,
-        duration: Some(Duration::from_millis(700)),
-        cc: HopCcConfig::default(),
-        innet_retx: true,
-        interval: Duration::from_millis(500),
-        progress: false,
-    };
+    let (c, cfg, dir) = bulk_chain("amp", Duration::from_millis(700));
     let warm = consumer::run(&cfg, &AtomicBool::new(false)).unwrap();
     assert!(warm.bytes >= 1024 * packet::SEGMENT_BYTES as u64, "cache not warm: {} bytes", warm.bytes);
     let forged = [0x42u8; TOKEN_LEN];
@@ -421,20 +428,7 @@ fn consumer_errors_are_clear() {
 
 #[test]
 fn bulk_runs_for_the_given_duration() {
-    let dir = scratch("bulk");
-    let src = dir.join("unused.bin");
-    std::fs::write(&src, b"x").unwrap();
-    let c = chain(&src, 1, 0.0, true, true);
-    let cfg = ConsumerConfig {
-        first_hop: c.first_hop,
-        name: "bulk".into(),
-        output: None,
-        duration: Some(Duration::from_millis(1500)),
-        cc: HopCcConfig::default(),
-        innet_retx: true,
-        interval: Duration::from_millis(500),
-        progress: false,
-    };
+    let (c, cfg, dir) = bulk_chain("bulk", Duration::from_millis(1500));
     let r = consumer::run(&cfg, &AtomicBool::new(false)).unwrap();
     c.finish();
     assert!(!r.complete && r.total_segments.is_none());

@@ -27,15 +27,17 @@ fn scratch(what: &str) -> PathBuf {
     d
 }
 
-#[test]
-fn serve_and_get_over_loopback_print_iperf3_like_json() {
-    let dir = scratch("loop");
+/// Starts `leocc quic serve ARGS` without a detector on a free loopback port, writing its
+/// certificate to `cert`, and waits (up to 5 s) until the certificate exists; returns the
+/// server and its port.
+fn serve(args: &[&str], cert: &Path, stderr: Stdio) -> (std::process::Child, u16) {
     let port = std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let cert = dir.join("cert.der");
     let server = Command::new(BIN)
-        .args(["quic", "serve", "--once", "--cc", "leocc", "--events", "none", "--listen", &format!("127.0.0.1:{port}"), "--cert"])
-        .arg(&cert)
-        .stderr(Stdio::piped())
+        .args(["quic", "serve"])
+        .args(args)
+        .args(["--events", "none", "--listen", &format!("127.0.0.1:{port}"), "--cert"])
+        .arg(cert)
+        .stderr(stderr)
         .spawn()
         .unwrap();
     for _ in 0..500 {
@@ -44,6 +46,14 @@ fn serve_and_get_over_loopback_print_iperf3_like_json() {
         }
         std::thread::sleep(Duration::from_millis(10));
     }
+    (server, port)
+}
+
+#[test]
+fn serve_and_get_over_loopback_print_iperf3_like_json() {
+    let dir = scratch("loop");
+    let cert = dir.join("cert.der");
+    let (server, port) = serve(&["--once", "--cc", "leocc"], &cert, Stdio::piped());
     let o = Command::new(BIN)
         .args(["quic", "get", &format!("127.0.0.1:{port}"), "-J", "-n", "5000000", "-i", "0.05", "--cert"])
         .arg(&cert)
@@ -64,20 +74,8 @@ fn serve_and_get_over_loopback_print_iperf3_like_json() {
 #[test]
 fn get_prints_an_iperf3_like_summary_and_runs_parallel_connections() {
     let dir = scratch("text");
-    let port = std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let cert = dir.join("cert.der");
-    let mut server = Command::new(BIN)
-        .args(["quic", "serve", "--cc", "cubic", "--events", "none", "--max-clients", "3", "--listen", &format!("127.0.0.1:{port}"), "--cert"])
-        .arg(&cert)
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    for _ in 0..500 {
-        if cert.exists() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let (mut server, port) = serve(&["--cc", "cubic", "--max-clients", "3"], &cert, Stdio::null());
     let get = |extra: &[&str]| {
         let o = Command::new(BIN).args(["quic", "get", &format!("127.0.0.1:{port}"), "--cert"]).arg(&cert).args(extra).output().unwrap();
         assert!(o.status.success(), "{extra:?}: {}", String::from_utf8_lossy(&o.stderr));
