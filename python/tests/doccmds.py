@@ -203,8 +203,6 @@ def _after_wrappers(words):
                 i += 2 if words[i] in takes else 1
             if w == "timeout" and i < len(words):
                 i += 1  # the duration
-            if w == "nice" and i < len(words) and re.fullmatch(r"-\d+", words[i]):
-                i += 1
             if w == "flock" and i < len(words):
                 i += 1  # the lock file
                 if i < len(words) and words[i] in ("-c", "--command"):
@@ -213,7 +211,7 @@ def _after_wrappers(words):
         if w == "ip" and words[i + 1:i + 3] == ["netns", "exec"]:
             i += 4
             continue
-        if w in ("sh", "bash") and i + 2 < len(words) + 1 and "-c" in words[i + 1:i + 3]:
+        if w in ("sh", "bash") and "-c" in words[i + 1:i + 3]:
             return ("sh", words.index("-c", i + 1) + 1)
         return i
     return None
