@@ -445,7 +445,7 @@ async fn send_bulk(conn: &quinn::Connection, send: &mut quinn::SendStream, cc: &
         cpu_s: process_cpu_s() - cpu0,
         min_rtt: s.path.min_rtt.as_micros() as u64,
         intervals,
-        limit_ms: (clamped || cut).then(|| max_duration.as_millis() as u64),
+        limit_ms: (clamped || cut).then_some(max_duration.as_millis() as u64),
     })
 }
 
