@@ -5,6 +5,8 @@ command first on PATH (the examples call `leocc eval`).
 
 README.md and docs/*.md: every fenced block carries a language tag (so no shell block hides
 untagged), and every ```sh / ```bash / ```shell / ```console block either runs or is marked.
+Usage lines (`leocc emu --trace T [--queue Q] -- CMD...`) are not shell: they are tagged
+```synopsis and never run.
 A runnable block is executed with `bash -euo pipefail` in a fresh temporary directory that looks
 like the checkout for reading only (`traces` there is a symlink to the checkout's bundled
 traces; the docs' commands run from the checkout), with the built `leocc` first on PATH
@@ -18,6 +20,11 @@ A block that runs the emulator (network namespaces it creates itself) says so, a
 root with /dev/net/tun (as `make test` does); elsewhere it is reported as skipped:
 
     <!-- docs-test: root (leocc emu makes network namespaces and TUN devices) -->
+
+Every shell block, run or skipped, and every ```synopsis block (usage lines) is also checked
+statically against the built binary (python/tests/doccmds.py): `bash -n`, and each `leocc ...`
+command in it names a real subcommand and only options that subcommand accepts (failures name
+file:line and the bad word).
 
 LEOCC_DOCS_ONLY=docs/quic.md:148 (substrings, comma-separated) runs only matching blocks;
 LEOCC_DOCS_KEEP=1 keeps the temporary directories and prints them.
@@ -35,9 +42,12 @@ import tempfile
 import time
 import unittest
 
+import doccmds
+
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 EXE_DIR = os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join(REPO, "target")), "release")
 SHELL_LANGS = {"sh", "bash", "shell", "console"}
+SYNOPSIS_LANG = "synopsis"
 MARKER = re.compile(r"<!--\s*docs-test:\s*(skip|root)\s*\((.+)\)\s*-->")
 FENCE = re.compile(r"^(\s*)```(\S*)\s*$")
 BLOCK_TIMEOUT_S = 150
@@ -90,6 +100,43 @@ class DocsTest(unittest.TestCase):
                 self.assertTrue(out.getvalue().strip(), f"block {i} printed nothing")
         finally:
             os.environ["PATH"] = old_path
+
+
+def shell_text(lang, body):
+    """The shell a block holds; for ```console blocks only its `$ ` lines, the others left
+    empty so that line numbers stay those of the file."""
+    if lang != "console":
+        return body
+    return "\n".join(l[2:] if l.startswith("$ ") else "" for l in body.split("\n"))
+
+
+def block_problems(path, tree):
+    """"file:line: 'word': what is wrong" for every shell and synopsis block of `path`."""
+    rel = os.path.relpath(path, REPO)
+    out = []
+    for line, lang, body, _ in fenced_blocks(path):
+        first = line + 1
+        if lang in SHELL_LANGS:
+            text = shell_text(lang, body)
+            found = doccmds.bash_syntax(text, first) + doccmds.find_problems(text, tree, first)
+        elif lang == SYNOPSIS_LANG:
+            found = doccmds.synopsis_problems(body, tree, first)
+        else:
+            continue
+        out += [f"{rel}:{l}: {tok!r}: {msg}" for l, tok, msg in found]
+    return out
+
+
+class DocCommandsTest(unittest.TestCase):
+    def test_every_block_parses_and_its_leocc_commands_exist(self):
+        exe = os.path.join(EXE_DIR, "leocc")
+        if not os.path.exists(exe):
+            self.fail(f"{exe} is not built: run `cargo build --release` (make test does)")
+        tree = doccmds.cli_tree(exe)
+        self.assertIn("emu", [s["name"] for s in tree["subcommands"]])
+        bad = [p for path in doc_files() for p in block_problems(path, tree)]
+        self.assertEqual(bad, [], "docs blocks that do not parse, or whose leocc commands name a "
+                         "subcommand or option the binary does not have:\n" + "\n".join(bad))
 
 
 class ShellBlocksTest(unittest.TestCase):

@@ -22,7 +22,7 @@ use crate::pcap::{self, SharedPcap};
 use crate::stage::{DelaySource, QueueLimit, Stage, StageConfig};
 use leocc_trace::qdisc::Qdisc;
 use crate::tun::Tun;
-use leocc_trace::{LinkModel, OPPORTUNITY_BYTES};
+use leocc_trace::LinkModel;
 use std::net::Ipv4Addr;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
@@ -113,7 +113,8 @@ pub struct HopDirSummary {
     pub hop: usize,
     /// "up" or "down".
     pub dir: &'static str,
-    /// Capacity offered, Mbit/s.
+    /// Capacity offered, Mbit/s, over the traffic period (over the whole run when nothing
+    /// passed): [`crate::stage::TrafficRates`].
     pub offered_mbps: f64,
     /// Traffic carried, Mbit/s, over the traffic period (first to last packet out of the hop),
     /// so that the time before the application started does not dilute it.
@@ -255,15 +256,13 @@ impl Chain {
             .map(|(k, d)| {
                 let s = &d.first.data.stats;
                 let secs = (d.counters.end_us as f64 / 1e6).max(1e-6);
-                let mbps = |b: u64| b as f64 * 8.0 / secs / 1e6;
-                // The first packet's own transmission counts too: one packet is not a rate.
-                let traffic_s = s.departures_us.map_or(0.0, |(a, b)| (b - a) as f64 / 1e6);
+                let rates = s.traffic_rates(secs);
                 HopDirSummary {
                     hop: k / 2,
                     dir: d.name,
-                    offered_mbps: mbps(s.opportunities * u64::from(OPPORTUNITY_BYTES)),
-                    delivered_mbps: if traffic_s > 0.0 { s.departed_bytes as f64 * 8.0 / traffic_s / 1e6 } else { 0.0 },
-                    traffic_s,
+                    offered_mbps: rates.offered_mbps,
+                    delivered_mbps: rates.delivered_mbps,
+                    traffic_s: rates.traffic_s,
                     arrived_pkts: s.arrived_pkts,
                     dropped_queue: s.dropped_queue,
                     dropped_loss: s.dropped_loss,

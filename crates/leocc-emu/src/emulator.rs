@@ -352,9 +352,13 @@ pub struct DirSummary {
     pub name: &'static str,
     /// Seconds the emulator ran.
     pub duration_s: f64,
-    /// Capacity the trace offered on the satellite segment, Mbit/s.
+    /// Seconds from the first to the last packet out of the satellite segment (0 when fewer
+    /// than two passed): the period the rates below are over, setup time excluded.
+    pub traffic_s: f64,
+    /// Capacity the trace offered on the satellite segment during the traffic period, Mbit/s
+    /// (over the whole run when nothing passed).
     pub offered_mbps: f64,
-    /// Traffic that crossed the satellite segment, Mbit/s.
+    /// Traffic that crossed the satellite segment, Mbit/s over the traffic period.
     pub delivered_mbps: f64,
     /// Delivered bytes ÷ capacity offered while packets were waiting (1.0 = none wasted).
     pub backlogged_utilisation: Option<f64>,
@@ -405,7 +409,7 @@ impl DirSummary {
         let icmp = d.satellite().icmp.as_ref().map(|i| i.stats.clone()).unwrap_or_default();
         let terr = if d.satellite_is_first { &d.second.data.stats } else { &d.first.data.stats };
         let duration_s = (d.counters.end_us as f64 / 1e6).max(1e-6);
-        let bits = |bytes: u64| bytes as f64 * 8.0 / duration_s / 1e6;
+        let rates = sat.traffic_rates(duration_s);
         let mut qd = sat.queue_delay_us.clone();
         let ms = |v: Option<u32>| v.map(|x| f64::from(x) / 1000.0);
         let q = [ms(percentile(&mut qd, 50.0)), ms(percentile(&mut qd, 95.0)), ms(percentile(&mut qd, 99.0))];
@@ -413,8 +417,9 @@ impl DirSummary {
         DirSummary {
             name: d.name,
             duration_s,
-            offered_mbps: bits(sat.opportunities * u64::from(OPPORTUNITY_BYTES)),
-            delivered_mbps: bits(sat.departed_bytes),
+            traffic_s: rates.traffic_s,
+            offered_mbps: rates.offered_mbps,
+            delivered_mbps: rates.delivered_mbps,
             backlogged_utilisation: (sat.backlogged_opportunities > 0)
                 .then(|| sat.departed_bytes as f64 / (sat.backlogged_opportunities * u64::from(OPPORTUNITY_BYTES)) as f64),
             arrived_pkts: sat.arrived_pkts,
@@ -467,10 +472,11 @@ impl std::fmt::Display for Summary {
         for d in [&self.uplink, &self.downlink] {
             writeln!(
                 f,
-                "{:8}: offered {:.2} Mbit/s, delivered {:.2} Mbit/s{}; {} pkts in, drops: queue{} {} loss {} outage {} unmodelled {}",
+                "{:8}: offered {:.2} Mbit/s, delivered {:.2} Mbit/s over {:.1} s of traffic{}; {} pkts in, drops: queue{} {} loss {} outage {} unmodelled {}",
                 d.name,
                 d.offered_mbps,
                 d.delivered_mbps,
+                d.traffic_s,
                 d.backlogged_utilisation.map_or(String::new(), |u| format!(" ({:.1} % of capacity while backlogged)", u * 100.0)),
                 d.arrived_pkts,
                 if d.qdisc.is_default() { String::new() } else { format!(" ({})", d.qdisc) },

@@ -98,6 +98,9 @@ pub struct StageStats {
     /// Emulation time of the first and the last departure, µs (None before the first): the
     /// traffic period, over which a summary rates what was carried, setup time excluded.
     pub departures_us: Option<(u64, u64)>,
+    /// `opportunities` at the first and the last departure: the capacity offered during the
+    /// traffic period.
+    pub departure_opportunities: Option<(u64, u64)>,
     /// Opportunities that passed while the stage ran (offered capacity = this x 1500 B).
     pub opportunities: u64,
     /// Opportunities that passed while a packet was waiting (capacity the traffic could use).
@@ -115,6 +118,37 @@ pub struct StageStats {
     delay_stride_log2: u32,
     /// Departures per flow, when the stage counts them ([`Stage::count_flows`]).
     pub flows: Option<FlowTable>,
+}
+
+/// What a stage carried and was offered, as rates over its traffic period (first to last
+/// departure), so that neither the setup before the application started nor an idle tail
+/// dilutes them: what the summaries of `leocc emu` and `leocc chain` print.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct TrafficRates {
+    /// Length of the traffic period, s (0 when fewer than two packets departed).
+    pub traffic_s: f64,
+    /// Bytes departed ÷ the period, Mbit/s (0 without a period). The first packet's own
+    /// transmission counts too: one packet is not a rate.
+    pub delivered_mbps: f64,
+    /// Capacity the link offered during the period, Mbit/s; without a period, over the whole
+    /// run (`run_s`).
+    pub offered_mbps: f64,
+}
+
+impl StageStats {
+    /// The rates over the traffic period; `run_s`, how long the stage ran, only rates the offered
+    /// capacity when nothing (or one packet) passed.
+    pub fn traffic_rates(&self, run_s: f64) -> TrafficRates {
+        let bits = |bytes: u64, s: f64| bytes as f64 * 8.0 / s / 1e6;
+        let offered_bytes = |opps: u64| opps * u64::from(leocc_trace::OPPORTUNITY_BYTES);
+        match (self.departures_us, self.departure_opportunities) {
+            (Some((a, b)), Some((oa, ob))) if b > a => {
+                let s = (b - a) as f64 / 1e6;
+                TrafficRates { traffic_s: s, delivered_mbps: bits(self.departed_bytes, s), offered_mbps: bits(offered_bytes(ob - oa), s) }
+            }
+            _ => TrafficRates { traffic_s: 0.0, delivered_mbps: 0.0, offered_mbps: bits(offered_bytes(self.opportunities), run_s.max(1e-6)) },
+        }
+    }
 }
 
 /// Queueing-delay samples kept for the percentiles (16 MB), so a long run's memory stays bounded.
@@ -368,6 +402,9 @@ impl<P: AsRef<[u8]>> Stage<P> {
         self.stats.departed_bytes += len as u64;
         let first = self.stats.departures_us.map_or(o, |(f, _)| f);
         self.stats.departures_us = Some((first, o));
+        let now = self.stats.opportunities;
+        let first = self.stats.departure_opportunities.map_or(now, |(f, _)| f);
+        self.stats.departure_opportunities = Some((first, now));
         if let Some(f) = self.stats.flows.as_mut() {
             f.record_packet(o, q.pkt.as_ref());
         }
@@ -536,6 +573,29 @@ mod tests {
         assert_eq!(s.stats.opportunities, 6);
         s.push(30_000, vec![0; 1500]);
         assert_eq!(drain(&mut s, 40_000), vec![(32_000, 1500)]);
+    }
+
+    /// 10 s of setup (the link idles), then 1 s of a saturating flow, then 9 s idle: the
+    /// summary's rates are the link's 12 Mbit/s, not 12 / 20; with no traffic, offered is over
+    /// the run and delivered is 0.
+    #[test]
+    fn traffic_rates_are_over_the_traffic_period_not_the_run() {
+        let m = link(vec![1000], 1000, 0, 0.0, &[]); // 1500 B per ms: 12 Mbit/s
+        let mut s = data_stage(&m, QueueLimit::default());
+        s.advance(10_000_000 - 1);
+        let idle = s.stats.traffic_rates(10.0);
+        assert!(idle.traffic_s == 0.0 && idle.delivered_mbps == 0.0 && (idle.offered_mbps - 12.0).abs() < 0.01, "{idle:?}");
+        for _ in 0..1001 {
+            s.push(10_000_000, vec![0; 1500]);
+        }
+        drain(&mut s, 20_000_000);
+        let r = s.stats.traffic_rates(20.0);
+        assert!((r.traffic_s - 1.0).abs() < 1e-9, "{r:?}");
+        // 1001 packets over the 1000 ms between the first and the last departure.
+        assert!((r.delivered_mbps - 12.012).abs() < 1e-9, "{r:?}");
+        assert!((r.offered_mbps - 12.0).abs() < 1e-9, "{r:?}");
+        // The whole run's average would have said 0.6 Mbit/s.
+        assert!((s.stats.departed_bytes as f64 * 8.0 / 20.0 / 1e6 - 0.6006).abs() < 1e-9);
     }
 
     #[test]

@@ -41,8 +41,12 @@ pub struct Report {
     pub seconds: f64,
     /// Payload bytes received (each segment once).
     pub bytes: u64,
-    /// Whether a file arrived complete.
-    pub complete: bool,
+    /// Whether the content arrived complete: `Some(true)` / `Some(false)` for content with an
+    /// end (a file), `None` for an endless source (`bulk`), which has no end to reach: its
+    /// transfer runs for the consumer's duration and is not an incomplete one.
+    pub complete: Option<bool>,
+    /// The source said it has no end (`bulk`).
+    pub endless: bool,
     /// Segments of the file (None for bulk).
     pub total_segments: Option<u32>,
     /// Per-interval goodput.
@@ -86,6 +90,7 @@ impl Report {
             "end": {
                 "sum_received": { "start": 0.0, "end": self.seconds, "seconds": self.seconds, "bytes": self.bytes, "bits_per_second": self.bits_per_second() },
                 "complete": self.complete,
+                "endless": self.endless,
                 "total_segments": self.total_segments,
                 "one_way_delay_ms": { "mean": self.owd_mean_ms, "p50": self.owd_p50_ms, "p95": self.owd_p95_ms, "p99": self.owd_p99_ms },
                 "retransmits": self.timeouts,

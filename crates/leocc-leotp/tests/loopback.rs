@@ -236,7 +236,7 @@ fn junk_names_leave_new_contents_fully_served() {
     eprintln!("sent {JUNK} junk packets in {:.2} s", t0.elapsed().as_secs_f64());
     let out = dir.join("got-first.bin");
     let r = get(mid, "first.bin", Some(out.clone()), true);
-    assert!(r.complete && std::fs::read(&out).unwrap() == data, "{:?}", r.to_json());
+    assert!(r.complete == Some(true) && std::fs::read(&out).unwrap() == data, "{:?}", r.to_json());
 
     // Junk names from a validated source are forwarded; the producer answers "unknown
     // content" and the mid-node frees their slots at once.
@@ -250,7 +250,7 @@ fn junk_names_leave_new_contents_fully_served() {
     }
     drain(&evil, Duration::from_millis(300));
     let r = get(mid, "first.bin", None, true);
-    assert!(r.complete, "{:?}", r.to_json());
+    assert!(r.complete == Some(true), "{:?}", r.to_json());
     // A validated source asking for 1,100 contents that do exist (the synthetic `bulk-N`)
     // fills the table (first.bin holds one slot): the names past it are refused.
     for i in 0..1_100u32 {
@@ -267,7 +267,7 @@ fn junk_names_leave_new_contents_fully_served() {
     std::thread::sleep(Duration::from_micros(NAME_IDLE_US) + Duration::from_millis(700));
     let out = dir.join("got-second.bin");
     let r = get(mid, "second.bin", Some(out.clone()), true);
-    assert!(r.complete && std::fs::read(&out).unwrap() == data, "{:?}", r.to_json());
+    assert!(r.complete == Some(true) && std::fs::read(&out).unwrap() == data, "{:?}", r.to_json());
     let (_, mids) = c.finish();
     let m = &mids[0].counters;
     eprintln!("mid-node: received {} datagrams, unvalidated {}, spoofed {}, refused (table full) {}, names dropped {}", m.rx_packets, m.unvalidated, m.spoofed, m.state_full, m.names_expired);
@@ -286,7 +286,7 @@ fn a_file_crosses_two_mid_nodes_intact() {
     let out = dir.join("got.bin");
     let r = get(c.first_hop, "payload.bin", Some(out.clone()), true);
     let (p, mids) = c.finish();
-    assert!(r.complete, "{:?}", r.to_json());
+    assert!(r.complete == Some(true), "{:?}", r.to_json());
     assert_eq!(r.bytes, data.len() as u64);
     assert_eq!(std::fs::read(&out).unwrap(), data);
     assert!(r.owd_mean_ms.is_some());
@@ -318,7 +318,7 @@ fn in_network_retransmission_repairs_most_losses_before_the_consumer_times_out()
         let out = dir.join(format!("got-{innet}.bin"));
         let r = get(c.first_hop, "lossy.bin", Some(out.clone()), innet);
         let (_, mids) = c.finish();
-        assert!(r.complete);
+        assert!(r.complete == Some(true));
         assert_eq!(std::fs::read(&out).unwrap(), data, "innet {innet}");
         let sum = |f: fn(&Counters) -> u64| mids.iter().map(|m| f(&m.counters)).sum::<u64>();
         let lost = sum(|c| c.injected_losses);
@@ -351,7 +351,7 @@ fn the_ablation_without_hop_cc_still_delivers() {
     let out = dir.join("got.bin");
     let r = get(c.first_hop, "nocc.bin", Some(out.clone()), true);
     c.finish();
-    assert!(r.complete);
+    assert!(r.complete == Some(true));
     assert_eq!(std::fs::read(&out).unwrap(), data);
     std::fs::remove_dir_all(dir).unwrap();
 }
@@ -397,7 +397,7 @@ fn malformed_spoofed_and_unknown_packets_are_counted_and_dropped() {
     assert!(e.contains("no producer serves"), "{e}");
     // A real transfer still works afterwards.
     let r = get(mid_addr, "ok.bin", None, true);
-    assert!(r.complete);
+    assert!(r.complete == Some(true));
     assert_eq!(r.bytes, 50_000);
     let (p, mids) = c.finish();
     assert_eq!(mids[0].counters.malformed, 4);
@@ -431,7 +431,10 @@ fn bulk_runs_for_the_given_duration() {
     let (c, cfg, dir) = bulk_chain("bulk", Duration::from_millis(1500));
     let r = consumer::run(&cfg, &AtomicBool::new(false)).unwrap();
     c.finish();
-    assert!(!r.complete && r.total_segments.is_none());
+    assert!(r.complete.is_none() && r.endless && r.total_segments.is_none(), "{:?}", r.to_json());
+    // The JSON says so too: no `"complete": false` for a stream that has no end.
+    let end = &r.to_json()["end"];
+    assert!(end["complete"].is_null() && end["endless"] == true, "{end}");
     assert!(r.bytes > 1_000_000, "{}", r.bytes);
     assert!(r.intervals.len() >= 3);
     std::fs::remove_dir_all(dir).unwrap();

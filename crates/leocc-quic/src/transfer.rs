@@ -1,7 +1,11 @@
 //! `leocc quic serve` / `leocc quic get`: a bulk transfer over QUIC measured like iperf3.
 //!
 //! The server sends, with the congestion control it was started with (`--cc`), to each client
-//! that connects; the client downloads. Protocol (ALPN `leocc-quic-bulk/1`): the client opens
+//! that connects; the client downloads. With `reverse` in the request (`leocc quic get -R`)
+//! the client sends instead, with its own `--cc`, on a unidirectional stream after the
+//! request, and the server counts what arrives (per interval, from the first byte) and
+//! answers on the request stream with a [`ReceiverReport`]; the client's JSON then takes the
+//! rates from the receiving side, as iperf3 does. Protocol (ALPN `leocc-quic-bulk/1`): the client opens
 //! a bidirectional stream and writes one JSON request line (`duration_ms` or `bytes`,
 //! `interval_ms`), then finishes its side; the server sends payload on that stream until the
 //! duration or byte count is reached, finishes it, and then sends its sender-side report (one
@@ -78,6 +82,38 @@ pub struct Request {
     pub bytes: Option<u64>,
     /// Reporting interval, ms.
     pub interval_ms: u64,
+    /// The client sends and the server receives (`leocc quic get -R`): the client then writes
+    /// the payload on a unidirectional stream with its own congestion control, and the server
+    /// answers on the request stream with its [`ReceiverReport`]. Absent (false) from older
+    /// clients.
+    #[serde(default)]
+    pub reverse: bool,
+}
+
+/// One receiver-side sample per interval (reverse transfers).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ReceiverInterval {
+    /// Seconds since the first payload byte arrived (interval start).
+    pub start: f64,
+    /// Interval end.
+    pub end: f64,
+    /// Payload bytes received in the interval.
+    pub bytes: u64,
+}
+
+/// The server's account of a reverse transfer (it received).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ReceiverReport {
+    /// Payload bytes received.
+    pub bytes: u64,
+    /// Seconds from the first payload byte to the end of the stream.
+    pub seconds: f64,
+    /// Process CPU seconds the server used while receiving.
+    pub cpu_s: f64,
+    /// Per-interval counts.
+    pub intervals: Vec<ReceiverInterval>,
+    /// Set when the server's `--max-duration` (ms) stopped the upload.
+    pub limit_ms: Option<u64>,
 }
 
 /// One sender-side sample per interval.
@@ -150,7 +186,7 @@ pub struct ServeOptions {
 }
 
 /// Options of `leocc quic get`.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct GetOptions {
     /// Server address.
     pub server: SocketAddr,
@@ -158,6 +194,10 @@ pub struct GetOptions {
     pub cert: PathBuf,
     /// The request.
     pub request: Request,
+    /// The client's congestion control, used when it sends (`request.reverse`).
+    pub cc: Cc,
+    /// Detector events for the client's LeoCC (`request.reverse`).
+    pub events: Arc<dyn EventSource>,
 }
 
 /// Process CPU time (user + system), seconds.
@@ -244,7 +284,7 @@ async fn serve_async(o: &ServeOptions) -> Result<()> {
             };
             let peer = conn.remote_address();
             match serve_one(&conn, &cc, max_duration).await {
-                Ok(r) => eprintln!("leocc quic serve: {peer}: sent {} bytes in {:.2} s ({:.1} Mbit/s), {} lost packets", r.bytes, r.seconds, r.bytes as f64 * 8.0 / r.seconds.max(1e-9) / 1e6, r.lost_packets),
+                Ok(what) => eprintln!("leocc quic serve: {peer}: {what}"),
                 Err(e) => eprintln!("leocc quic serve: {peer}: {e:#}"),
             }
             true
@@ -273,19 +313,30 @@ impl Drop for Slot {
     }
 }
 
-async fn serve_one(conn: &quinn::Connection, cc: &Cc, max_duration: Duration) -> Result<SenderReport> {
+/// Serves one transfer; returns the line the server logs about it.
+async fn serve_one(conn: &quinn::Connection, cc: &Cc, max_duration: Duration) -> Result<String> {
     let (mut send, mut recv) = conn.accept_bi().await.context("waiting for the request stream")?;
     let raw = recv.read_to_end(MAX_REQUEST).await.context("reading the request")?;
     let req: Request = serde_json::from_slice(&raw).map_err(|e| anyhow!("bad request: {e}"))?;
     if req.interval_ms == 0 {
         bail!("bad request: interval_ms is 0");
     }
-    let interval = Duration::from_millis(req.interval_ms);
+    let mbps = |bytes: u64, s: f64| bytes as f64 * 8.0 / s.max(1e-9) / 1e6;
+    if req.reverse {
+        let mut data = conn.accept_uni().await.context("waiting for the client's data stream (-R)")?;
+        let r = receive_bulk(&mut data, Duration::from_millis(req.interval_ms), max_duration).await?;
+        if let Some(l) = r.limit_ms {
+            eprintln!("leocc quic serve: {}: upload stopped after {:.1} s (--max-duration)", conn.remote_address(), l as f64 / 1e3);
+        }
+        send.write_all(&serde_json::to_vec(&r)?).await.context("sending the report")?;
+        send.finish().context("finishing the report")?;
+        conn.closed().await;
+        return Ok(format!("received {} bytes in {:.2} s ({:.1} Mbit/s, the client sent: -R)", r.bytes, r.seconds, mbps(r.bytes, r.seconds)));
+    }
     // Timed transfers are clamped to the server's limit, and byte counts are sent only for
     // that long: either way no client holds a place longer than --max-duration.
     let asked = Duration::from_millis(req.duration_ms);
-    let clamped = req.bytes.is_none() && asked > max_duration;
-    if clamped {
+    if req.bytes.is_none() && asked > max_duration {
         eprintln!(
             "leocc quic serve: {}: asked for {:.1} s, serving {:.1} s (--max-duration)",
             conn.remote_address(),
@@ -293,8 +344,26 @@ async fn serve_one(conn: &quinn::Connection, cc: &Cc, max_duration: Duration) ->
             max_duration.as_secs_f64()
         );
     }
+    let report = send_bulk(conn, &mut send, cc, &req, max_duration, "leocc quic serve").await?;
+    let mut uni = conn.open_uni().await.context("opening the report stream")?;
+    uni.write_all(&serde_json::to_vec(&report)?).await.context("sending the report")?;
+    uni.finish().context("finishing the report")?;
+    // Wait for the client to close (it does after reading the report), bounded by the idle timeout.
+    conn.closed().await;
+    Ok(format!("sent {} bytes in {:.2} s ({:.1} Mbit/s), {} lost packets", report.bytes, report.seconds, mbps(report.bytes, report.seconds), report.lost_packets))
+}
+
+/// Sends what `req` asks for on `send`, the sending end of either side (the server, or the
+/// client with -R), for at most `max_duration` (the server's --max-duration), sampling `conn`
+/// every interval; finishes the stream and waits until the peer has all of it. `who` starts
+/// the messages. A peer that stops the stream (a server's --max-duration during an upload)
+/// ends the transfer early, which the report's `limit_ms` does not claim: the peer says so.
+async fn send_bulk(conn: &quinn::Connection, send: &mut quinn::SendStream, cc: &Cc, req: &Request, max_duration: Duration, who: &str) -> Result<SenderReport> {
+    let interval = Duration::from_millis(req.interval_ms);
+    let asked = Duration::from_millis(req.duration_ms);
+    let clamped = req.bytes.is_none() && asked > max_duration;
     let limit_time = asked.min(max_duration);
-    let mut cut = false;
+    let (mut cut, mut stopped) = (false, false);
     let buf = vec![0x5au8; CHUNK];
     let cpu0 = process_cpu_s();
     let t0 = Instant::now();
@@ -322,11 +391,7 @@ async fn serve_one(conn: &quinn::Connection, cc: &Cc, max_duration: Duration) ->
     loop {
         let want = match req.bytes {
             Some(total) if sent < total && t0.elapsed() >= max_duration => {
-                eprintln!(
-                    "leocc quic serve: {}: {sent} of {total} bytes sent in --max-duration {:.1} s; stopping",
-                    conn.remote_address(),
-                    max_duration.as_secs_f64()
-                );
+                eprintln!("{who}: {}: {sent} of {total} bytes sent in --max-duration {:.1} s; stopping", conn.remote_address(), max_duration.as_secs_f64());
                 cut = true;
                 0
             }
@@ -340,11 +405,17 @@ async fn serve_one(conn: &quinn::Connection, cc: &Cc, max_duration: Duration) ->
         // Sample on time even while the write waits for flow or congestion control.
         let wait = next.saturating_duration_since(Instant::now());
         tokio::select! {
-            r = send.write(&buf[..want]) => {
-                let n = r.context("sending")?;
-                sent += n as u64;
-                iv_bytes += n as u64;
-            }
+            r = send.write(&buf[..want]) => match r {
+                Ok(n) => {
+                    sent += n as u64;
+                    iv_bytes += n as u64;
+                }
+                Err(quinn::WriteError::Stopped(_)) => {
+                    stopped = true;
+                    break;
+                }
+                Err(e) => return Err(e).context("sending"),
+            },
             _ = tokio::time::sleep(wait) => {}
         }
         let now = Instant::now();
@@ -357,12 +428,14 @@ async fn serve_one(conn: &quinn::Connection, cc: &Cc, max_duration: Duration) ->
         }
     }
     let seconds = t0.elapsed().as_secs_f64();
-    send.finish().context("finishing the data stream")?;
-    // The report follows once the client has everything: the stream's end is acknowledged.
-    let _ = send.stopped().await;
+    if !stopped {
+        send.finish().context("finishing the data stream")?;
+        // The report follows once the peer has everything: the stream's end is acknowledged.
+        let _ = send.stopped().await;
+    }
     sample(Instant::now(), &mut iv_bytes, &mut prev, &mut intervals);
     let s = conn.stats();
-    let report = SenderReport {
+    Ok(SenderReport {
         cc: cc.name().to_string(),
         bytes: sent,
         lost_packets: s.path.lost_packets - s0.path.lost_packets,
@@ -372,14 +445,61 @@ async fn serve_one(conn: &quinn::Connection, cc: &Cc, max_duration: Duration) ->
         cpu_s: process_cpu_s() - cpu0,
         min_rtt: s.path.min_rtt.as_micros() as u64,
         intervals,
-        limit_ms: (clamped || cut).then(|| max_duration.as_millis() as u64),
+        limit_ms: (clamped || cut).then_some(max_duration.as_millis() as u64),
+    })
+}
+
+/// Receives a stream to its end, counting payload bytes from the first one, per `interval`;
+/// stops it once it has run `max_duration` (the server's --max-duration).
+async fn receive_bulk(recv: &mut quinn::RecvStream, interval: Duration, max_duration: Duration) -> Result<ReceiverReport> {
+    let cpu0 = process_cpu_s();
+    let (mut first, mut next): (Option<Instant>, Option<Instant>) = (None, None);
+    let (mut bytes, mut iv_bytes) = (0u64, 0u64);
+    let mut intervals: Vec<ReceiverInterval> = Vec::new();
+    let mut limit_ms = None;
+    let push = |intervals: &mut Vec<ReceiverInterval>, t0: Instant, now: Instant, iv_bytes: &mut u64| {
+        let start = intervals.last().map_or(0.0, |l| l.end);
+        intervals.push(ReceiverInterval { start, end: now.duration_since(t0).as_secs_f64(), bytes: *iv_bytes });
+        *iv_bytes = 0;
     };
-    let mut uni = conn.open_uni().await.context("opening the report stream")?;
-    uni.write_all(&serde_json::to_vec(&report)?).await.context("sending the report")?;
-    uni.finish().context("finishing the report")?;
-    // Wait for the client to close (it does after reading the report), bounded by the idle timeout.
-    conn.closed().await;
-    Ok(report)
+    loop {
+        let wait = next.map_or(STOP_POLL, |n| n.saturating_duration_since(Instant::now()));
+        tokio::select! {
+            r = recv.read_chunk(CHUNK, true) => match r.context("receiving")? {
+                Some(c) => {
+                    let now = Instant::now();
+                    let t0 = *first.get_or_insert(now);
+                    next.get_or_insert(t0 + interval);
+                    bytes += c.bytes.len() as u64;
+                    iv_bytes += c.bytes.len() as u64;
+                }
+                None => break,
+            },
+            _ = tokio::time::sleep(wait) => {}
+        }
+        let now = Instant::now();
+        if let (Some(t0), Some(n)) = (first, next.as_mut()) {
+            if now >= *n {
+                push(&mut intervals, t0, now, &mut iv_bytes);
+                *n += interval;
+                if *n < now {
+                    *n = now + interval;
+                }
+            }
+            if now.duration_since(t0) >= max_duration {
+                let _ = recv.stop(0u32.into());
+                limit_ms = Some(max_duration.as_millis() as u64);
+                break;
+            }
+        }
+    }
+    let seconds = first.map_or(0.0, |f| f.elapsed().as_secs_f64());
+    if let Some(t0) = first {
+        if iv_bytes > 0 || intervals.is_empty() {
+            push(&mut intervals, t0, Instant::now(), &mut iv_bytes);
+        }
+    }
+    Ok(ReceiverReport { bytes, seconds, cpu_s: process_cpu_s() - cpu0, intervals, limit_ms })
 }
 
 /// Bytes that crossed the path: the datagrams sent minus those declared lost, at the mean
@@ -416,7 +536,9 @@ async fn get_async(o: &GetOptions) -> Result<Value> {
     }
     let bind: SocketAddr = if o.server.is_ipv6() { "[::]:0".parse()? } else { "0.0.0.0:0".parse()? };
     let mut ep = quinn::Endpoint::client(bind).context("opening a UDP socket")?;
-    ep.set_default_client_config(crate::tls::make_client_config(&o.cert, transport(None))?);
+    // The client's congestion control matters only when it sends (-R).
+    let cc = o.request.reverse.then(|| (&o.cc, o.events.clone()));
+    ep.set_default_client_config(crate::tls::make_client_config(&o.cert, transport(cc))?);
     let conn = ep
         .connect(o.server, crate::tls::SERVER_NAME)?
         .await
@@ -425,6 +547,20 @@ async fn get_async(o: &GetOptions) -> Result<Value> {
     let (mut send, mut recv) = conn.open_bi().await.context("opening the request stream")?;
     send.write_all(&serde_json::to_vec(&o.request)?).await.context("sending the request")?;
     send.finish().context("finishing the request")?;
+    if o.request.reverse {
+        let mut data = conn.open_uni().await.context("opening the data stream")?;
+        let rep = send_bulk(&conn, &mut data, &o.cc, &o.request, Duration::MAX, "leocc quic get").await?;
+        let raw = recv.read_to_end(MAX_REPORT).await.context("reading the server's report")?;
+        let r: ReceiverReport = serde_json::from_slice(&raw)
+            .map_err(|e| anyhow!("bad report from the server: {e} (-R needs a server as new as this client: an older one sends instead of receiving)"))?;
+        if let Some(l) = r.limit_ms {
+            eprintln!("leocc quic get: the server limits transfers to {:.1} s (its --max-duration) and stopped this upload there", l as f64 / 1e3);
+        }
+        conn.close(0u32.into(), b"done");
+        ep.wait_idle().await;
+        let received = Received { bytes: r.bytes, seconds: r.seconds, cpu_s: r.cpu_s, intervals: Some(&r.intervals), limit_ms: r.limit_ms };
+        return Ok(to_json(o, &rep, &received));
+    }
     let mut first: Option<Instant> = None;
     let mut received = 0u64;
     while let Some(chunk) = recv.read_chunk(CHUNK, true).await.context("receiving")? {
@@ -441,45 +577,74 @@ async fn get_async(o: &GetOptions) -> Result<Value> {
     }
     conn.close(0u32.into(), b"done");
     ep.wait_idle().await;
-    Ok(to_json(o, &rep, received, seconds, cpu))
+    Ok(to_json(o, &rep, &Received { bytes: received, seconds, cpu_s: cpu, intervals: None, limit_ms: rep.limit_ms }))
 }
 
-fn to_json(o: &GetOptions, rep: &SenderReport, received: u64, seconds: f64, cpu: f64) -> Value {
-    let intervals: Vec<Value> = rep
-        .intervals
-        .iter()
-        .map(|iv| {
-            let dt = (iv.end - iv.start).max(1e-9);
+/// What the receiving end counted: the client by default, the server with -R (then with its
+/// own intervals).
+struct Received<'a> {
+    bytes: u64,
+    seconds: f64,
+    cpu_s: f64,
+    intervals: Option<&'a [ReceiverInterval]>,
+    limit_ms: Option<u64>,
+}
+
+/// The iperf3-like JSON of a transfer. The interval rows carry the sender's samples (RTT,
+/// cwnd, lost packets, LeoCC's rate); their bytes and rates are the receiver's when it counted
+/// per interval (-R: the server), else what the sender wrote. Totals: `sum_sent` the sender's,
+/// `sum_received` the receiver's.
+fn to_json(o: &GetOptions, rep: &SenderReport, recv: &Received) -> Value {
+    let n = recv.intervals.map_or(rep.intervals.len(), <[ReceiverInterval]>::len);
+    let intervals: Vec<Value> = (0..n)
+        .map(|k| {
+            let snd = rep.intervals.get(k);
+            let (start, end, bytes) = match recv.intervals {
+                Some(r) => (r[k].start, r[k].end, r[k].bytes),
+                None => {
+                    let iv = snd.expect("k < the sender's intervals");
+                    (iv.start, iv.end, iv.bytes)
+                }
+            };
+            let dt = (end - start).max(1e-9);
             let mut s = json!({
-                "start": iv.start, "end": iv.end, "seconds": dt, "bytes": iv.bytes,
-                "bits_per_second": iv.bytes as f64 * 8.0 / dt,
-                "udp_bits_per_second": iv.udp_bytes as f64 * 8.0 / dt,
-                "rtt": iv.rtt, "snd_cwnd": iv.snd_cwnd, "lost_packets": iv.lost_packets,
+                "start": start, "end": end, "seconds": dt, "bytes": bytes,
+                "bits_per_second": bytes as f64 * 8.0 / dt,
             });
-            if let Some(t) = iv.target_bps {
-                s["target_bps"] = t.into();
+            if let Some(iv) = snd {
+                let sdt = (iv.end - iv.start).max(1e-9);
+                s["udp_bits_per_second"] = json!(iv.udp_bytes as f64 * 8.0 / sdt);
+                s["rtt"] = iv.rtt.into();
+                s["snd_cwnd"] = iv.snd_cwnd.into();
+                s["lost_packets"] = iv.lost_packets.into();
+                if let Some(t) = iv.target_bps {
+                    s["target_bps"] = t.into();
+                }
             }
             json!({ "streams": [s] })
         })
         .collect();
     let rtts: Vec<u64> = rep.intervals.iter().map(|i| i.rtt).filter(|&r| r > 0).collect();
-    let mb = received as f64 / 1e6;
+    let mb = recv.bytes as f64 / 1e6;
+    let reverse = o.request.reverse;
+    let (sender_cpu, receiver_cpu) = (rep.cpu_s, recv.cpu_s);
     json!({
         "start": {
             "connected": [{ "remote_host": o.server.ip().to_string(), "remote_port": o.server.port() }],
-            "test_start": { "protocol": "QUIC", "cc": rep.cc, "duration_ms": o.request.duration_ms, "bytes": o.request.bytes, "interval_ms": o.request.interval_ms },
+            "test_start": { "protocol": "QUIC", "cc": rep.cc, "duration_ms": o.request.duration_ms, "bytes": o.request.bytes, "interval_ms": o.request.interval_ms,
+                            "reverse": reverse, "sender": if reverse { "client" } else { "server" } },
         },
         "intervals": intervals,
         "end": {
             "sum_sent": { "bytes": rep.bytes, "seconds": rep.seconds, "bits_per_second": rep.bytes as f64 * 8.0 / rep.seconds.max(1e-9),
                            "retransmits": rep.lost_packets, "sent_packets": rep.sent_packets, "wire_bytes": rep.wire_bytes },
-            "sum_received": { "bytes": received, "seconds": seconds, "bits_per_second": received as f64 * 8.0 / seconds.max(1e-9) },
+            "sum_received": { "bytes": recv.bytes, "seconds": recv.seconds, "bits_per_second": recv.bytes as f64 * 8.0 / recv.seconds.max(1e-9) },
             "rtt_samples_us": rtts,
             "min_rtt": rep.min_rtt,
-            "cpu": { "sender_s": rep.cpu_s, "receiver_s": cpu,
-                     "sender_s_per_mb": if mb > 0.0 { rep.cpu_s / mb } else { 0.0 } },
+            "cpu": { "sender_s": sender_cpu, "receiver_s": receiver_cpu,
+                     "sender_s_per_mb": if mb > 0.0 { sender_cpu / mb } else { 0.0 } },
             "sender_tcp_congestion": rep.cc,
-            "server_limit_ms": rep.limit_ms,
+            "server_limit_ms": recv.limit_ms,
         }
     })
 }

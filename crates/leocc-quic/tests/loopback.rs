@@ -16,6 +16,13 @@ fn free_port() -> SocketAddr {
 }
 
 fn transfer(cc: Cc, bytes: u64) -> serde_json::Value {
+    transfer_both(cc, Cc::Leocc, bytes, false)
+}
+
+/// A transfer of `bytes` with the server on `server_cc` and the client on `client_cc`; the
+/// client sends when `reverse`.
+fn transfer_both(server_cc: Cc, client_cc: Cc, bytes: u64, reverse: bool) -> serde_json::Value {
+    let cc = server_cc;
     let addr = free_port();
     let cert = std::env::temp_dir().join(format!("leocc-quic-test-{}-{}.der", std::process::id(), addr.port()));
     let serve = ServeOptions {
@@ -39,12 +46,35 @@ fn transfer(cc: Cc, bytes: u64) -> serde_json::Value {
     let out = transfer::get(&GetOptions {
         server: addr,
         cert: cert.clone(),
-        request: Request { duration_ms: 0, bytes: Some(bytes), interval_ms: 10 },
+        request: Request { duration_ms: 0, bytes: Some(bytes), interval_ms: 10, reverse },
+        cc: client_cc,
+        events: Arc::new(NoEvents),
     })
     .unwrap();
     server.join().unwrap().unwrap();
     let _ = std::fs::remove_file(&cert);
     out
+}
+
+/// -R: the client uploads with its own controller (LeoCC here, the server on Cubic, which
+/// then only acknowledges); the totals and the interval rates are the receiving server's,
+/// the RTT and cwnd samples the sending client's.
+#[test]
+fn reverse_uploads_with_the_clients_controller_and_reports_the_receivers_rates() {
+    let n = 8_000_000;
+    let v = transfer_both(Cc::Cubic, Cc::Leocc, n, true);
+    let end = &v["end"];
+    assert_eq!(end["sum_received"]["bytes"].as_u64(), Some(n), "{end}");
+    assert_eq!(end["sum_sent"]["bytes"].as_u64(), Some(n), "{end}");
+    assert_eq!(end["sender_tcp_congestion"], "leocc");
+    assert_eq!(v["start"]["test_start"]["sender"], "client");
+    assert_eq!(v["start"]["test_start"]["reverse"], true);
+    let ivs = v["intervals"].as_array().unwrap();
+    let counted: u64 = ivs.iter().map(|i| i["streams"][0]["bytes"].as_u64().unwrap()).sum();
+    assert_eq!(counted, n, "the receiver's intervals add up to what it received");
+    assert!(ivs.iter().any(|i| i["streams"][0]["rtt"].as_u64().is_some_and(|r| r > 0)), "{ivs:?}");
+    assert!(ivs.iter().any(|i| i["streams"][0]["target_bps"].as_u64().is_some()), "LeoCC ran on the client: {ivs:?}");
+    assert!(end["sum_received"]["seconds"].as_f64().unwrap() > 0.0);
 }
 
 #[test]
@@ -80,7 +110,9 @@ fn a_client_without_the_server_certificate_fails_with_the_path() {
     let e = transfer::get(&GetOptions {
         server: free_port(),
         cert: "/nonexistent/leocc.der".into(),
-        request: Request { duration_ms: 100, bytes: None, interval_ms: 100 },
+        request: Request { duration_ms: 100, bytes: None, interval_ms: 100, reverse: false },
+        cc: Cc::Leocc,
+        events: Arc::new(NoEvents),
     })
     .unwrap_err();
     assert!(format!("{e:#}").contains("/nonexistent/leocc.der"), "{e:#}");
@@ -117,7 +149,7 @@ fn a_second_client_is_served_while_a_first_runs_and_an_hour_is_clamped() {
     let get = |duration_ms: u64, bytes: Option<u64>| {
         let cert = cert.clone();
         std::thread::spawn(move || {
-            let r = transfer::get(&GetOptions { server: addr, cert, request: Request { duration_ms, bytes, interval_ms: 100 } });
+            let r = transfer::get(&GetOptions { server: addr, cert, request: Request { duration_ms, bytes, interval_ms: 100, reverse: false }, cc: Cc::Leocc, events: Arc::new(NoEvents) });
             (Instant::now(), r)
         })
     };

@@ -51,6 +51,48 @@ enum Command {
     /// Same as `leocc bench emu` (kept for scripts).
     #[command(hide = true)]
     BenchEmu(cmd::emu::BenchEmuArgs),
+    /// Every subcommand and the options it accepts, as JSON (python/tests/test_docs.py checks
+    /// the docs' `leocc ...` commands against it).
+    #[command(hide = true)]
+    CliTree,
+}
+
+/// The parser as data: for each command its name, aliases, options and positional arguments
+/// (what each accepts: how many values, whether it is the `-- CMD` tail) and its subcommands,
+/// after clap's own `--help`, `--version` and `help` have been added.
+fn cli_tree(cmd: &clap::Command) -> serde_json::Value {
+    let args: Vec<serde_json::Value> = cmd
+        .get_arguments()
+        .map(|a| {
+            let range = a.get_num_args().unwrap_or_default();
+            let takes = a.get_action().takes_values();
+            serde_json::json!({
+                "id": a.get_id().as_str(),
+                "long": a.get_long(),
+                "long_aliases": a.get_all_aliases().unwrap_or_default(),
+                "short": a.get_short().map(String::from),
+                "short_aliases": a.get_all_short_aliases().unwrap_or_default().into_iter().map(String::from).collect::<Vec<_>>(),
+                "positional": a.is_positional(),
+                "last": a.is_last_set(),
+                "min_values": if takes { range.min_values() } else { 0 },
+                // null: no upper bound (`--trace A B C`)
+                "max_values": if !takes { Some(0) } else if range.max_values() == usize::MAX { None } else { Some(range.max_values()) },
+                "allow_hyphen_values": a.is_allow_hyphen_values_set(),
+                // CMD: a shell command (an option's value) or a command's words (the `--` tail)
+                "value_names": a.get_value_names().unwrap_or_default().iter().map(|v| v.as_str()).collect::<Vec<_>>(),
+                "required": a.is_required_set(),
+            })
+        })
+        .collect();
+    let subs: Vec<serde_json::Value> = cmd.get_subcommands().map(cli_tree).collect();
+    serde_json::json!({
+        "name": cmd.get_name(),
+        "aliases": cmd.get_all_aliases().collect::<Vec<_>>(),
+        "hidden": cmd.is_hide_set(),
+        "subcommand_required": cmd.is_subcommand_required_set(),
+        "args": args,
+        "subcommands": subs,
+    })
 }
 
 /// `leocc ... | head` closes stdout before we are done. Rust ignores SIGPIPE (so that writes to
@@ -89,6 +131,13 @@ fn main() {
         Command::Leotp(c) => cmd::leotp::run(c),
         Command::Chain(a) => cmd::chain::run(a),
         Command::Quic(c) => cmd::quic::run(c),
+        Command::CliTree => {
+            use clap::CommandFactory;
+            let mut root = Cli::command();
+            root.build();
+            println!("{}", cli_tree(&root));
+            Ok(())
+        }
     };
     if let Err(e) = result {
         eprintln!("leocc: error: {e:#}");
@@ -165,6 +214,28 @@ mod tests {
         check(&cmd, "leocc", &mut bad, &mut seen);
         assert!(seen > 50, "only {seen} defaults found: the walk is broken");
         assert!(bad.is_empty(), "help defaults that do not parse:\n{}", bad.join("\n"));
+    }
+
+    /// `leocc cli-tree` (what python/tests/test_docs.py checks the docs' commands against)
+    /// has every subcommand, clap's own --help, and marks the `-- CMD` tails and CMD values.
+    #[test]
+    fn the_cli_tree_names_subcommands_options_and_command_tails() {
+        let mut root = Cli::command();
+        root.build();
+        let t = super::cli_tree(&root);
+        let sub = |v: &serde_json::Value, name: &str| v["subcommands"].as_array().unwrap().iter().find(|s| s["name"] == name).cloned().unwrap_or_else(|| panic!("no {name}"));
+        let emu = sub(&t, "emu");
+        let arg = |id: &str| emu["args"].as_array().unwrap().iter().find(|a| a["id"] == id).cloned().unwrap();
+        assert_eq!(arg("help")["long"], "help");
+        assert_eq!(arg("trace")["max_values"], 1);
+        assert_eq!(arg("no_realtime")["max_values"], 0);
+        assert!(arg("cmd")["last"] == true && arg("cmd")["value_names"][0] == "CMD");
+        assert_eq!(arg("server_cmd")["value_names"][0], "CMD");
+        assert!(arg("cmd")["max_values"].is_null());
+        let kernel = sub(&t, "kernel");
+        assert_eq!(kernel["subcommand_required"], true);
+        assert_eq!(sub(&kernel, "stats")["name"], "stats");
+        assert_eq!(sub(&t, "cli-tree")["hidden"], true);
     }
 
     #[test]

@@ -156,3 +156,32 @@ fn a_server_command_that_exits_early_is_reported_at_once() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The exit summary's rates are over the traffic period: 2 s of iperf3 at the link's 12 Mbit/s
+/// after 3 s of nothing read ~12 Mbit/s over ~2 s of traffic, not ~5 Mbit/s over the run.
+#[test]
+fn the_summary_rates_the_traffic_period_not_the_setup() {
+    let Some((dir, trace)) = emu_scratch("traffic-period") else { return };
+    if Command::new("iperf3").arg("--version").output().is_err() {
+        eprintln!("SKIP traffic-period test: needs iperf3");
+        return;
+    }
+    let out = leocc()
+        .args(["emu", "--trace"])
+        .arg(&trace)
+        .args(["--server-cmd", "iperf3 -s -1", "--", "sh", "-c", "sleep 3; iperf3 -c $LEOCC_SERVER -R -t 2 >/dev/null"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let line = err.lines().find(|l| l.trim_start().starts_with("downlink:")).unwrap_or_else(|| panic!("{err}"));
+    let number_before = |unit: &str| -> f64 {
+        let head = &line[..line.find(unit).unwrap_or_else(|| panic!("{unit} in {line}"))];
+        head.trim_end().rsplit(' ').next().unwrap().parse().unwrap_or_else(|e| panic!("{e}: {line}"))
+    };
+    let delivered = number_before(" Mbit/s over");
+    let traffic_s = number_before(" s of traffic");
+    assert!((1.8..3.0).contains(&traffic_s), "{line}");
+    assert!((9.0..12.5).contains(&delivered), "the link's 12 Mbit/s over the traffic, not diluted by the 3 s before it: {line}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -87,8 +87,8 @@ fn get_prints_an_iperf3_like_summary_and_runs_parallel_connections() {
     let sender = one.lines().find(|l| l.ends_with("sender")).unwrap_or_else(|| panic!("{one}"));
     assert!(sender.starts_with("[  1]") && sender.contains("2.9 MBytes"), "{one}");
     assert!(one.lines().any(|l| l.ends_with("receiver")), "{one}");
-    // -R is what get always does (the server sends); -P 3: three connections, one sum.
-    let three = get(&["-n", "2000000", "-P", "3", "-R", "-J"]);
+    // -P 3: three connections, one sum.
+    let three = get(&["-n", "2000000", "-P", "3", "-J"]);
     let v: serde_json::Value = serde_json::from_str(&three).unwrap();
     assert_eq!(v["end"]["sum_received"]["bytes"], 6_000_000.0);
     assert_eq!(v["end"]["streams"].as_array().unwrap().len(), 3);
@@ -97,6 +97,48 @@ fn get_prints_an_iperf3_like_summary_and_runs_parallel_connections() {
     assert!(text.contains("2 parallel connections") && text.lines().any(|l| l.starts_with("[SUM]") && l.ends_with("sender")), "{text}");
     let _ = server.kill();
     let _ = server.wait();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// -R: the client uploads with its --cc and the server receives; the summary's rates are the
+/// server's (the receiving side, as iperf3 reports); --cc without -R is refused.
+#[test]
+fn get_reverse_uploads_to_the_server() {
+    let dir = scratch("reverse");
+    let cert = dir.join("cert.der");
+    let (server, port) = serve(&["--once", "--cc", "bbr"], &cert, Stdio::piped());
+    let addr = format!("127.0.0.1:{port}");
+    let o = Command::new(BIN)
+        .args(["quic", "get", &addr, "-R", "--cc", "cubic", "-n", "4000000", "-i", "0.05", "-J", "--cert"])
+        .arg(&cert)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["end"]["sum_received"]["bytes"], 4_000_000);
+    assert_eq!(v["end"]["sum_sent"]["bytes"], 4_000_000);
+    assert_eq!(v["end"]["sender_tcp_congestion"], "cubic", "the client's --cc, not the server's bbr");
+    assert_eq!(v["start"]["test_start"]["sender"], "client");
+    let out = server.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && err.contains("received 4000000 bytes"), "{err}");
+    // The text summary says who sent (a second server, its own certificate file).
+    let cert2 = dir.join("cert2.der");
+    let (mut server, port) = serve(&["--once"], &cert2, Stdio::null());
+    let o = Command::new(BIN)
+        .args(["quic", "get", &format!("127.0.0.1:{port}"), "-R", "--cc", "newreno", "--events", "none", "-n", "1000000", "--cert"])
+        .arg(&cert2)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    if !o.status.success() {
+        let _ = server.kill();
+    }
+    let _ = server.wait();
+    assert!(o.status.success() && text.contains("(QUIC, client sends with newreno)") && text.lines().any(|l| l.ends_with("receiver")), "{text}{}", String::from_utf8_lossy(&o.stderr));
+    let o = Command::new(BIN).args(["quic", "get", &addr, "--cc", "cubic", "--cert"]).arg(&cert).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("--reverse"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -48,10 +48,10 @@ pub struct ChainArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Shell command run in every mid node (1..H-1), e.g. a LEOTP mid-node.
-    #[arg(long)]
+    #[arg(long, value_name = "CMD")]
     pub node_cmd: Option<String>,
     /// Shell command run in the server node.
-    #[arg(long)]
+    #[arg(long, value_name = "CMD")]
     pub server_cmd: Option<String>,
     /// Run the engine threads at real-time priority.
     #[arg(long)]
@@ -63,7 +63,7 @@ pub struct ChainArgs {
     #[arg(long, value_name = "DIR")]
     pub pcap: Option<PathBuf>,
     /// The command run in the client node.
-    #[arg(last = true, required = true)]
+    #[arg(last = true, required = true, value_name = "CMD")]
     pub cmd: Vec<String>,
 }
 

@@ -231,7 +231,7 @@ pub fn run(c: LeotpCmd) -> anyhow::Result<()> {
                 Some(p) => leocc_trace::out::write_atomic(p, text.as_bytes()).with_context(|| format!("write {}", p.display()))?,
                 None => println!("{text}"),
             }
-            if a.output.is_some() && !r.complete {
+            if a.output.is_some() && r.complete == Some(false) {
                 return Err(anyhow!("the transfer of {:?} did not complete ({} bytes arrived)", a.name, r.bytes));
             }
         }

@@ -22,9 +22,10 @@ pub enum QuicCmd {
     /// is printed) for clients to trust: a lab tool for loopback and emulator namespaces, not
     /// for real networks.
     Serve(ServeArgs),
-    /// Download from `leocc quic serve` and print an iperf3-like summary (one line per
-    /// interval, then the sender's and the receiver's totals), or with -J iperf3-like JSON
-    /// (throughput per interval, the sender's RTT, cwnd and lost packets, CPU time of both ends).
+    /// Download from `leocc quic serve` (or upload to it with -R) and print an iperf3-like
+    /// summary (one line per interval, then the sender's and the receiver's totals), or with
+    /// -J iperf3-like JSON (throughput per interval, the sender's RTT, cwnd and lost packets,
+    /// CPU time of both ends).
     Get(GetArgs),
 }
 
@@ -90,14 +91,37 @@ pub struct GetArgs {
     /// Print iperf3-like JSON instead of the text summary.
     #[arg(long = "json", short = 'J')]
     json: bool,
-    /// Parallel connections, each its own transfer from the server (as iperf3 -P; the server's
+    /// Parallel connections, each its own transfer (as iperf3 -P; the server's
     /// --max-clients bounds them). The summary adds them up.
     #[arg(long = "parallel", short = 'P', default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=128))]
     parallel: u16,
-    /// The server sends, the client receives: what `leocc quic get` always does, accepted for
-    /// iperf3 users (iperf3 -R). Client-to-server transfers are not supported.
+    /// Reverse the direction: the client sends (uploads) to the server, with --cc, and the
+    /// server receives. Without -R the server sends with its own --cc (the opposite of
+    /// iperf3, whose client sends unless -R). With -R the interval rates and the receiver total
+    /// are the server's, the side that received (as iperf3 reports), and the RTT, cwnd and
+    /// losses the client's.
     #[arg(long = "reverse", short = 'R')]
     reverse: bool,
+    /// The client's congestion control when it sends (-R): leocc, cubic, newreno or bbr
+    /// [default: leocc]. Without -R the server's --cc decides.
+    #[arg(long, value_parser = Cc::parse, requires = "reverse")]
+    cc: Option<Cc>,
+    /// Where the client's LeoCC gets reconfiguration events (-R with --cc leocc), as for
+    /// `leocc quic serve`.
+    #[arg(long, value_enum, default_value = "socket", requires = "reverse")]
+    events: EventsArg,
+    /// The detector's socket [default: leocc probe's run directory/events.sock].
+    #[arg(long, value_name = "PATH", requires = "reverse")]
+    events_socket: Option<PathBuf>,
+}
+
+/// LeoCC's detector input for `cc` as chosen by `--events` (only LeoCC uses one).
+fn event_source(cc: Cc, events: EventsArg, socket: Option<PathBuf>) -> Arc<dyn EventSource> {
+    match (cc, events) {
+        (Cc::Leocc, EventsArg::Socket) => Subscription::start(&socket.unwrap_or_else(leocc_probe::subscribe::socket_path)),
+        (Cc::Leocc, EventsArg::Map) => Arc::new(PinnedMap::default()),
+        _ => Arc::new(NoEvents),
+    }
 }
 
 /// Set by SIGINT/SIGTERM: the server stops and removes its private certificate directory.
@@ -124,13 +148,7 @@ fn install_stop_handlers() {
 pub fn run(c: QuicCmd) -> anyhow::Result<()> {
     match c {
         QuicCmd::Serve(a) => {
-            let events: Arc<dyn EventSource> = match (a.cc, a.events) {
-                (Cc::Leocc, EventsArg::Socket) => {
-                    Subscription::start(&a.events_socket.unwrap_or_else(leocc_probe::subscribe::socket_path))
-                }
-                (Cc::Leocc, EventsArg::Map) => Arc::new(PinnedMap::default()),
-                _ => Arc::new(NoEvents),
-            };
+            let events = event_source(a.cc, a.events, a.events_socket);
             if a.max_clients == 0 {
                 bail!("--max-clients must be at least 1");
             }
@@ -160,9 +178,11 @@ pub fn run(c: QuicCmd) -> anyhow::Result<()> {
             if !(a.time > 0.0 && a.time.is_finite() && interval > 0.0 && interval.is_finite()) {
                 bail!("--time and --interval must be positive seconds");
             }
-            let _ = a.reverse; // the server sends either way (see --reverse)
-            let request = Request { duration_ms: (a.time * 1e3) as u64, bytes: a.bytes, interval_ms: ((interval * 1e3) as u64).max(1) };
-            let opts = GetOptions { server: a.server, cert: a.cert, request };
+            let request = Request { duration_ms: (a.time * 1e3) as u64, bytes: a.bytes, interval_ms: ((interval * 1e3) as u64).max(1), reverse: a.reverse };
+            let cc = a.cc.unwrap_or(Cc::Leocc);
+            // Only a sending client runs a controller (and subscribes to the detector).
+            let events: Arc<dyn EventSource> = if a.reverse { event_source(cc, a.events, a.events_socket) } else { Arc::new(NoEvents) };
+            let opts = GetOptions { server: a.server, cert: a.cert, request, cc, events };
             let v = if a.parallel == 1 {
                 transfer::get(&opts)?
             } else {
@@ -247,9 +267,10 @@ fn text_summary(v: &serde_json::Value) -> String {
     let conn = &v["start"]["connected"][0];
     let cc = v["end"]["sender_tcp_congestion"].as_str().unwrap_or("?");
     let streams = v["start"]["test_start"]["num_streams"].as_u64().unwrap_or(1);
+    let sender = v["start"]["test_start"]["sender"].as_str().unwrap_or("server");
     let _ = writeln!(
         s,
-        "Connected to {} port {} (QUIC, server sends with {cc}{})",
+        "Connected to {} port {} (QUIC, {sender} sends with {cc}{})",
         conn["remote_host"].as_str().unwrap_or("?"),
         conn["remote_port"],
         if streams > 1 { format!(", {streams} parallel connections") } else { String::new() }
