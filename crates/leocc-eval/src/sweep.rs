@@ -533,7 +533,7 @@ const STYLE: &str = "<style>body{font-family:Helvetica,Arial,sans-serif;margin:2
     table{border-collapse:collapse;margin:8px 0 20px}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}\
     th{background:#f3f3f3}td:first-child{text-align:left}.best{background:#e6f0fa;font-weight:bold}\
     caption{caption-side:top;text-align:left;font-size:12px;color:#555;padding:2px 0}\
-    td.beyond{font-weight:bold}td.within,td.unknown{color:#888;font-weight:normal}\
+    td.beyond,td.within,td.unknown{white-space:nowrap}td.beyond{font-weight:bold}td.within,td.unknown{color:#888;font-weight:normal}\
     .maps{display:flex;flex-wrap:wrap;gap:12px}code{background:#f5f5f5}</style>";
 
 /// A cell's mean with ± its 95 % confidence interval, or the average's plain mean.
