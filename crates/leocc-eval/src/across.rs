@@ -60,13 +60,10 @@ impl<'a> Group<'a> {
             if e != engine || q != queue || scenario != "single" || runs.is_empty() {
                 continue;
             }
-            per_trace
-                .entry(label.as_str())
-                .or_default()
-                .insert(
-                    trace.as_str(),
-                    FIELDS.map(|f| stat(runs, f).unwrap_or_default()),
-                );
+            per_trace.entry(label.as_str()).or_default().insert(
+                trace.as_str(),
+                FIELDS.map(|f| stat(runs, f).unwrap_or_default()),
+            );
             if queue_label.is_empty() {
                 // "500 pkts (135 ms)": the time part is resolved per trace, so it is dropped.
                 let l = runs[0].queue_label();
@@ -348,7 +345,13 @@ mod tests {
                 let (thr, spread) = if i < 3 { (80.0, 1.0) } else { (40.8, 15.0) };
                 recs.push(run(t, "leocc", seed, thr + spread * d, 48.0 + d));
                 recs.push(run(t, "cubic", seed, 40.0 + d, 45.0));
-                recs.push(run(t, "bbr", seed, 85.0, if i == 0 { 60.0 } else { 48.0 } + d));
+                recs.push(run(
+                    t,
+                    "bbr",
+                    seed,
+                    85.0,
+                    if i == 0 { 60.0 } else { 48.0 } + d,
+                ));
             }
         }
         let cells = by_cell(&recs);

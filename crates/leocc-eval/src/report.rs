@@ -1091,7 +1091,9 @@ mod tests {
             .collect();
         let md = markdown(&quic);
         assert!(
-            md.contains("- sim, t, buffer 150ms: LeoCC throughput vs cubic +800 % (beyond noise).\n"),
+            md.contains(
+                "- sim, t, buffer 150ms: LeoCC throughput vs cubic +800 % (beyond noise).\n"
+            ),
             "{md}"
         );
     }
@@ -1115,17 +1117,37 @@ mod tests {
         let html = std::fs::read_to_string(write(&dir, &recs, "leocc eval").unwrap()).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
         // The metric table of the simulator's section: [60, 61, 62] is 61.0 ± 2.5.
-        assert!(html.contains("<table><caption>mean ± 95 % CI, n=3</caption><tr><th>control</th>"), "{html}");
-        assert!(html.contains("<td>180.0 ± 2.5</td>") && html.contains("<td>61.0 ± 2.5</td>"), "{html}");
+        assert!(
+            html.contains("<table><caption>mean ± 95 % CI, n=3</caption><tr><th>control</th>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<td>180.0 ± 2.5</td>") && html.contains("<td>61.0 ± 2.5</td>"),
+            "{html}"
+        );
         // The emulator's single runs: values alone, a caption that claims nothing.
         assert!(html.contains("<caption>single runs, n=1: no interval, no difference is claimed beyond noise</caption>"), "{html}");
         assert!(html.contains("<td>186.0</td>"), "{html}");
         // The headline table: p95 RTT vs bbr beyond the noise, vs vivace within it, the
         // emulator's single run without a verdict; its caption says the runs differ.
-        assert!(html.contains("<caption>Per trace: mean ± 95 % CI, n=1–3"), "{html}");
-        assert!(html.contains("<td class=\"cmp beyond\"><span class=\"chg\">-31 %</span><br><small>[-3"), "{html}");
-        assert!(html.contains("<br><small>beyond noise</small></td>"), "{html}");
-        assert!(html.contains("<td class=\"cmp within\"><span class=\"chg\">-2 %</span>"), "{html}");
+        assert!(
+            html.contains("<caption>Per trace: mean ± 95 % CI, n=1–3"),
+            "{html}"
+        );
+        assert!(
+            html.contains(
+                "<td class=\"cmp beyond\"><span class=\"chg\">-31 %</span><br><small>[-3"
+            ),
+            "{html}"
+        );
+        assert!(
+            html.contains("<br><small>beyond noise</small></td>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<td class=\"cmp within\"><span class=\"chg\">-2 %</span>"),
+            "{html}"
+        );
         assert!(html.contains("<small>within noise, n=3</small>"), "{html}");
         assert!(html.contains("<td class=\"cmp unknown\"><span class=\"chg\">-31 %</span><br><small>single run</small></td>"), "{html}");
     }

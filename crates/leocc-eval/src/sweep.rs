@@ -12,8 +12,8 @@
 
 use crate::matrix::{Engine, Matrix, RunSpec, Scenario};
 use crate::results::{self, stat, Record, Stat};
-use crate::stats::{self, ci_caption, Change, Noise};
 use crate::runner::{self, Runner};
+use crate::stats::{self, ci_caption, Change, Noise};
 use anyhow::{bail, Result};
 use leocc_plot::{esc, Heatmap};
 use std::collections::BTreeMap;
@@ -629,7 +629,11 @@ fn page_html(
             let _ = write!(
                 h,
                 "<tr{}><td>{}{}</td><td>{}</td>{}<td>{}</td>{}<td>{}</td></tr>",
-                if best == Some(i) { " class=\"best\"" } else { "" },
+                if best == Some(i) {
+                    " class=\"best\""
+                } else {
+                    ""
+                },
                 if best == Some(i) { "★ " } else { "" },
                 esc(&sweep.label(&p.setting)),
                 value(p.throughput, p.throughput_mbps),
@@ -997,13 +1001,34 @@ mod tests {
         assert!(t.contains("+20.0 % [+17, +23] %, beyond noise"), "{t}");
         assert!(t.contains("+2.0 % ["), "{t}");
         assert!(t.contains("within noise, n=3"), "{t}");
-        let html = page_html(&s, Engine::Sim, std::slice::from_ref(g), &records, None, "leocc eval");
-        assert!(html.contains("<caption>mean ± 95 % CI, n=3</caption>"), "{html}");
-        assert!(html.contains("<td class=\"beyond\">+20.0 % [+17, +23] %, beyond noise</td>"), "{html}");
+        let html = page_html(
+            &s,
+            Engine::Sim,
+            std::slice::from_ref(g),
+            &records,
+            None,
+            "leocc eval",
+        );
+        assert!(
+            html.contains("<caption>mean ± 95 % CI, n=3</caption>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<td class=\"beyond\">+20.0 % [+17, +23] %, beyond noise</td>"),
+            "{html}"
+        );
         assert!(html.contains("<td class=\"within\">+2.0 % ["), "{html}");
         // A: the largest gain within the latency budget; its gain stands out from the noise.
-        assert!(html.contains("★ bbr3{probe_rtt_interval_ms=1000,loss_thresh=0.02}: throughput +20.0 %"), "{html}");
-        assert!(!html.contains("the choice rests on the means alone"), "{html}");
+        assert!(
+            html.contains(
+                "★ bbr3{probe_rtt_interval_ms=1000,loss_thresh=0.02}: throughput +20.0 %"
+            ),
+            "{html}"
+        );
+        assert!(
+            !html.contains("the choice rests on the means alone"),
+            "{html}"
+        );
     }
 
     #[test]
@@ -1034,7 +1059,12 @@ mod tests {
         let t = table(&s, avg);
         assert!(t.contains("mean over 2 cells"), "{t}");
         let html = page_html(&s, Engine::Sim, &groups, &records, None, "leocc eval");
-        assert!(html.contains("mean over 2 trace-and-buffer cells of each cell's mean (mean ± 95 % CI, n=3)"), "{html}");
+        assert!(
+            html.contains(
+                "mean over 2 trace-and-buffer cells of each cell's mean (mean ± 95 % CI, n=3)"
+            ),
+            "{html}"
+        );
     }
 
     /// The sweep's settings reach the simulated control: a tiny ProbeRTT interval changes the
