@@ -5,10 +5,13 @@
 //! (the mean over seeds); the page then shows how those values spread across the traces:
 //! median and the 10th–90th percentile range in a table, and distribution functions of
 //! utilisation and p95 RTT. LeoCC's comparison with each rival is made per trace first (the
-//! paper's ratios), then summarised the same way, with the share of traces where LeoCC is ahead.
+//! paper's ratios), then summarised the same way, with the share of traces where LeoCC is ahead
+//! and the shares where it is ahead or behind beyond the run-to-run noise (each trace's change
+//! judged by [`crate::stats::change`], as the per-trace rows are).
 
 use crate::report::{cc_color, DELAY_RIVALS, THROUGHPUT_RIVALS};
-use crate::results::{nearest_rank as quantile, CellKey, Record};
+use crate::results::{nearest_rank as quantile, stat, CellKey, Record, Stat};
+use crate::stats::{self, Change, Noise};
 use leocc_plot::{esc, Axis, Chart, Series, Style};
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -27,8 +30,8 @@ pub struct Group<'a> {
     pub queue: &'a str,
     /// Buffer label of its first run.
     pub queue_label: String,
-    /// control -> trace -> the values of [`FIELDS`], means over seeds.
-    per_trace: BTreeMap<&'a str, BTreeMap<&'a str, [f64; 5]>>,
+    /// control -> trace -> the values of [`FIELDS`] over its seeds (mean, spread, runs).
+    per_trace: BTreeMap<&'a str, BTreeMap<&'a str, [Stat; 5]>>,
 }
 
 const THR: usize = 0;
@@ -51,18 +54,16 @@ impl<'a> Group<'a> {
         engine: &'a str,
         queue: &'a str,
     ) -> Group<'a> {
-        let mut per_trace: BTreeMap<&str, BTreeMap<&str, [f64; 5]>> = BTreeMap::new();
+        let mut per_trace: BTreeMap<&str, BTreeMap<&str, [Stat; 5]>> = BTreeMap::new();
         let mut queue_label = String::new();
         for ((e, trace, q, scenario, label), runs) in cells {
             if e != engine || q != queue || scenario != "single" || runs.is_empty() {
                 continue;
             }
-            let mean =
-                |f: &str| runs.iter().filter_map(|r| r.num(f)).sum::<f64>() / runs.len() as f64;
-            per_trace
-                .entry(label.as_str())
-                .or_default()
-                .insert(trace.as_str(), FIELDS.map(mean));
+            per_trace.entry(label.as_str()).or_default().insert(
+                trace.as_str(),
+                FIELDS.map(|f| stat(runs, f).unwrap_or_default()),
+            );
             if queue_label.is_empty() {
                 // "500 pkts (135 ms)": the time part is resolved per trace, so it is dropped.
                 let l = runs[0].queue_label();
@@ -86,8 +87,8 @@ impl<'a> Group<'a> {
             .len()
     }
 
-    /// LeoCC's change against `rival` in `field`, one value per trace both ran, in %.
-    fn changes(&self, rival: &str, field: usize) -> Vec<f64> {
+    /// LeoCC's change against `rival` in `field`, one per trace both ran.
+    fn changes(&self, rival: &str, field: usize) -> Vec<Change> {
         let (Some(ours), Some(theirs)) = (self.per_trace.get("leocc"), self.per_trace.get(rival))
         else {
             return Vec::new();
@@ -96,10 +97,31 @@ impl<'a> Group<'a> {
             .filter_map(|(t, v)| {
                 theirs
                     .get(t)
-                    .filter(|w| w[field].abs() > 1e-12)
-                    .map(|w| (v[field] / w[field] - 1.0) * 100.0)
+                    .filter(|w| w[field].n > 0 && v[field].n > 0)
+                    .and_then(|w| stats::change(&v[field], &w[field]))
             })
             .collect()
+    }
+
+    /// How many runs each trace's value is the mean of: "n=3 runs per trace", "n=1–3 runs per
+    /// trace", or "n=1 per trace: single runs, no interval".
+    fn runs_caption(&self) -> String {
+        let ns: Vec<usize> = self
+            .per_trace
+            .values()
+            .flat_map(|t| t.values().map(|v| v[THR].n))
+            .collect();
+        let (lo, hi) = (
+            ns.iter().copied().min().unwrap_or(0),
+            ns.iter().copied().max().unwrap_or(0),
+        );
+        if hi <= 1 {
+            "n=1 per trace: single runs, no interval".into()
+        } else if lo == hi {
+            format!("n={hi} runs per trace")
+        } else {
+            format!("n={lo}–{hi} runs per trace")
+        }
     }
 
     /// The headline row: LeoCC against each rival, median change across traces and the share
@@ -108,7 +130,7 @@ impl<'a> Group<'a> {
         let leocc = self.per_trace.get("leocc");
         let vals = |f: usize| {
             leocc
-                .map(|m| m.values().map(|v| v[f]).collect::<Vec<_>>())
+                .map(|m| m.values().map(|v| v[f].mean).collect::<Vec<_>>())
                 .unwrap_or_default()
         };
         let mut row = format!(
@@ -132,16 +154,18 @@ impl<'a> Group<'a> {
     /// The section: a table per control and the distributions of utilisation and p95 RTT.
     pub fn section(&self) -> String {
         let mut html = format!(
-            "<h2>{} — buffer {} — across {} traces</h2><p>One value per trace and control (the mean over its seeds); \
-             median and, in brackets, the 10th and 90th percentiles across traces. Every run is in results.jsonl \
+            "<h2>{} — buffer {} — across {} traces</h2><p>One value per trace and control (the mean over its seeds, {}); \
+             median and, in brackets, the 10th and 90th percentiles across traces: how the traces differ, not a confidence interval \
+             (each trace's own interval is in its section and in <code>leocc report --markdown</code>). Every run is in results.jsonl \
              (<code>leocc.read_results</code> in Python); the per-trace sections below are the first {DETAIL_TRACES} traces by name.</p>",
             esc(self.engine),
             esc(&self.queue_label),
-            self.traces()
+            self.traces(),
+            esc(&self.runs_caption())
         );
-        html += "<table><tr><th>control</th><th>traces</th><th>throughput Mbit/s</th><th>utilisation %</th><th>RTT p95 ms</th><th>qdelay p95 ms</th></tr>";
+        html += "<table><caption>median [p10, p90] across traces of each trace's mean</caption><tr><th>control</th><th>traces</th><th>throughput Mbit/s</th><th>utilisation %</th><th>RTT p95 ms</th><th>qdelay p95 ms</th></tr>";
         for (cc, traces) in &self.per_trace {
-            let col = |f: usize| traces.values().map(|v| v[f]).collect::<Vec<_>>();
+            let col = |f: usize| traces.values().map(|v| v[f].mean).collect::<Vec<_>>();
             let _ = write!(
                 html,
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
@@ -175,7 +199,7 @@ impl<'a> Group<'a> {
         for (cc, traces) in &self.per_trace {
             let mut v: Vec<f64> = traces
                 .values()
-                .map(|x| x[field] * scale)
+                .map(|x| x[field].mean * scale)
                 .filter(|x| x.is_finite())
                 .collect();
             v.sort_by(f64::total_cmp);
@@ -211,22 +235,55 @@ fn median_range(v: &[f64], scale: f64) -> String {
     )
 }
 
-/// LeoCC's per-trace changes against a rival: median change and the share of traces where
-/// LeoCC is ahead (`higher_is_better` says which direction that is).
-fn change_cell(changes: &[f64], higher_is_better: bool) -> String {
+/// LeoCC's per-trace changes against a rival: the median change, the share of traces where
+/// LeoCC is ahead (`higher_is_better` says which direction that is), and the shares where it is
+/// ahead and behind beyond the noise, among the traces with two runs or more a side ("n=1 per
+/// trace, no noise verdict" when there are none).
+fn change_cell(changes: &[Change], higher_is_better: bool) -> String {
     if changes.is_empty() {
         return "–".into();
     }
-    let mut v = changes.to_vec();
+    let mut v: Vec<f64> = changes.iter().map(|c| (c.ratio - 1.0) * 100.0).collect();
     v.sort_by(f64::total_cmp);
-    let ahead = v
+    let is_ahead = |c: &Change| {
+        if higher_is_better {
+            c.ratio > 1.0
+        } else {
+            c.ratio < 1.0
+        }
+    };
+    let share = |k: usize, of: usize| k as f64 * 100.0 / of.max(1) as f64;
+    let ahead = changes.iter().filter(|c| is_ahead(c)).count();
+    let judged: Vec<&Change> = changes
         .iter()
-        .filter(|&&c| if higher_is_better { c > 0.0 } else { c < 0.0 })
-        .count();
+        .filter(|c| c.noise != Noise::Unknown)
+        .collect();
+    let verdict = if judged.is_empty() {
+        "n=1 per trace, no noise verdict".to_string()
+    } else {
+        let beyond_ahead = judged
+            .iter()
+            .filter(|c| c.noise == Noise::Beyond && is_ahead(c))
+            .count();
+        let beyond_behind = judged
+            .iter()
+            .filter(|c| c.noise == Noise::Beyond && !is_ahead(c))
+            .count();
+        let of = if judged.len() == changes.len() {
+            String::new()
+        } else {
+            format!(" of {} traces with 2+ runs", judged.len())
+        };
+        format!(
+            "beyond noise: ahead {:.0} %, behind {:.0} %{of}",
+            share(beyond_ahead, judged.len()),
+            share(beyond_behind, judged.len())
+        )
+    };
     format!(
-        "{:+.0} % (ahead on {:.0} %)",
+        "{:+.0} % (ahead on {:.0} %; {verdict})",
         quantile(&v, 0.5),
-        ahead as f64 * 100.0 / v.len() as f64
+        share(ahead, changes.len())
     )
 }
 
@@ -258,17 +315,57 @@ mod tests {
         let cells = by_cell(&recs);
         let g = Group::new(&cells, "sim", "500");
         assert_eq!(g.traces(), 4);
-        assert_eq!(g.changes("cubic", THR), vec![100.0; 4]);
+        let ratios: Vec<f64> = g.changes("cubic", THR).iter().map(|c| c.ratio).collect();
+        assert_eq!(ratios, vec![2.0; 4]);
         let row = g.headline_row();
         assert!(row.contains("all 4 traces"), "{row}");
-        assert!(row.contains("+100 % (ahead on 100 %)"), "{row}");
-        assert!(row.contains("(ahead on 75 %)"), "{row}");
+        // One run of each rival per trace: no noise verdict.
+        assert!(
+            row.contains("+100 % (ahead on 100 %; n=1 per trace, no noise verdict)"),
+            "{row}"
+        );
+        assert!(row.contains("(ahead on 75 %;"), "{row}");
         let page = g.section();
         assert!(
             page.contains("80.0 [80.0, 80.0]"),
             "LeoCC's throughput is the mean over seeds: {page}"
         );
         assert_eq!(page.matches("<svg").count(), 2);
+        assert!(page.contains("n=1–2 runs per trace"), "{page}");
+    }
+
+    #[test]
+    fn across_traces_counts_the_changes_beyond_noise() {
+        // Three runs a side on every trace. Throughput against cubic: +100 % with a small
+        // spread on a, b, c (beyond noise), +2 % with a large one on d (within). p95 RTT against
+        // bbr: -20 % beyond noise on a; on b, c, d no difference.
+        let mut recs = Vec::new();
+        for (i, t) in ["a", "b", "c", "d"].iter().enumerate() {
+            for (seed, d) in [(1, -1.0), (2, 0.0), (3, 1.0)] {
+                let (thr, spread) = if i < 3 { (80.0, 1.0) } else { (40.8, 15.0) };
+                recs.push(run(t, "leocc", seed, thr + spread * d, 48.0 + d));
+                recs.push(run(t, "cubic", seed, 40.0 + d, 45.0));
+                recs.push(run(
+                    t,
+                    "bbr",
+                    seed,
+                    85.0,
+                    if i == 0 { 60.0 } else { 48.0 } + d,
+                ));
+            }
+        }
+        let cells = by_cell(&recs);
+        let g = Group::new(&cells, "sim", "500");
+        let row = g.headline_row();
+        assert!(
+            row.contains("+100 % (ahead on 100 %; beyond noise: ahead 75 %, behind 0 %)"),
+            "{row}"
+        );
+        assert!(
+            row.contains("+0 % (ahead on 25 %; beyond noise: ahead 25 %, behind 0 %)"),
+            "{row}"
+        );
+        assert!(g.section().contains("n=3 runs per trace"));
     }
 
     #[test]

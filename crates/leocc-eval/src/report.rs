@@ -12,7 +12,7 @@
 
 use crate::across;
 use crate::results::{by_cell, stat, CellKey, Record, Stat};
-use crate::stats::{self, fmt_ratio, ratio_interval, Noise, CI_LEGEND, NOISE_LEGEND};
+use crate::stats::{self, ci_caption, fmt_ratio, ratio_interval, Noise, CI_LEGEND, NOISE_LEGEND};
 use crate::tsstore::Store;
 use anyhow::{Context, Result};
 use leocc_plot::{bars, color, esc, Axis, BarSeries, Chart, Marker, MarkerKind, Series, Style};
@@ -355,6 +355,8 @@ fn queue_label(runs: &[&Record]) -> String {
 /// traces for an engine and buffer in `many`.
 fn headline_table(cells: &Cells, many: &BTreeMap<(&str, &str), across::Group>) -> String {
     let mut rows = String::new();
+    // Runs per cell of every LeoCC row and its rivals, for the caption.
+    let mut ns: Vec<usize> = Vec::new();
     for g in many.values() {
         rows += &g.headline_row();
     }
@@ -378,6 +380,10 @@ fn headline_table(cells: &Cells, many: &BTreeMap<(&str, &str), across::Group>) -
         };
         let thr = stat(runs, "throughput_mbps");
         let p95 = stat(runs, "rtt_p95_ms");
+        ns.push(runs.len());
+        for cc in THROUGHPUT_RIVALS.iter().chain(DELAY_RIVALS.iter()) {
+            ns.extend(get(cc, "throughput_mbps").map(|s| s.n));
+        }
         let mut cols = String::new();
         for cc in THROUGHPUT_RIVALS {
             cols += &change_cell(thr, get(cc, "throughput_mbps"));
@@ -400,13 +406,22 @@ fn headline_table(cells: &Cells, many: &BTreeMap<(&str, &str), across::Group>) -
     if rows.is_empty() {
         return String::new();
     }
+    let caption = if ns.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "<caption>Per trace: {}; each change with its 95 % interval and the noise verdict.</caption>",
+            esc(&ci_caption(ns))
+        )
+    };
     format!(
         "<h2>LeoCC against the field</h2><p>Throughput change of LeoCC against Cubic, Copa and BBRv3 (the paper reports +85 to +494 %) and \
          p95 RTT change against BBRv1 and Vivace (the paper: −44 to −56 %) and against the authors' own code (leocc-ref), single-flow runs, means over seeds, one row per buffer. \
          Each change is given with its 95 % interval and whether it is beyond the run-to-run noise (bold; grey when within it). {} \
-         With more than {} traces in an engine and buffer, one row for all of them: the median change over traces and the share of traces where LeoCC is ahead. \
+         With more than {} traces in an engine and buffer, one row for all of them: the median change over traces, the share of traces where LeoCC is ahead, \
+         and the shares of traces where it is ahead and behind beyond the noise (each trace's change judged as above). \
          Negative throughput or positive delay numbers are shortfalls and are shown as measured.</p>\
-         <table><tr><th>engine</th><th>trace</th><th>buffer</th><th>runs</th><th>LeoCC utilisation %</th><th>queueing delay mean ms</th><th>queueing delay p95 ms</th>\
+         <table>{caption}<tr><th>engine</th><th>trace</th><th>buffer</th><th>runs</th><th>LeoCC utilisation %</th><th>queueing delay mean ms</th><th>queueing delay p95 ms</th>\
          <th>thr. vs cubic</th><th>thr. vs copa</th><th>thr. vs bbr3</th><th>p95 RTT vs bbr</th><th>p95 RTT vs vivace</th><th>p95 RTT vs leocc-ref</th></tr>{rows}</table>",
         esc(NOISE_LEGEND),
         across::DETAIL_TRACES
@@ -475,7 +490,11 @@ fn single_section(html: &mut String, ts: &Store, cells: &Cells, at: At, view: Op
     let _ = write!(html, "<figure>{}<figcaption>Each control's mean over seeds with its min–max spread; the oracle point is all the capacity the trace offers at its base delay.</figcaption></figure>", chart.svg());
 
     // Table.
-    html.push_str("<table><tr><th>control</th><th>runs</th>");
+    let _ = write!(
+        html,
+        "<table><caption>{}</caption><tr><th>control</th><th>runs</th>",
+        esc(&ci_caption(runs.iter().map(|(_, rs)| rs.len())))
+    );
     for (_, h, _, _) in METRICS {
         let _ = write!(html, "<th>{h}</th>");
     }
@@ -720,20 +739,34 @@ fn multi_flow_section(
     if multi.is_empty() {
         return;
     }
-    html.push_str("<h3>Several flows</h3><table><tr><th>scenario</th><th>controls</th><th>runs</th><th>total Mbit/s</th><th>per-flow Mbit/s</th><th>Jain</th><th>RTT p95 ms</th></tr>");
+    let _ = write!(
+        html,
+        "<h3>Several flows</h3><table><caption>{}</caption><tr><th>scenario</th>",
+        esc(&ci_caption(multi.iter().map(|(_, runs)| runs.len())))
+    );
+    html.push_str("<th>controls</th><th>runs</th><th>total Mbit/s</th><th>per-flow Mbit/s</th><th>Jain</th><th>RTT p95 ms</th></tr>");
     for ((_, _, _, scenario, label), runs) in &multi {
+        // Flow i of every run (a scenario's flows are in the same order in each run).
         let per_flow: Vec<String> = runs
             .first()
             .map(|r| {
                 r.flows()
                     .iter()
-                    .map(|f| {
+                    .enumerate()
+                    .map(|(i, f)| {
+                        let vals: Vec<f64> = runs
+                            .iter()
+                            .filter_map(|r| {
+                                r.flows()
+                                    .get(i)
+                                    .and_then(|f| f.get("throughput_mbps"))
+                                    .and_then(|v| v.as_f64())
+                            })
+                            .collect();
                         format!(
-                            "{} {:.1}",
+                            "{} {}",
                             f.get("cc").and_then(|v| v.as_str()).unwrap_or("?"),
-                            f.get("throughput_mbps")
-                                .and_then(|v| v.as_f64())
-                                .unwrap_or(0.0)
+                            fmt_stat(Stat::of(&vals), 1.0, 1)
                         )
                     })
                     .collect()
@@ -753,7 +786,7 @@ fn multi_flow_section(
     }
     let _ = write!(
         html,
-        "</table><p class=\"note\">Per-flow throughput is the first seed's. {}</p>",
+        "</table><p class=\"note\">Per-flow throughput is each flow's over the runs. {}</p>",
         esc(CI_LEGEND)
     );
     for ((_, _, _, scenario, label), runs) in &multi {
@@ -835,7 +868,7 @@ table{border-collapse:collapse;margin:1em 0;font-size:13px}td,th{border:1px soli
 th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}figure{margin:1em 0}\
 figcaption{font-size:12px;color:#555}.row{display:flex;flex-wrap:wrap;gap:1em}.row svg{max-width:100%}\
 .meta{color:#555}.warn{color:#a40}.note{font-size:12px;color:#555;margin-top:-.5em}\
-td small{color:#555}td.cmp{white-space:nowrap}td.beyond .chg{font-weight:bold}td.within{color:#999}td.within small{color:#999}code{background:#f4f4f4;padding:1px 4px}\
+caption{caption-side:top;text-align:left;font-size:12px;color:#555;padding:2px 0}td small{color:#555}td.cmp{white-space:nowrap}td.beyond .chg{font-weight:bold}td.within{color:#999}td.within small{color:#999}code{background:#f4f4f4;padding:1px 4px}\
 </style></head><body>";
 
 /// The README's results table (markdown) from a set of records: one row per engine, trace and
@@ -870,7 +903,13 @@ pub fn markdown(records: &[Record]) -> String {
             runs.len()
         );
     }
-    let _ = writeln!(s, "\n{CI_LEGEND} {NOISE_LEGEND}\n");
+    let caption = ci_caption(
+        cells
+            .iter()
+            .filter(|(k, _)| k.3 == "single")
+            .map(|(_, runs)| runs.len()),
+    );
+    let _ = writeln!(s, "\nCells: {caption}. {CI_LEGEND} {NOISE_LEGEND}\n");
     for ((engine, trace, queue, scenario, label), runs) in &cells {
         if scenario != "single" || label != "leocc" {
             continue;
@@ -903,12 +942,22 @@ pub fn markdown(records: &[Record]) -> String {
                 rival(cc, "rtt_p95_ms").map(|t| format!("{cc} {}", change_text(Some(p95), Some(t))))
             })
             .collect();
+        // Only the comparisons with a rival that ran (a QUIC eval has no BBR: no "p95 RTT vs .").
+        let mut parts = Vec::new();
+        if !thr_vs.is_empty() {
+            parts.push(format!("LeoCC throughput vs {}", thr_vs.join(", ")));
+        }
+        if !rtt_vs.is_empty() {
+            parts.push(format!("p95 RTT vs {}", rtt_vs.join(", ")));
+        }
+        if parts.is_empty() {
+            continue;
+        }
         let _ = writeln!(
             s,
-            "- {engine}, {trace}, buffer {}: LeoCC throughput vs {}; p95 RTT vs {}.",
+            "- {engine}, {trace}, buffer {}: {}.",
             queue_label(runs),
-            thr_vs.join(", "),
-            rtt_vs.join(", ")
+            parts.join("; ")
         );
     }
     s
@@ -1034,5 +1083,72 @@ mod tests {
         );
         let html_row = headline_table(&by_cell(&recs), &BTreeMap::new());
         assert!(html_row.contains("within noise, n=3"), "{html_row}");
+        // Without a delay rival (a QUIC eval: leocc, cubic), no empty "p95 RTT vs ." clause.
+        let quic: Vec<Record> = recs
+            .iter()
+            .filter(|r| r.str("engine") == "sim" && ["leocc", "cubic"].contains(&r.str("label")))
+            .cloned()
+            .collect();
+        let md = markdown(&quic);
+        assert!(
+            md.contains(
+                "- sim, t, buffer 150ms: LeoCC throughput vs cubic +800 % (beyond noise).\n"
+            ),
+            "{md}"
+        );
+    }
+
+    /// The HTML report from fixed results: the intervals it prints, the runs in its captions,
+    /// a change beyond the noise and one within it, and single runs claiming nothing.
+    #[test]
+    fn html_report_gives_intervals_captions_and_verdicts() {
+        let mut recs = Vec::new();
+        for (seed, d) in [(1, -1.0), (2, 0.0), (3, 1.0)] {
+            recs.push(run("sim", "leocc", seed, 180.0 + d, 61.0 + d));
+            recs.push(run("sim", "bbr", seed, 184.0 + 3.0 * d, 88.0 + d));
+            recs.push(run("sim", "cubic", seed, 20.0 + d, 35.0 + d));
+            recs.push(run("sim", "vivace", seed, 100.0, 62.0 + 7.0 * d));
+        }
+        recs.push(run("emu", "leocc", 1, 186.0, 62.0));
+        recs.push(run("emu", "bbr", 1, 185.5, 90.0));
+        let dir = std::env::temp_dir().join(format!("leocc-report-ci-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let html = std::fs::read_to_string(write(&dir, &recs, "leocc eval").unwrap()).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        // The metric table of the simulator's section: [60, 61, 62] is 61.0 ± 2.5.
+        assert!(
+            html.contains("<table><caption>mean ± 95 % CI, n=3</caption><tr><th>control</th>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<td>180.0 ± 2.5</td>") && html.contains("<td>61.0 ± 2.5</td>"),
+            "{html}"
+        );
+        // The emulator's single runs: values alone, a caption that claims nothing.
+        assert!(html.contains("<caption>single runs, n=1: no interval, no difference is claimed beyond noise</caption>"), "{html}");
+        assert!(html.contains("<td>186.0</td>"), "{html}");
+        // The headline table: p95 RTT vs bbr beyond the noise, vs vivace within it, the
+        // emulator's single run without a verdict; its caption says the runs differ.
+        assert!(
+            html.contains("<caption>Per trace: mean ± 95 % CI, n=1–3"),
+            "{html}"
+        );
+        assert!(
+            html.contains(
+                "<td class=\"cmp beyond\"><span class=\"chg\">-31 %</span><br><small>[-3"
+            ),
+            "{html}"
+        );
+        assert!(
+            html.contains("<br><small>beyond noise</small></td>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<td class=\"cmp within\"><span class=\"chg\">-2 %</span>"),
+            "{html}"
+        );
+        assert!(html.contains("<small>within noise, n=3</small>"), "{html}");
+        assert!(html.contains("<td class=\"cmp unknown\"><span class=\"chg\">-31 %</span><br><small>single run</small></td>"), "{html}");
     }
 }

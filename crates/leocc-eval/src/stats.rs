@@ -1,5 +1,6 @@
 //! Statistics over a cell's repeated runs, in one place for the report (`leocc report`, its
-//! `--markdown` table) and `leocc bench fidelity`:
+//! `--markdown` table, the across-traces summary), the sweep's page and table, and `leocc bench
+//! fidelity`:
 //!
 //! - [`Stat`]: mean, spread and count of one metric over a cell's runs, with the 95 %
 //!   confidence interval of the mean ([`Stat::ci95_half`], Student's t with n − 1 degrees of
@@ -8,7 +9,10 @@
 //!   the delta method with Welch–Satterthwaite degrees of freedom;
 //! - [`change`]: a change between two cells ("p95 RTT vs bbr −31 %") and whether it is beyond
 //!   the run-to-run noise: it is when that ratio's interval excludes 1, which is Welch's t-test
-//!   at 5 % on the log of the means.
+//!   at 5 % on the log of the means;
+//! - [`mean_change`]: the same for the mean over several cells of such ratios (a sweep's
+//!   average gain over traces and buffers);
+//! - [`ci_caption`]: what a table's cells are ("mean ± 95 % CI, n=3", or single runs).
 
 /// Mean, spread and count of one metric over the runs of a cell.
 #[derive(Clone, Copy, Debug, Default)]
@@ -105,6 +109,30 @@ pub fn t975(df: f64) -> f64 {
     1.960
 }
 
+/// The variance of ln(mean) of a cell by the delta method, s² / (n m²), and its runs (its
+/// degrees of freedom are n − 1; a single run contributes no variance).
+fn log_var(s: &Stat) -> (f64, usize) {
+    let sd = s.sample_sd();
+    (sd * sd / (s.n as f64 * s.mean * s.mean), s.n)
+}
+
+/// The 95 % interval around `center` of a quantity whose log has the variance Σ parts, each
+/// part with its runs: Student's t with Welch–Satterthwaite degrees of freedom.
+fn log_interval(center: f64, parts: &[(f64, usize)]) -> (f64, f64) {
+    let var: f64 = parts.iter().map(|p| p.0).sum();
+    if var <= 0.0 {
+        return (center, center);
+    }
+    let dof_part: f64 = parts
+        .iter()
+        .filter(|p| p.1 >= 2)
+        .map(|&(v, n)| v * v / (n as f64 - 1.0))
+        .sum();
+    let df = var * var / dof_part.max(f64::MIN_POSITIVE);
+    let half = t975(df) * var.sqrt();
+    (center * (-half).exp(), center * half.exp())
+}
+
 /// 95 % interval of mean(a) / mean(b) from the runs' spread: on the log scale, the delta
 /// method (var ln m ≈ s² / (n m²)) with Welch–Satterthwaite degrees of freedom. A side with one
 /// run counts as exact. None when neither side has two runs, or a mean is not positive.
@@ -112,26 +140,7 @@ pub fn ratio_interval(a: &Stat, b: &Stat) -> Option<(f64, f64)> {
     if a.mean <= 0.0 || b.mean <= 0.0 || (a.n < 2 && b.n < 2) {
         return None;
     }
-    let part = |s: &Stat| {
-        let sd = s.sample_sd();
-        sd * sd / (s.n as f64 * s.mean * s.mean)
-    };
-    let (va, vb) = (part(a), part(b));
-    let var = va + vb;
-    let r = a.mean / b.mean;
-    if var <= 0.0 {
-        return Some((r, r));
-    }
-    let dof_part = |v: f64, n: usize| {
-        if n >= 2 {
-            v * v / (n as f64 - 1.0)
-        } else {
-            0.0
-        }
-    };
-    let df = var * var / (dof_part(va, a.n) + dof_part(vb, b.n)).max(f64::MIN_POSITIVE);
-    let half = t975(df) * var.sqrt();
-    Some((r * (-half).exp(), r * half.exp()))
+    Some(log_interval(a.mean / b.mean, &[log_var(a), log_var(b)]))
 }
 
 /// "0.92 [0.85–0.99]", or the ratio alone without an interval.
@@ -168,15 +177,42 @@ pub struct Change {
 /// `ours` against `theirs`; None when their mean is zero (no relative change). The verdict
 /// needs at least two runs on each side: a single run says nothing about its own noise.
 pub fn change(ours: &Stat, theirs: &Stat) -> Option<Change> {
-    if theirs.mean.abs() < 1e-12 {
+    mean_change(&[(*ours, *theirs)])
+}
+
+/// The mean over several cells (traces, buffers) of ours / theirs, each pair a cell: the
+/// average gain a sweep chooses its setting on. Its 95 % interval is the same method as
+/// [`change`]'s (which is this with one cell): the delta method on the log scale, var ln R̄ ≈
+/// Σ (r_i / (k R̄))² (var ln ours_i + var ln theirs_i), Welch–Satterthwaite degrees of freedom
+/// over all the parts. A verdict needs two runs or more on both sides of every cell; `n` is the
+/// fewest runs of a cell on each side. None without cells or when a rival's mean is zero.
+pub fn mean_change(pairs: &[(Stat, Stat)]) -> Option<Change> {
+    if pairs.is_empty() || pairs.iter().any(|(_, t)| t.mean.abs() < 1e-12) {
         return None;
     }
-    let ratio = ours.mean / theirs.mean;
-    let interval = if ours.n >= 2 && theirs.n >= 2 {
-        ratio_interval(ours, theirs)
-    } else {
-        None
-    };
+    let k = pairs.len() as f64;
+    let ratios: Vec<f64> = pairs.iter().map(|(o, t)| o.mean / t.mean).collect();
+    let ratio = ratios.iter().sum::<f64>() / k;
+    let n = (
+        pairs.iter().map(|p| p.0.n).min().unwrap_or(0),
+        pairs.iter().map(|p| p.1.n).min().unwrap_or(0),
+    );
+    let measurable = n.0 >= 2
+        && n.1 >= 2
+        && ratio > 0.0
+        && pairs.iter().all(|(o, t)| o.mean > 0.0 && t.mean > 0.0);
+    let interval = measurable.then(|| {
+        let parts: Vec<(f64, usize)> = pairs
+            .iter()
+            .zip(&ratios)
+            .flat_map(|((o, t), r)| {
+                let w = (r / (k * ratio)).powi(2);
+                let ((vo, no), (vt, nt)) = (log_var(o), log_var(t));
+                [(w * vo, no), (w * vt, nt)]
+            })
+            .collect();
+        log_interval(ratio, &parts)
+    });
     let noise = match interval {
         Some((lo, hi)) if lo > 1.0 || hi < 1.0 => Noise::Beyond,
         Some(_) => Noise::Within,
@@ -186,8 +222,28 @@ pub fn change(ours: &Stat, theirs: &Stat) -> Option<Change> {
         ratio,
         interval,
         noise,
-        n: (ours.n, theirs.n),
+        n,
     })
+}
+
+/// A table's caption for cells over these numbers of runs: "mean ± 95 % CI, n=3";
+/// "mean ± 95 % CI, n=1–3 (runs column; a value without ± is a single run)"; or, when every
+/// cell is one run, "single runs, n=1: no interval, no difference is claimed beyond noise".
+pub fn ci_caption(runs: impl IntoIterator<Item = usize>) -> String {
+    let (mut lo, mut hi) = (usize::MAX, 0);
+    for n in runs {
+        lo = lo.min(n);
+        hi = hi.max(n);
+    }
+    if hi == 0 {
+        String::new()
+    } else if hi <= 1 {
+        "single runs, n=1: no interval, no difference is claimed beyond noise".into()
+    } else if lo == hi {
+        format!("mean ± 95 % CI, n={hi}")
+    } else {
+        format!("mean ± 95 % CI, n={lo}–{hi} (runs column; a value without ± is a single run)")
+    }
 }
 
 impl Change {
@@ -366,5 +422,40 @@ mod tests {
         let b = Stat::of(&[11.0, 11.0]).unwrap();
         assert_eq!(change(&a, &b).unwrap().noise, Noise::Beyond);
         assert_eq!(change(&a, &a).unwrap().noise, Noise::Within);
+    }
+
+    #[test]
+    fn a_mean_over_cells_is_one_cells_change_when_alone() {
+        let a = Stat::of(&[120.0, 130.0, 140.0]).unwrap();
+        let b = Stat::of(&[60.0, 70.0, 80.0]).unwrap();
+        let one = mean_change(&[(a, b)]).unwrap();
+        let c = change(&a, &b).unwrap();
+        assert_eq!(one.interval, c.interval);
+        assert_eq!(c.interval, ratio_interval(&a, &b));
+        // Two cells: +10 % with little spread and +0 % with a lot: the mean +5 %, and the
+        // interval is wider than the quiet cell's alone.
+        let q = Stat::of(&[110.0, 110.5, 109.5]).unwrap();
+        let d = Stat::of(&[100.0, 100.5, 99.5]).unwrap();
+        let loud = Stat::of(&[80.0, 100.0, 120.0]).unwrap();
+        let quiet = mean_change(&[(q, d)]).unwrap();
+        let both = mean_change(&[(q, d), (loud, d)]).unwrap();
+        assert!((both.ratio - 1.05).abs() < 1e-12);
+        assert_eq!(quiet.noise, Noise::Beyond);
+        assert_eq!(both.noise, Noise::Within);
+        assert_eq!(both.text(), "+5 % (within noise, n=3)");
+        // One cell with a single run: no verdict for the mean either.
+        let single = Stat::of(&[100.0]).unwrap();
+        let c = mean_change(&[(q, d), (q, single)]).unwrap();
+        assert_eq!(c.verdict(), "noise unknown, n=3 vs 1");
+        assert!(mean_change(&[]).is_none());
+        assert!(mean_change(&[(q, Stat::of(&[0.0, 0.0]).unwrap())]).is_none());
+    }
+
+    #[test]
+    fn captions_say_how_many_runs() {
+        assert_eq!(ci_caption([3, 3]), "mean ± 95 % CI, n=3");
+        assert!(ci_caption([1, 3]).starts_with("mean ± 95 % CI, n=1–3 (runs column"));
+        assert!(ci_caption([1]).starts_with("single runs, n=1"));
+        assert_eq!(ci_caption([]), "");
     }
 }

@@ -11,8 +11,9 @@
 //! done, and a sweep shares the defaults' runs with a plain `leocc eval` into the same directory.
 
 use crate::matrix::{Engine, Matrix, RunSpec, Scenario};
-use crate::results::{self, Record};
+use crate::results::{self, stat, Record, Stat};
 use crate::runner::{self, Runner};
+use crate::stats::{self, ci_caption, Change, Noise};
 use anyhow::{bail, Result};
 use leocc_plot::{esc, Heatmap};
 use std::collections::BTreeMap;
@@ -214,15 +215,24 @@ impl Sweep {
 #[derive(Clone, Debug)]
 pub struct Point {
     pub setting: Setting,
-    /// Mean throughput over the seeds, Mbit/s.
+    /// Mean throughput over the seeds, Mbit/s (over the cells' means for the average).
     pub throughput_mbps: f64,
-    /// Mean of the runs' p95 RTT, ms.
+    /// Mean of the runs' p95 RTT, ms (over the cells' means for the average).
     pub rtt_p95_ms: f64,
     pub runs: usize,
     /// Throughput against the defaults', %.
     pub gain_pct: f64,
     /// p95 RTT against the defaults', %.
     pub inflation_pct: f64,
+    /// Throughput and p95 RTT over the runs of one cell, with their intervals; None for the
+    /// average over cells.
+    pub throughput: Option<Stat>,
+    pub rtt_p95: Option<Stat>,
+    /// The gain and the inflation with their 95 % intervals and noise verdicts
+    /// ([`stats::change`] per cell, [`stats::mean_change`] for the average); None for the
+    /// defaults, or when the defaults' mean is zero.
+    pub gain: Option<Change>,
+    pub inflation: Option<Change>,
 }
 
 /// The sweep's outcome on one trace and buffer.
@@ -233,6 +243,8 @@ pub struct Group {
     /// The defaults' point (gain and inflation 0).
     pub defaults: Point,
     pub points: Vec<Point>,
+    /// The (trace, buffer) cells behind it: 1, or all of them for the average.
+    pub cells: usize,
 }
 
 impl Group {
@@ -248,8 +260,9 @@ impl Group {
     }
 }
 
+/// The mean of `v`, 0 when empty.
 fn mean(v: &[f64]) -> f64 {
-    v.iter().sum::<f64>() / v.len().max(1) as f64
+    Stat::of(v).map_or(0.0, |s| s.mean)
 }
 
 /// Gains and inflations of every setting on every (trace, buffer) of `records` where the
@@ -268,23 +281,24 @@ pub fn analyse(sweep: &Sweep, records: &[Record]) -> Vec<Group> {
                 .push(r);
         }
     }
-    let point = |setting: &Setting, runs: &[&Record]| Point {
-        setting: setting.clone(),
-        throughput_mbps: mean(
-            &runs
-                .iter()
-                .filter_map(|r| r.num("throughput_mbps"))
-                .collect::<Vec<_>>(),
-        ),
-        rtt_p95_ms: mean(
-            &runs
-                .iter()
-                .filter_map(|r| r.num("rtt_p95_ms"))
-                .collect::<Vec<_>>(),
-        ),
-        runs: runs.len(),
-        gain_pct: 0.0,
-        inflation_pct: 0.0,
+    let point = |setting: &Setting, runs: &[&Record]| {
+        let (thr, p95) = (stat(runs, "throughput_mbps"), stat(runs, "rtt_p95_ms"));
+        Point {
+            setting: setting.clone(),
+            throughput_mbps: thr.map_or(0.0, |s| s.mean),
+            rtt_p95_ms: p95.map_or(0.0, |s| s.mean),
+            runs: runs.len(),
+            gain_pct: 0.0,
+            inflation_pct: 0.0,
+            throughput: thr,
+            rtt_p95: p95,
+            gain: None,
+            inflation: None,
+        }
+    };
+    let versus = |a: Option<Stat>, b: Option<Stat>| match (a, b) {
+        (Some(a), Some(b)) => stats::change(&a, &b),
+        _ => None,
     };
     let mut groups = Vec::new();
     for ((trace, queue), by_setting) in &cells {
@@ -299,6 +313,8 @@ pub fn analyse(sweep: &Sweep, records: &[Record]) -> Vec<Group> {
             .map(|mut p| {
                 p.gain_pct = pct(p.throughput_mbps, defaults.throughput_mbps);
                 p.inflation_pct = pct(p.rtt_p95_ms, defaults.rtt_p95_ms);
+                p.gain = versus(p.throughput, defaults.throughput);
+                p.inflation = versus(p.rtt_p95, defaults.rtt_p95);
                 p
             })
             .collect();
@@ -306,6 +322,7 @@ pub fn analyse(sweep: &Sweep, records: &[Record]) -> Vec<Group> {
             title: format!("{trace}, buffer {queue}"),
             defaults,
             points,
+            cells: 1,
         });
     }
     if groups.len() > 1 {
@@ -314,18 +331,32 @@ pub fn analyse(sweep: &Sweep, records: &[Record]) -> Vec<Group> {
         };
         let mut points = Vec::new();
         for s in sweep.settings() {
-            let ps: Vec<&Point> = groups
+            // Each cell's point with that cell's defaults.
+            let ps: Vec<(&Point, &Point)> = groups
                 .iter()
-                .filter_map(|g| g.points.iter().find(|p| p.setting == s))
+                .filter_map(|g| {
+                    g.points
+                        .iter()
+                        .find(|p| p.setting == s)
+                        .map(|p| (p, &g.defaults))
+                })
                 .collect();
             if ps.len() == groups.len() {
+                let pairs = |f: &dyn Fn(&Point) -> Option<Stat>| -> Option<Vec<(Stat, Stat)>> {
+                    ps.iter().map(|(p, d)| Some((f(p)?, f(d)?))).collect()
+                };
+                let only: Vec<&Point> = ps.iter().map(|(p, _)| *p).collect();
                 points.push(Point {
                     setting: s,
-                    throughput_mbps: avg(&|p| p.throughput_mbps, &ps),
-                    rtt_p95_ms: avg(&|p| p.rtt_p95_ms, &ps),
-                    runs: ps.iter().map(|p| p.runs).sum(),
-                    gain_pct: avg(&|p| p.gain_pct, &ps),
-                    inflation_pct: avg(&|p| p.inflation_pct, &ps),
+                    throughput_mbps: avg(&|p| p.throughput_mbps, &only),
+                    rtt_p95_ms: avg(&|p| p.rtt_p95_ms, &only),
+                    runs: only.iter().map(|p| p.runs).sum(),
+                    gain_pct: avg(&|p| p.gain_pct, &only),
+                    inflation_pct: avg(&|p| p.inflation_pct, &only),
+                    throughput: None,
+                    rtt_p95: None,
+                    gain: pairs(&|p| p.throughput).and_then(|v| stats::mean_change(&v)),
+                    inflation: pairs(&|p| p.rtt_p95).and_then(|v| stats::mean_change(&v)),
                 });
             }
         }
@@ -337,11 +368,17 @@ pub fn analyse(sweep: &Sweep, records: &[Record]) -> Vec<Group> {
             runs: d.iter().map(|p| p.runs).sum(),
             gain_pct: 0.0,
             inflation_pct: 0.0,
+            throughput: None,
+            rtt_p95: None,
+            gain: None,
+            inflation: None,
         };
+        let cells = groups.len();
         groups.push(Group {
             title: "average over all traces and buffers".into(),
             defaults,
             points,
+            cells,
         });
     }
     groups
@@ -495,7 +532,50 @@ fn heatmap(sweep: &Sweep, g: &Group, gain: bool) -> Option<Heatmap> {
 const STYLE: &str = "<style>body{font-family:Helvetica,Arial,sans-serif;margin:24px;max-width:1200px}\
     table{border-collapse:collapse;margin:8px 0 20px}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}\
     th{background:#f3f3f3}td:first-child{text-align:left}.best{background:#e6f0fa;font-weight:bold}\
+    caption{caption-side:top;text-align:left;font-size:12px;color:#555;padding:2px 0}\
+    td.beyond,td.within,td.unknown{white-space:nowrap}td.beyond{font-weight:bold}td.within,td.unknown{color:#888;font-weight:normal}\
     .maps{display:flex;flex-wrap:wrap;gap:12px}code{background:#f5f5f5}</style>";
+
+/// A cell's mean with ± its 95 % confidence interval, or the average's plain mean.
+fn value(s: Option<Stat>, mean: f64) -> String {
+    s.map_or_else(|| format!("{mean:.1}"), |s| s.fmt_ci(1.0, 1))
+}
+
+/// A gain or an inflation in words: "+5.0 % [-2, +12] %, within noise, n=3", "+5.0 % (single
+/// run)", or the bare change when there is no comparison.
+pub fn change_text(pct: f64, c: Option<&Change>) -> String {
+    match c {
+        Some(c) => match c.pct_interval() {
+            Some(i) => format!("{pct:+.1} % {i}, {}", c.verdict()),
+            None => format!("{pct:+.1} % ({})", c.verdict()),
+        },
+        None => format!("{pct:+.1} %"),
+    }
+}
+
+/// The same as a table cell: bold beyond the noise, grey within it or without a verdict.
+fn change_td(pct: f64, c: Option<&Change>) -> String {
+    let class = match c.map(|c| c.noise) {
+        Some(Noise::Beyond) => "beyond",
+        Some(Noise::Within) => "within",
+        _ => "unknown",
+    };
+    format!("<td class=\"{class}\">{}</td>", esc(&change_text(pct, c)))
+}
+
+/// What a group's table holds: a cell's runs, or the average over cells.
+fn group_caption(g: &Group, cell_runs: &[usize]) -> String {
+    if g.cells <= 1 {
+        let runs = std::iter::once(g.defaults.runs).chain(g.points.iter().map(|p| p.runs));
+        return ci_caption(runs);
+    }
+    format!(
+        "mean over {} trace-and-buffer cells of each cell's mean ({}); gain and inflation: the mean of the cells' \
+         ratios to their defaults, with its 95 % interval (delta method on the log scale, Welch's degrees of freedom)",
+        g.cells,
+        ci_caption(cell_runs.iter().copied())
+    )
+}
 
 fn page_html(
     sweep: &Sweep,
@@ -510,7 +590,7 @@ fn page_html(
         Engine::Sim => "(the simulator is deterministic per seed)",
         Engine::Emu => {
             "(in the emulator, with kernel TCP and the BPF LeoCC, whose parameters each run sets and resets; \
-             emulator runs are not repeatable, so a single run's gain or inflation of a few % is noise)"
+             emulator runs are not repeatable: a single run's gain or inflation claims nothing, <code>--runs 3</code> gives intervals)"
         }
     };
     let _ = write!(
@@ -518,11 +598,18 @@ fn page_html(
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>leocc sweep: {cc}</title>{STYLE}</head><body>\
          <h1>Parameter sweep of {cc}</h1><p>Reproduce with <code>{}</code>. Each setting ran against the defaults \
          on the same traces, buffers and seeds {same_runs}. Gain and inflation are \
-         of the means over seeds; ★ marks the largest throughput gain whose p95 RTT inflation stays under \
+         of the means over seeds, each with the 95 % interval of the ratio of the two means and whether it is beyond the \
+         run-to-run noise (the interval excludes 0 %: log scale, delta method, Welch's degrees of freedom, which is Welch's \
+         t-test at 5 % on the log of the means; bold when beyond, grey when not); ★ marks the largest throughput gain whose p95 RTT inflation stays under \
          {MAX_INFLATION_PCT} % (seed 004's choice). The other runs: <a href=\"report.html\">report.html</a>.</p>",
         esc(command_line),
         cc = esc(sweep.cc())
     );
+    let cell_runs: Vec<usize> = groups
+        .iter()
+        .filter(|g| g.cells == 1)
+        .flat_map(|g| std::iter::once(g.defaults.runs).chain(g.points.iter().map(|p| p.runs)))
+        .collect();
     for g in groups.iter().rev() {
         let _ = write!(h, "<h2>{}</h2>", esc(&g.title));
         if let (Some(a), Some(b)) = (heatmap(sweep, g, true), heatmap(sweep, g, false)) {
@@ -531,25 +618,47 @@ fn page_html(
         let best = g.best();
         let _ = write!(
             h,
-            "<table><tr><th>setting</th><th>throughput Mbit/s</th><th>gain</th><th>RTT p95 ms</th><th>inflation</th><th>runs</th></tr>\
-             <tr><td>defaults</td><td>{:.1}</td><td>–</td><td>{:.1}</td><td>–</td><td>{}</td></tr>",
-            g.defaults.throughput_mbps, g.defaults.rtt_p95_ms, g.defaults.runs
+            "<table><caption>{}</caption><tr><th>setting</th><th>throughput Mbit/s</th><th>gain</th><th>RTT p95 ms</th><th>inflation</th><th>runs</th></tr>\
+             <tr><td>defaults</td><td>{}</td><td>–</td><td>{}</td><td>–</td><td>{}</td></tr>",
+            esc(&group_caption(g, &cell_runs)),
+            value(g.defaults.throughput, g.defaults.throughput_mbps),
+            value(g.defaults.rtt_p95, g.defaults.rtt_p95_ms),
+            g.defaults.runs
         );
         for (i, p) in g.points.iter().enumerate() {
             let _ = write!(
                 h,
-                "<tr{}><td>{}{}</td><td>{:.1}</td><td>{:+.1} %</td><td>{:.1}</td><td>{:+.1} %</td><td>{}</td></tr>",
-                if best == Some(i) { " class=\"best\"" } else { "" },
+                "<tr{}><td>{}{}</td><td>{}</td>{}<td>{}</td>{}<td>{}</td></tr>",
+                if best == Some(i) {
+                    " class=\"best\""
+                } else {
+                    ""
+                },
                 if best == Some(i) { "★ " } else { "" },
                 esc(&sweep.label(&p.setting)),
-                p.throughput_mbps,
-                p.gain_pct,
-                p.rtt_p95_ms,
-                p.inflation_pct,
+                value(p.throughput, p.throughput_mbps),
+                change_td(p.gain_pct, p.gain.as_ref()),
+                value(p.rtt_p95, p.rtt_p95_ms),
+                change_td(p.inflation_pct, p.inflation.as_ref()),
                 p.runs
             );
         }
         h.push_str("</table>");
+        if let Some(i) = best {
+            let p = &g.points[i];
+            let _ = write!(
+                h,
+                "<p>★ {}: throughput {}, p95 RTT {}.{}</p>",
+                esc(&sweep.label(&p.setting)),
+                esc(&change_text(p.gain_pct, p.gain.as_ref())),
+                esc(&change_text(p.inflation_pct, p.inflation.as_ref())),
+                if p.gain.is_some_and(|c| c.noise == Noise::Beyond) {
+                    ""
+                } else {
+                    " Its gain is not beyond the run-to-run noise: the choice rests on the means alone."
+                }
+            );
+        }
         if best.is_none() {
             let _ = write!(h, "<p>No setting gains throughput with less than {MAX_INFLATION_PCT} % latency inflation here.</p>");
         }
@@ -569,11 +678,6 @@ fn page_html(
             h.push_str("<p>Not run (--no-fairness, or the swept control is Cubic).</p>")
         }
         Some(_) => {
-            h.push_str(
-                "<p>One flow of the control against one Cubic flow, started together, same traces, buffers and seeds. \
-                 Jain's index over the two flows' throughput (1 = equal shares).</p>\
-                 <table><tr><th>flows</th><th>trace, buffer</th><th>control Mbit/s</th><th>Cubic Mbit/s</th><th>Jain</th><th>runs</th></tr>",
-            );
             let mut cells: BTreeMap<(String, String), Vec<&Record>> = BTreeMap::new();
             for r in fair {
                 cells
@@ -584,29 +688,30 @@ fn page_html(
                     .or_default()
                     .push(r);
             }
+            let _ = write!(
+                h,
+                "<p>One flow of the control against one Cubic flow, started together, same traces, buffers and seeds. \
+                 Jain's index over the two flows' throughput (1 = equal shares).</p>\
+                 <table><caption>{}</caption><tr><th>flows</th><th>trace, buffer</th><th>control Mbit/s</th><th>Cubic Mbit/s</th><th>Jain</th><th>runs</th></tr>",
+                esc(&ci_caption(cells.values().map(|runs| runs.len())))
+            );
             for ((label, at), runs) in &cells {
                 let flow = |i: usize| {
-                    mean(
-                        &runs
-                            .iter()
-                            .filter_map(|r| {
-                                r.flows()
-                                    .get(i)
-                                    .and_then(|f| f.get("throughput_mbps"))
-                                    .and_then(|v| v.as_f64())
-                            })
-                            .collect::<Vec<_>>(),
-                    )
-                };
-                let jain = mean(
-                    &runs
+                    let v: Vec<f64> = runs
                         .iter()
-                        .filter_map(|r| r.num("jain"))
-                        .collect::<Vec<_>>(),
-                );
+                        .filter_map(|r| {
+                            r.flows()
+                                .get(i)
+                                .and_then(|f| f.get("throughput_mbps"))
+                                .and_then(|v| v.as_f64())
+                        })
+                        .collect();
+                    Stat::of(&v).map_or("–".into(), |s| s.fmt_ci(1.0, 1))
+                };
+                let jain = stat(runs, "jain").map_or("–".into(), |s| s.fmt_ci(1.0, 3));
                 let _ = write!(
                     h,
-                    "<tr><td>{}</td><td>{}</td><td>{:.1}</td><td>{:.1}</td><td>{jain:.3}</td><td>{}</td></tr>",
+                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{jain}</td><td>{}</td></tr>",
                     esc(label),
                     esc(at),
                     flow(0),
@@ -621,32 +726,39 @@ fn page_html(
     h
 }
 
-/// A plain-text summary of a group for the terminal.
+/// A plain-text summary of a group for the terminal: each cell's means with ± their 95 %
+/// intervals (the average's plain means), gains and inflations with their intervals and
+/// whether they are beyond the noise.
 pub fn table(sweep: &Sweep, g: &Group) -> String {
     let mut s = format!(
-        "{}\n{:<60} {:>10} {:>8} {:>9} {:>9}\n{:<60} {:>10.1} {:>8} {:>9.1} {:>9}\n",
+        "{} ({})\n{:<60} {:>14} {:>14} {:>42} {:>42}\n{:<60} {:>14} {:>14} {:>42} {:>42}\n",
         g.title,
+        if g.cells <= 1 {
+            ci_caption(std::iter::once(g.defaults.runs).chain(g.points.iter().map(|p| p.runs)))
+        } else {
+            format!("mean over {} cells", g.cells)
+        },
         "setting",
         "thr Mbit/s",
-        "gain %",
-        "RTT p95",
-        "infl. %",
+        "RTT p95 ms",
+        "gain",
+        "inflation",
         "defaults",
-        g.defaults.throughput_mbps,
+        value(g.defaults.throughput, g.defaults.throughput_mbps),
+        value(g.defaults.rtt_p95, g.defaults.rtt_p95_ms),
         "–",
-        g.defaults.rtt_p95_ms,
         "–"
     );
     let best = g.best();
     for (i, p) in g.points.iter().enumerate() {
         let _ = writeln!(
             s,
-            "{:<60} {:>10.1} {:>+8.1} {:>9.1} {:>+9.1}{}",
+            "{:<60} {:>14} {:>14} {:>42} {:>42}{}",
             sweep.label(&p.setting),
-            p.throughput_mbps,
-            p.gain_pct,
-            p.rtt_p95_ms,
-            p.inflation_pct,
+            value(p.throughput, p.throughput_mbps),
+            value(p.rtt_p95, p.rtt_p95_ms),
+            change_text(p.gain_pct, p.gain.as_ref()),
+            change_text(p.inflation_pct, p.inflation.as_ref()),
             if best == Some(i) {
                 "  <- best under 10 % inflation"
             } else {
@@ -688,12 +800,17 @@ mod tests {
             runs: 1,
             gain_pct,
             inflation_pct,
+            throughput: None,
+            rtt_p95: None,
+            gain: None,
+            inflation: None,
         };
         let setting = sw.settings()[0].clone();
         let mut g = Group {
             title: "all".into(),
             defaults: pt(Vec::new(), 0.0, 0.0),
             points: vec![pt(setting, 5.0, 30.0)],
+            cells: 1,
         };
         let t = table(&sw, &g);
         assert!(t.contains("no setting chosen"), "{t}");
@@ -849,6 +966,105 @@ mod tests {
             "leocc eval",
         );
         assert!(html.contains("★ bbr3{probe_rtt_interval_ms=5000,loss_thresh=0.08}"));
+    }
+
+    #[test]
+    fn gains_carry_intervals_and_noise_verdicts() {
+        let s = sweep();
+        let a = ["bbr3.probe_rtt_interval_ms=1000", "bbr3.loss_thresh=0.02"];
+        let b = ["bbr3.probe_rtt_interval_ms=5000", "bbr3.loss_thresh=0.08"];
+        let mut records = Vec::new();
+        for (seed, d) in [(1, -1.0), (2, 0.0), (3, 1.0)] {
+            let mut r = |label: &str, params: &[&str], thr: f64, rtt: f64| {
+                let mut x = rec(label, params, thr, rtt);
+                x.0["key"] = format!("{label}{params:?}{seed}").into();
+                records.push(x);
+            };
+            // Defaults [99, 100, 101] Mbit/s, [49, 50, 51] ms.
+            r("bbr3", &[], 100.0 + d, 50.0 + d);
+            // A: +20 % throughput, far outside the spread; +2 % p95 RTT inside a wide one.
+            r("bbr3{a}", &a, 120.0 + d, 51.0 + 8.0 * d);
+            // B: +2 % throughput with a wide spread, within the noise.
+            r("bbr3{b}", &b, 102.0 + 10.0 * d, 50.0 + d);
+        }
+        let g = &analyse(&s, &records)[0];
+        let pa = g.points.iter().find(|p| p.setting[0].1 == "1000").unwrap();
+        let pb = g.points.iter().find(|p| p.setting[0].1 == "5000").unwrap();
+        assert_eq!(pa.gain.unwrap().noise, Noise::Beyond);
+        assert_eq!(pa.inflation.unwrap().noise, Noise::Within);
+        assert_eq!(pb.gain.unwrap().noise, Noise::Within);
+        // [119, 120, 121]: 120 ± 4.303 / √3 = 120.0 ± 2.5.
+        assert_eq!(pa.throughput.unwrap().fmt_ci(1.0, 1), "120.0 ± 2.5");
+        let t = table(&s, g);
+        assert!(t.contains("mean ± 95 % CI, n=3"), "{t}");
+        assert!(t.contains("120.0 ± 2.5"), "{t}");
+        assert!(t.contains("+20.0 % [+17, +23] %, beyond noise"), "{t}");
+        assert!(t.contains("+2.0 % ["), "{t}");
+        assert!(t.contains("within noise, n=3"), "{t}");
+        let html = page_html(
+            &s,
+            Engine::Sim,
+            std::slice::from_ref(g),
+            &records,
+            None,
+            "leocc eval",
+        );
+        assert!(
+            html.contains("<caption>mean ± 95 % CI, n=3</caption>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<td class=\"beyond\">+20.0 % [+17, +23] %, beyond noise</td>"),
+            "{html}"
+        );
+        assert!(html.contains("<td class=\"within\">+2.0 % ["), "{html}");
+        // A: the largest gain within the latency budget; its gain stands out from the noise.
+        assert!(
+            html.contains(
+                "★ bbr3{probe_rtt_interval_ms=1000,loss_thresh=0.02}: throughput +20.0 %"
+            ),
+            "{html}"
+        );
+        assert!(
+            !html.contains("the choice rests on the means alone"),
+            "{html}"
+        );
+    }
+
+    #[test]
+    fn the_average_over_cells_has_an_interval_too() {
+        let s = sweep();
+        let a = ["bbr3.probe_rtt_interval_ms=1000", "bbr3.loss_thresh=0.02"];
+        let mut records = Vec::new();
+        for trace in ["t1", "t2"] {
+            for (seed, d) in [(1, -1.0), (2, 0.0), (3, 1.0)] {
+                for (label, params, thr) in [("bbr3", &[][..], 100.0), ("bbr3{a}", &a[..], 110.0)] {
+                    let mut x = rec(label, params, thr + d, 50.0 + d);
+                    x.0["key"] = format!("{trace}{label}{seed}").into();
+                    x.0["trace"] = trace.into();
+                    records.push(x);
+                }
+            }
+        }
+        let groups = analyse(&s, &records);
+        assert_eq!(groups.len(), 3);
+        let avg = groups.last().unwrap();
+        assert_eq!(avg.cells, 2);
+        let p = &avg.points[0];
+        assert!((p.gain_pct - 10.0).abs() < 1e-9);
+        let g = p.gain.unwrap();
+        assert_eq!(g.noise, Noise::Beyond);
+        assert_eq!(g.n, (3, 3));
+        assert_eq!(p.inflation.unwrap().noise, Noise::Within);
+        let t = table(&s, avg);
+        assert!(t.contains("mean over 2 cells"), "{t}");
+        let html = page_html(&s, Engine::Sim, &groups, &records, None, "leocc eval");
+        assert!(
+            html.contains(
+                "mean over 2 trace-and-buffer cells of each cell's mean (mean ± 95 % CI, n=3)"
+            ),
+            "{html}"
+        );
     }
 
     /// The sweep's settings reach the simulated control: a tiny ProbeRTT interval changes the
