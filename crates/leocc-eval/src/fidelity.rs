@@ -403,7 +403,21 @@ pub fn floor(metric: &str) -> f64 {
 }
 
 /// A record's value of a metric; `share` is the first flow's part of a two-flow run's throughput.
+/// RTT and queueing delay are compared like for like: the emulator's are the kernel's smoothed
+/// RTT every 100 ms (iperf3's tcpi_rtt), so a simulator record is read at its senders' smoothed
+/// RTT every 100 ms (`srtt_p95_ms`, `srtt_qdelay_avg_ms`) when it has them, not at its per-ACK
+/// samples (a record from before those fields falls back to the per-ACK ones).
 fn value(r: &Record, metric: &str) -> Option<f64> {
+    if r.str("engine") == "sim" {
+        let smoothed = match metric {
+            "rtt_p95_ms" => Some("srtt_p95_ms"),
+            "qdelay_avg_ms" => Some("srtt_qdelay_avg_ms"),
+            _ => None,
+        };
+        if let Some(v) = smoothed.and_then(|m| r.num(m)) {
+            return Some(v);
+        }
+    }
     if metric == "share" {
         let flows = r.flows();
         if flows.len() != 2 {
@@ -509,8 +523,8 @@ pub fn table(cells: &[Cell], markdown: bool) -> String {
         "control",
         "runs sim/emu",
         "throughput Mbit/s sim / emu = ratio [95 %]",
-        "p95 RTT ms",
-        "mean queueing delay ms",
+        "p95 RTT ms (sRTT / 100 ms)",
+        "mean queueing delay ms (sRTT)",
     ];
     if two_flow {
         heads.push("share of flow 1");
@@ -663,6 +677,30 @@ mod tests {
             "throughput_mbps": thr, "rtt_p95_ms": rtt, "qdelay_avg_ms": q,
             "flows": [{"throughput_mbps": thr * 0.25}, {"throughput_mbps": thr * 0.75}],
         }))
+    }
+
+    /// The kernel's RTT is its smoothed RTT every 100 ms; the simulator's record is read at the
+    /// same statistic when it has it, else at its per-ACK samples.
+    #[test]
+    fn rtt_is_compared_at_the_smoothed_rtt_in_both_engines() {
+        let mut s = rec("sim", "bbr", 1, 50.0, 80.0, 30.0);
+        s.0["srtt_p95_ms"] = json!(70.0);
+        s.0["srtt_qdelay_avg_ms"] = json!(20.0);
+        assert_eq!(value(&s, "rtt_p95_ms"), Some(70.0));
+        assert_eq!(value(&s, "qdelay_avg_ms"), Some(20.0));
+        assert_eq!(value(&s, "throughput_mbps"), Some(50.0));
+        let mut e = rec("emu", "bbr", 1, 50.0, 75.0, 25.0);
+        e.0["srtt_p95_ms"] = json!(1.0);
+        assert_eq!(
+            value(&e, "rtt_p95_ms"),
+            Some(75.0),
+            "the emulator's RTT is already smoothed"
+        );
+        assert_eq!(
+            value(&rec("sim", "bbr", 2, 50.0, 80.0, 30.0), "rtt_p95_ms"),
+            Some(80.0),
+            "an older record"
+        );
     }
 
     #[test]

@@ -287,6 +287,11 @@ pub struct Scenario {
     pub delack_segs: u32,
     /// ... or after this long.
     pub delack_timeout_us: u64,
+    /// The receiving host merges up to this many in-order segments that reach it in the same
+    /// instant into one skb (Linux GRO, as the emulator's output coalescer hands them to the
+    /// kernel) and ACKs per skb: one ACK for a burst one delivery opportunity released, not
+    /// one per `delack_segs`. 1 = per segment.
+    pub gro_segs: u32,
     /// Run the detector's probes.
     pub detector: bool,
     /// Probe interval.
@@ -323,6 +328,7 @@ impl Scenario {
             data_dir: Dir::Down,
             delack_segs: DEFAULT_DELACK_SEGS,
             delack_timeout_us: DEFAULT_DELACK_TIMEOUT_US,
+            gro_segs: tcp::GRO_MAX_SEGS,
             detector: true,
             probe_interval_us: detector::PROBE_INTERVAL_US,
             outage_threshold_us: detector::OUTAGE_THRESHOLD_US,

@@ -127,6 +127,8 @@ pub struct FlowStats {
     pub dropped_random: u64,
     /// Data packets dropped during a ground-truth outage.
     pub dropped_outage: u64,
+    /// ACKs the receiver sent.
+    pub acks_sent: u64,
     /// ACKs dropped anywhere.
     pub acks_dropped: u64,
     /// One-way delay of each arrival, µs.
@@ -135,6 +137,11 @@ pub struct FlowStats {
     pub rtt: Histogram,
     /// Queueing delay samples, µs.
     pub qdelay: Histogram,
+    /// The sender's smoothed RTT every 100 ms while the flow is active, µs (what the emulator
+    /// engine reports as RTT: the kernel's tcpi_rtt every 100 ms).
+    pub srtt: Histogram,
+    /// Those samples minus the path's base RTT, µs.
+    pub srtt_qdelay: Histogram,
 }
 
 /// Results of one flow (and, without `flow`, of a whole run).
@@ -211,6 +218,11 @@ pub struct RunResult {
     pub qdelay_avg_ms: f64,
     /// 95th percentile queueing delay, ms.
     pub qdelay_p95_ms: f64,
+    /// 95th percentile of the senders' smoothed RTT sampled every 100 ms, ms: the statistic the
+    /// emulator engine's `rtt_p95_ms` is (tcpi_rtt every 100 ms), for a like-for-like comparison.
+    pub srtt_p95_ms: f64,
+    /// Mean of those samples minus the base RTT, ms (the emulator's `qdelay_avg_ms`).
+    pub srtt_qdelay_avg_ms: f64,
     /// Drops / sent over all flows.
     pub loss_rate: f64,
     /// Retransmissions / sent over all flows.

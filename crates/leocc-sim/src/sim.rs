@@ -271,7 +271,7 @@ impl World {
                 start_us: f.start_us,
                 stop_us: f.stop_us.min(sc.duration_us),
                 sender: Sender::with_sndbuf(i as u16, cc, sc.sndbuf_bytes),
-                receiver: Receiver::new(i as u16, sc.delack_segs, sc.delack_timeout_us),
+                receiver: Receiver::new(i as u16, sc.delack_segs, sc.delack_timeout_us).with_gro(sc.gro_segs),
                 stats: FlowStats::default(),
                 last_path_seq: 0,
                 ts_bytes: 0,
@@ -315,9 +315,9 @@ impl World {
                 w.ev.push(t, Ev::Oracle(i as u32));
             }
         }
-        if w.timeseries {
-            w.ev.push(SAMPLE_INTERVAL_US, Ev::Sample);
-        }
+        // Every 100 ms: the senders' smoothed RTT (what the emulator reads from the kernel), and
+        // the time series when asked for.
+        w.ev.push(SAMPLE_INTERVAL_US, Ev::Sample);
         Ok(w)
     }
 
@@ -574,10 +574,23 @@ impl World {
                 self.deliver_ack(now, p);
             }
         }
+        if self.routes[0].last() == Some(&h) {
+            // Everything that reached the receiving host in this instant has been handed over:
+            // the skbs GRO built from it are complete.
+            for f in 0..self.flows.len() {
+                if self.flows[f].receiver.end_skb() {
+                    self.send_ack(now, f);
+                }
+            }
+        }
     }
 
     fn deliver_data(&mut self, now: u64, p: Packet) {
         let Body::Data { seq, .. } = p.body else { return };
+        let r = &mut self.flows[p.flow as usize].receiver;
+        if r.ends_skb(now) && r.end_skb() {
+            self.send_ack(now, p.flow as usize);
+        }
         let f = &mut self.flows[p.flow as usize];
         f.stats.arrived += 1;
         f.stats.owd.add(now - p.sent_us);
@@ -607,6 +620,7 @@ impl World {
             info.term_pop_rtt_us = self.detector.term_pop_rtt_us;
             info.term_pop_seq = self.detector.replies;
         }
+        self.flows[f].stats.acks_sent += 1;
         let p = Packet { flow: f as u16, size: ack_size(info.nsacks), sent_us: now, route: 1, hop: 0, served_us: 0, body: Body::Ack(Box::new(info)) };
         let h = self.routes[1][0];
         self.enter(now, h, p);
@@ -678,6 +692,18 @@ impl World {
     }
 
     fn sample(&mut self, now: u64) {
+        let base = self.base_rtt_us(now);
+        for f in &mut self.flows {
+            let srtt = f.sender.srtt_us();
+            if now > f.start_us && now <= f.stop_us && srtt > 0 {
+                f.stats.srtt.add(srtt);
+                f.stats.srtt_qdelay.add(srtt.saturating_sub(base));
+            }
+        }
+        if !self.timeseries {
+            self.ev.push(now + SAMPLE_INTERVAL_US, Ev::Sample);
+            return;
+        }
         for (i, f) in self.flows.iter_mut().enumerate() {
             if now <= f.start_us || now > f.stop_us + SAMPLE_INTERVAL_US {
                 continue;
@@ -774,6 +800,8 @@ impl World {
             all.rtt.merge(&s.rtt);
             all.owd.merge(&s.owd);
             all.qdelay.merge(&s.qdelay);
+            all.srtt.merge(&s.srtt);
+            all.srtt_qdelay.merge(&s.srtt_qdelay);
             sent += st.sent;
             retrans += st.retrans;
             drops += fd;
@@ -815,6 +843,8 @@ impl World {
             owd_p95_ms: all.owd.quantile(0.95) / 1000.0,
             qdelay_avg_ms: all.qdelay.mean() / 1000.0,
             qdelay_p95_ms: all.qdelay.quantile(0.95) / 1000.0,
+            srtt_p95_ms: all.srtt.quantile(0.95) / 1000.0,
+            srtt_qdelay_avg_ms: all.srtt_qdelay.mean() / 1000.0,
             loss_rate: ratio(drops as f64, sent as f64),
             retrans_rate: ratio(retrans as f64, sent as f64),
             jain: jain(&flows.iter().map(|f| f.throughput_mbps).collect::<Vec<_>>()),

@@ -22,8 +22,8 @@ pub enum Direction {
 #[command(after_help = format!("Flows: {FLOWS_GRAMMAR}\n\n\
 Output: a table, or with --json one JSON object per run (engine, cc, trace, seed, duration_s, \
 throughput_mbps, goodput_mbps, utilization, rtt_avg_ms, rtt_p50_ms, rtt_p95_ms, rtt_p99_ms, owd_p95_ms, \
-qdelay_avg_ms, qdelay_p95_ms, loss_rate, retrans_rate, jain, reconfigs_detected, queue, queue_bytes, \
-queue_ms, qdisc, flows[...]). \
+qdelay_avg_ms, qdelay_p95_ms, srtt_p95_ms, srtt_qdelay_avg_ms, loss_rate, retrans_rate, jain, reconfigs_detected, queue, \
+queue_bytes, queue_ms, qdisc, flows[...]). \
 See docs/simulator.md for the model and the metric definitions."))]
 pub struct SimArgs {
     /// Trace file (our format, a mahimahi capacity file, or a mahimahi/LeoReplayer directory).
@@ -71,6 +71,10 @@ pub struct SimArgs {
     /// ... or after this many ms.
     #[arg(long, default_value_t = 40.0)]
     pub delack_ms: f64,
+    /// The receiving host merges up to N in-order segments that reach it in the same instant
+    /// into one skb and ACKs per skb (Linux GRO, 64 KiB); 1 = ACK decisions per segment.
+    #[arg(long, value_name = "N", default_value_t = leocc_sim::tcp::GRO_MAX_SEGS)]
+    pub gro: u32,
     /// Feed the trace's ground-truth reconfiguration times instead of detected ones (ablation).
     #[arg(long)]
     pub oracle_reconfig: bool,
@@ -117,6 +121,9 @@ pub fn scenarios(a: &SimArgs) -> anyhow::Result<Vec<Scenario>> {
     if a.delack == 0 || !(0.0..=500.0).contains(&a.delack_ms) {
         bail!("--delack must be at least 1 and --delack-ms in [0, 500]");
     }
+    if a.gro == 0 {
+        bail!("--gro must be at least 1 (1: no coalescing)");
+    }
     let cc_params = parse_cc_params(&a.params)?;
     let trace = Arc::new(trace);
     let name = path.display().to_string();
@@ -156,6 +163,7 @@ pub fn scenarios(a: &SimArgs) -> anyhow::Result<Vec<Scenario>> {
         };
         sc.delack_segs = a.delack;
         sc.delack_timeout_us = (a.delack_ms * 1000.0) as u64;
+        sc.gro_segs = a.gro;
         sc.oracle_reconfig = a.oracle_reconfig;
         sc.false_event_interval_us = match a.false_events {
             None => 0,
