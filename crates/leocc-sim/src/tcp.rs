@@ -1087,7 +1087,7 @@ impl Receiver {
     /// application has not read it, only once the window edge moves (`__tcp_ack_snd_check`);
     /// SACKs for out-of-order data it compresses to one per ms after the first three
     /// (`tcp_comp_sack_delay_ns`). Measured on the bundled uplink: 14.7 segments per ACK for
-    /// BBRv1, 13.9 for LeoCC, where this receiver without GRO sent one ACK per 1.5 segments.
+    /// BBRv1, 12-14 for LeoCC, where this receiver without GRO sent one ACK per 1.5 segments.
     /// `segs` <= 1 decides per segment, as before.
     pub fn with_gro(mut self, segs: u32) -> Receiver {
         self.gro_segs = segs.max(1);
