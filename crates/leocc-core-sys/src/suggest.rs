@@ -17,7 +17,9 @@ fn edit_distance(a: &str, b: &str) -> usize {
     for i in 1..=a.len() {
         for j in 1..=b.len() {
             let cost = usize::from(a[i - 1] != b[j - 1]);
-            d[i][j] = (d[i - 1][j - 1] + cost).min(d[i - 1][j] + 1).min(d[i][j - 1] + 1);
+            d[i][j] = (d[i - 1][j - 1] + cost)
+                .min(d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1);
             if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
                 d[i][j] = d[i][j].min(d[i - 2][j - 2] + 1);
             }
@@ -52,7 +54,10 @@ mod tests {
     fn a_swap_is_one_edit_and_strangers_get_no_hint() {
         assert_eq!(edit_distance("cubci", "cubic"), 1);
         assert_eq!(edit_distance("bbr", "bbr3"), 1);
-        assert_eq!(did_you_mean("delta_rtt", ["delta_rtt_us", "cycle_len"]), " (did you mean delta_rtt_us?)");
+        assert_eq!(
+            did_you_mean("delta_rtt", ["delta_rtt_us", "cycle_len"]),
+            " (did you mean delta_rtt_us?)"
+        );
         assert_eq!(did_you_mean("quic", ["cubic", "bbr"]), "");
     }
 }
