@@ -196,7 +196,12 @@ pub fn stat(runs: &[&Record], field: &str) -> Option<Stat> {
 pub fn flow_stat(runs: &[&Record], i: usize, field: &str) -> Option<Stat> {
     let v: Vec<f64> = runs
         .iter()
-        .filter_map(|r| r.flows().get(i).and_then(|f| f.get(field)).and_then(|v| v.as_f64()))
+        .filter_map(|r| {
+            r.flows()
+                .get(i)
+                .and_then(|f| f.get(field))
+                .and_then(|v| v.as_f64())
+        })
         .collect();
     Stat::of(&v)
 }
