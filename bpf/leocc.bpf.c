@@ -144,7 +144,7 @@ struct {
 /* The parameters new flows start from (`leocc kernel params`, parameter sweeps in the
  * emulator): when `set`, `p` instead of leocc_default_params(). A flow keeps the parameters it
  * started with. Any value is safe: leocc_init clamps every field into its row of
- * LEOCC_PARAM_RANGES (core/leocc.h), whichever tool wrote the map. */
+ * LEOCC_PARAMS (core/leocc.h), whichever tool wrote the map. */
 struct leocc_params_entry {
 	__u32 set;
 	struct leocc_params p;

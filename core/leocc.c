@@ -494,73 +494,24 @@ LEOCC_INTERNAL leocc_u32 mpf_nonsat_min(const struct leocc_mpf *m, int *valid)
 
 LEOCC_API void leocc_default_params(struct leocc_params *p)
 {
-	p->startup_gain = LEOCC_UNIT * 2885 / 1000 + 1; /* 2/ln 2, BBR; authors' high_gain */
-	p->drain_gain = LEOCC_UNIT * 1000 / 2885;       /* 1/2.885, BBR; authors */
-	p->cwnd_gain = LEOCC_UNIT * 2;                  /* BBR; authors */
-	p->bco = LEOCC_UNIT * 5 / 4;                    /* paper 4.2.1 */
-	p->dco = LEOCC_UNIT * 3 / 4;                    /* paper 4.2.1 */
-	p->bco_congested = LEOCC_UNIT * 21 / 20;        /* authors' module: 1.05 */
-	p->ra_inflight_gain = LEOCC_UNIT / 2;           /* paper 4.2.2 */
-	p->ra_probe_gain = LEOCC_UNIT * 3 / 2;          /* ours; tests step_up, path_change */
-	p->cycle_len = 8;                               /* authors' CYCLE_LEN */
-	p->bw_win_rounds = 8 + 2;                       /* authors: CYCLE_LEN + 2 */
-	p->rtt_win_us = 10 * 1000 * 1000;               /* W_RT, ours: 10 s (authors' min-RTT
-							 * window is 20 s; Starlink intervals
-							 * are 15 s, so events cut it first) */
-	p->delta_rtt_us = 0;                            /* Delta_RTT; authors' code: 0 (their
-							 * 5-20 ms is the range width, which
-							 * comes from the probe here) */
-	p->mpf_bin_us = 1000;                           /* ours: 1 ms resolution of the bands */
-	p->mpf_band_share_pct = 5;                      /* ours; tests mpf_bands, band_switch */
-	p->kal_q = 4;                                   /* authors' var_Q */
-	p->kal_r = 4;                                   /* authors' var_R */
-	p->kal_p0 = 25;                                 /* authors' initial p_post */
-	p->full_bw_growth_pct = 25;                     /* BBR; authors */
-	p->full_bw_rounds = 3;                          /* BBR; authors */
-	p->ra_min_rtt_samples = 8;                      /* ours */
-	p->ra_max_drain_us = 200 * 1000;                /* authors' ProbeRTT duration */
-	p->ra_probe_max_rounds = 8;                     /* ours: bound on the probe */
-	p->drain_phase_max_rounds = 2;                  /* ours: bound on the drain phase */
-	p->nonsat_spike_us = 10 * 1000;                 /* ours: = Delta_RTT */
-	p->path_stale_us = 1000 * 1000;                 /* ours: 100 probe periods of 10 ms */
-	p->rcf_max_age_us = 1000 * 1000;                /* ours: older events are history */
-	p->init_cwnd = 10;                              /* RFC 6928 */
-	p->min_cwnd = 4;                                /* BBR; authors */
-	p->cwnd_headroom = 3;                           /* BBR's 3 TSO segments, simplified */
-	p->default_rtt_us = 1000;                       /* BBR: 1 ms before any RTT sample */
-	p->rcf_min_confidence = 50;                     /* ours: a coin flip is not an event */
-	p->path_min_samples = 20;                       /* ours: 200 ms of 10 ms probes (the
-							 * authors take 100; the range is needed
-							 * sooner, and refines as more arrive) */
-	p->cwnd_gain_congested = LEOCC_UNIT;            /* ours, see set_output */
-	p->pacing_margin_pct = 0;                       /* authors: 1; no gain measured here */
-	p->rcf_min_spacing_us = 1000 * 1000;            /* ours: real reconfigurations are >= 11 s
-							 * apart (OneWeb; Starlink 15 s), an
-							 * adaptation lasts a few RTTs */
-	p->rcf_budget_pct = 5;                          /* ours: ~0.3 s of adaptation per 11 s
-							 * (OneWeb's grid) is under 3 % */
-	p->rcf_budget_max_us = 1000 * 1000;             /* ours: a few adaptations saved up */
-	p->delta_rtt_own_us = 10 * 1000;                /* ours: the flow's own dense bins miss
-							 * bands it has not visited yet (the
-							 * authors' simulation variant: 5-20 ms) */
-	p->competing_cycles = 2;                        /* ours: one may be a capacity dip */
-	p->mpf_half_share = 1;                          /* ours, see mpf_range */
-	p->ra_second_round = 1;                         /* ours, see ra_link_limited */
-	p->bw_kal_every_sample = 0;                     /* authors: each round's largest rate */
+	/* Every field's default is its LEOCC_PARAMS row (core/leocc.h), which says where it
+	 * comes from. */
+#define PARAM_DEFAULT(f, def, ...) p->f = (def);
+	LEOCC_PARAMS(PARAM_DEFAULT)
+#undef PARAM_DEFAULT
 }
 
-/* LEOCC_PARAM_RANGES (core/leocc.h) has exactly one row per field of struct leocc_params, in
- * struct order, and sane bounds: a field missing, repeated or out of order fails the build. */
-#define PARAM_INDEX(f, lo, hi) PARAM_INDEX_##f,
-enum { LEOCC_PARAM_RANGES(PARAM_INDEX) PARAM_COUNT };
+/* struct leocc_params is made from LEOCC_PARAMS (core/leocc.h), one leocc_u32 per row; every
+ * row's bounds are ordered and hold its default: a row that breaks either fails the build. */
+#define PARAM_INDEX(f, ...) PARAM_INDEX_##f,
+enum { LEOCC_PARAMS(PARAM_INDEX) PARAM_COUNT };
 #undef PARAM_INDEX
 _Static_assert(PARAM_COUNT * sizeof(leocc_u32) == sizeof(struct leocc_params),
-	       "LEOCC_PARAM_RANGES must have one row per field of struct leocc_params");
-#define PARAM_ROW_CHECK(f, lo, hi)                                                              \
-	_Static_assert(__builtin_offsetof(struct leocc_params, f) ==                           \
-		       PARAM_INDEX_##f * sizeof(leocc_u32), #f ": row out of struct order");     \
-	_Static_assert((lo) <= (hi), #f ": min above max");
-LEOCC_PARAM_RANGES(PARAM_ROW_CHECK)
+	       "struct leocc_params must be one leocc_u32 per LEOCC_PARAMS row");
+#define PARAM_ROW_CHECK(f, def, lo, hi, ...)                                                    \
+	_Static_assert((lo) <= (hi), #f ": min above max");                                    \
+	_Static_assert((lo) <= (def) && (def) <= (hi), #f ": default outside its range");
+LEOCC_PARAMS(PARAM_ROW_CHECK)
 #undef PARAM_ROW_CHECK
 /* The cycle needs a phase after the burst's and the drain's ACKs to take eq. 4's verdict. */
 _Static_assert(LEOCC_CYCLE_LEN_MIN >= PHASE_FIRST_VERDICT + 1,
@@ -571,13 +522,13 @@ LEOCC_INTERNAL leocc_u32 clamp_u32(leocc_u32 v, leocc_u32 lo, leocc_u32 hi)
 	return v < lo ? lo : v > hi ? hi : v;
 }
 
-/* Bring every field into its LEOCC_PARAM_RANGES row: the params may come from a BPF map any
+/* Bring every field into its LEOCC_PARAMS row: the params may come from a BPF map any
  * root tool can write, so nothing here trusts them (issue 34). Then the two rules between
  * fields that single ranges cannot say. */
 LEOCC_INTERNAL void sanitize_params(struct leocc_params *p)
 {
-#define PARAM_CLAMP(f, lo, hi) p->f = clamp_u32(p->f, (lo), (hi));
-	LEOCC_PARAM_RANGES(PARAM_CLAMP)
+#define PARAM_CLAMP(f, def, lo, hi, ...) p->f = clamp_u32(p->f, (lo), (hi));
+	LEOCC_PARAMS(PARAM_CLAMP)
 #undef PARAM_CLAMP
 	/* Both variances 0 would divide 0 by 0 in the Kalman gain. */
 	if (p->kal_q == 0 && p->kal_r == 0)
@@ -590,8 +541,9 @@ LEOCC_INTERNAL void sanitize_params(struct leocc_params *p)
 #ifndef LEOCC_BPF
 LEOCC_API int leocc_param_range(leocc_u32 index, struct leocc_param_range *row)
 {
-#define PARAM_ROW(f, lo, hi) {#f, __builtin_offsetof(struct leocc_params, f), (lo), (hi)},
-	static const struct leocc_param_range rows[] = { LEOCC_PARAM_RANGES(PARAM_ROW) };
+#define PARAM_ROW(f, def, lo, hi, unit, doc, source)                                            \
+	{#f, __builtin_offsetof(struct leocc_params, f), (def), (lo), (hi), unit, doc, source},
+	static const struct leocc_param_range rows[] = { LEOCC_PARAMS(PARAM_ROW) };
 #undef PARAM_ROW
 
 	if (index >= PARAM_COUNT)

@@ -54,61 +54,27 @@
 /* leocc_reconfig_event.confidence of an event the detector is sure of. */
 #define LEOCC_CONF_FULL 100u
 
-/* Tunables. leocc_default_params() fills the values documented in docs/algorithm.md. */
-struct leocc_params {
-	leocc_u32 startup_gain;        /* LEOCC_UNIT; pacing gain in Startup (2.885) */
-	leocc_u32 drain_gain;          /* LEOCC_UNIT; pacing gain in Drain (1/2.885) */
-	leocc_u32 cwnd_gain;           /* LEOCC_UNIT; cwnd = cwnd_gain x BDP + headroom (2) */
-	leocc_u32 bco;                 /* LEOCC_UNIT; burst coefficient (1.25) */
-	leocc_u32 dco;                 /* LEOCC_UNIT; drain coefficient (0.75) */
-	leocc_u32 bco_congested;       /* LEOCC_UNIT; burst coefficient when congested (1.05) */
-	leocc_u32 ra_inflight_gain;    /* LEOCC_UNIT; RA inflight cap x bBW_m x bRTT_l (0.5) */
-	leocc_u32 ra_probe_gain;       /* LEOCC_UNIT; pacing gain of the RA bandwidth probe (1.5) */
-	leocc_u32 cycle_len;           /* phases (about one bRTT_l each) per cruise cycle (8) */
-	leocc_u32 bw_win_rounds;       /* round trips of the bBW_a max filter (cycle_len + 2) */
-	leocc_u32 rtt_win_us;          /* W_RT, window of the RTT range filters */
-	leocc_u32 delta_rtt_us;        /* Delta_RTT of eq. 4 */
-	leocc_u32 mpf_bin_us;          /* width of one middle-pass filter histogram bin */
-	leocc_u32 mpf_band_share_pct;  /* % of window samples for a bin to count as a band */
-	leocc_u32 kal_q;               /* Kalman process variance (dimensionless, 4) */
-	leocc_u32 kal_r;               /* Kalman measurement variance (dimensionless, 4) */
-	leocc_u32 kal_p0;              /* Kalman initial covariance (dimensionless, 25) */
-	leocc_u32 full_bw_growth_pct;  /* Startup ends when bw grows less than this per round */
-	leocc_u32 full_bw_rounds;      /* ... for this many rounds in a row */
-	leocc_u32 ra_min_rtt_samples;  /* fresh RTT samples before the RA drain may end */
-	leocc_u32 ra_max_drain_us;     /* upper bound on the RA drain step */
-	leocc_u32 ra_probe_max_rounds; /* upper bound on RA bandwidth-probe rounds */
-	leocc_u32 drain_phase_max_rounds; /* cruise drain phase may extend up to this many bRTT_l */
-	leocc_u32 nonsat_spike_us;     /* RTT_non-sat rise over its window minimum = spike */
-	leocc_u32 path_stale_us;       /* terminal-PoP RTT older than this is ignored */
-	leocc_u32 rcf_max_age_us;      /* events older than this when delivered are ignored */
-	leocc_u32 init_cwnd;           /* packets; initial window (10) */
-	leocc_u32 min_cwnd;            /* packets; floor of every cwnd (4) */
-	leocc_u32 cwnd_headroom;       /* packets added to cwnd_gain x BDP (3) */
-	leocc_u32 default_rtt_us;      /* RTT assumed before the first sample (1000) */
-	leocc_u32 rcf_min_confidence;  /* events graded below this (0..100) are not acted on (50) */
-	leocc_u32 path_min_samples;    /* probe RTTs before their band width sets the range (20) */
-	leocc_u32 cwnd_gain_congested; /* LEOCC_UNIT; cwnd gain while congested (1) */
-	leocc_u32 pacing_margin_pct;   /* pace this % under the target (authors: 1) */
-	leocc_u32 rcf_min_spacing_us;  /* events closer than this to the last adaptation merge */
-	leocc_u32 rcf_budget_pct;      /* at most this % of the time in adaptations (long run) */
-	leocc_u32 rcf_budget_max_us;   /* ... with at most this much saved up */
-	leocc_u32 delta_rtt_own_us;    /* Delta_RTT while the range is the flow's own (10 ms) */
-	leocc_u32 competing_cycles;    /* standing-queue cycles that switch to the own range (2) */
-	leocc_u32 mpf_half_share;      /* 1: second band search at half the share (ablation) */
-	leocc_u32 ra_second_round;     /* 1: second capped round tells slower from longer */
-	leocc_u32 bw_kal_every_sample; /* 1: bBW_m fed every sample, not each round's max */
-};
-
 /*
- * The range of every parameter: X(field, min, max), in struct order, one row per field (the
- * core checks both at compile time). This is the one table of ranges: leocc_init clamps every
- * field into its row (sanitize_params), and the BPF congestion control runs that same
- * leocc_init on whatever the pinned params map holds, so no map content, whichever tool wrote
- * it, reaches the algorithm out of range; the host library exports the rows
- * (leocc_param_range) and crates/leocc-core-sys refuses values outside them
- * (`leocc sim --param`, `leocc kernel params --set`). Every default lies inside (core/tests,
- * leocc-core-sys tests). Why each bound, briefly:
+ * The parameters: one table, LEOCC_PARAMS(X), one row per field of struct leocc_params in
+ * struct order:
+ *
+ *   X(field, default, min, max, "unit", "what it is", "where the default comes from")
+ *
+ * Everything about a parameter comes from its row: the field of struct leocc_params (below),
+ * its value in leocc_default_params, its range, and, in the host build, the row that
+ * leocc_param_range exports, from which crates/leocc-core-sys takes the names, units, docs,
+ * defaults and ranges (`leocc sim --param` and `--list-params`, `leocc kernel params --set`)
+ * and generates the parameter table of docs/algorithm.md. Adding a parameter is one row here,
+ * its use in leocc.c, and its field name in the Rust mirror of the struct
+ * (crates/leocc-core-sys/src/ffi.rs, whose every offset a test checks against these rows).
+ * Gains are in LEOCC_UNIT fixed point (unit "x1024"); every field is a leocc_u32. The strings
+ * exist only in the host library (the BPF build never expands them).
+ *
+ * The ranges: leocc_init clamps every field into its row (sanitize_params), and the BPF
+ * congestion control runs that same leocc_init on whatever the pinned params map holds, so no
+ * map content, whichever tool wrote it, reaches the algorithm out of range; the host library
+ * refuses values outside them. Every default lies inside (checked at compile time). Why each
+ * bound, briefly:
  *   pacing gains: a probe must exceed the rate it probes, or the estimate, measured at the
  *     rate sent, never grows (all gains at 1x pinned a flow at 2 packets per RTT): Startup
  *     >= 1.5x, the adaptation's probe >= 1.25x, the cruise burst bco >= 1.05x (the authors'
@@ -123,60 +89,205 @@ struct leocc_params {
  *   windows: min_cwnd >= 2 (one packet in flight stalls on delayed ACKs), <= 1000 (a floor,
  *     not an operating point: above it the floor, not the model, sets the rate on any path
  *     under ~1000 packets of BDP); init_cwnd the same (RFC 6928: 10).
+ * Each row's second line is its range, with the reason for that row's bounds.
  */
 /* The shortest cruise cycle: burst, drain, and the first phase that takes eq. 4's verdict
  * (leocc.c asserts it against its phase numbers). */
 #define LEOCC_CYCLE_LEN_MIN 4u
-#define LEOCC_PARAM_RANGES(X)                                                                       \
-	X(startup_gain, LEOCC_UNIT * 3 / 2, 4 * LEOCC_UNIT) /* pacing gain (see above) */           \
-	X(drain_gain, LEOCC_UNIT / 4, LEOCC_UNIT * 9 / 10) /* 1x or more would never drain */       \
-	X(cwnd_gain, LEOCC_UNIT * 5 / 4, 4 * LEOCC_UNIT)  /* room for a bco burst (see above) */    \
-	X(bco, LEOCC_UNIT * 21 / 20, 2 * LEOCC_UNIT)      /* probe gain; 2x doubles the queue */    \
-	X(dco, LEOCC_UNIT / 4, LEOCC_UNIT)                /* drain gain (see above) */              \
-	X(bco_congested, LEOCC_UNIT * 21 / 20, 2 * LEOCC_UNIT) /* as bco */                         \
-	X(ra_inflight_gain, LEOCC_UNIT / 4, LEOCC_UNIT)   /* a cap: at most the old BDP */          \
-	X(ra_probe_gain, LEOCC_UNIT * 5 / 4, 4 * LEOCC_UNIT) /* probe gain (see above) */           \
-	X(cycle_len, LEOCC_CYCLE_LEN_MIN, 64)             /* 64 RTTs: slower than BBR's slowest */  \
-	X(bw_win_rounds, 2, 100)                          /* a reset seeds 2; 100: 4 s at 40 ms */  \
-	X(rtt_win_us, 1000, 60000000)                     /* window (see above) */                  \
-	X(delta_rtt_us, 0, 1000000)                       /* 0: authors; 1 s: any LEO queue */      \
-	X(mpf_bin_us, 100, 100000)                        /* 0.1 ms resolves bands; 48 x 0.1 s */   \
-	X(mpf_band_share_pct, 1, 50)                      /* above 50 % no two bins are bands */    \
-	X(kal_q, 1, 10000)                                /* 0 freezes it; 1e4: raw samples */      \
-	X(kal_r, 0, 10000)                                /* 0: raw samples; 1e4: slow */           \
-	X(kal_p0, 0, 10000)                               /* x256 fits the u32 covariance */        \
-	X(full_bw_growth_pct, 5, 100)                     /* under 5 %, noise keeps Startup */      \
-	X(full_bw_rounds, 1, 10)                          /* each at 2.885x doubles the queue */    \
-	X(ra_min_rtt_samples, 0, 1000)                    /* 0: none (the drain bound holds) */     \
-	X(ra_max_drain_us, 1000, 2000000)                 /* 2 s: ten BBR ProbeRTTs, capped */      \
-	X(ra_probe_max_rounds, 1, 64)                     /* as cycle_len */                        \
-	X(drain_phase_max_rounds, 1, 16)                  /* 0 skips the drain; 16 RTTs idle */     \
-	X(nonsat_spike_us, 1000, 1000000)                 /* as delta_rtt_us (only reported) */     \
-	X(path_stale_us, 10000, 60000000)                 /* a 10 ms probe period to a window */    \
-	X(rcf_max_age_us, 1000, 60000000)                 /* window (see above) */                  \
-	X(init_cwnd, 2, 1000)                             /* window (see above) */                  \
-	X(min_cwnd, 2, 1000)                              /* window (see above) */                  \
-	X(cwnd_headroom, 0, 100)                          /* BBR: 3; 100 is a burst, not slack */   \
-	X(default_rtt_us, 1000, 1000000)                  /* BBR: 1 ms; less bursts at start */     \
-	X(rcf_min_confidence, 0, LEOCC_CONF_FULL)         /* a confidence, 0 .. 100 */              \
-	X(path_min_samples, 0, 1000)                      /* 0: never; 1000: 10 s of probes */      \
-	X(cwnd_gain_congested, LEOCC_UNIT, 4 * LEOCC_UNIT) /* cwnd gain (see above) */              \
-	X(pacing_margin_pct, 0, 10)                       /* authors: 1; more idles the link */     \
-	X(rcf_min_spacing_us, 0, 60000000)                /* 0: no merging; else a window */        \
-	X(rcf_budget_pct, 0, 100)                         /* a percentage */                        \
-	X(rcf_budget_max_us, 0, 60000000)                 /* 0: only what accrues; a window */      \
-	X(delta_rtt_own_us, 0, 1000000)                   /* as delta_rtt_us */                     \
-	X(competing_cycles, 0, 100)                       /* 0: never (counter stops at 65535) */   \
-	X(mpf_half_share, 0, 1)                           /* flag */                                \
-	X(ra_second_round, 0, 1)                          /* flag */                                \
-	X(bw_kal_every_sample, 0, 1)                      /* flag */
+#define LEOCC_PARAMS(X)                                                                         \
+	X(startup_gain, LEOCC_UNIT * 2885 / 1000 + 1,                                          \
+	  LEOCC_UNIT * 3 / 2, 4 * LEOCC_UNIT, /* pacing gain (see above) */                    \
+	  "x1024", "pacing gain in Startup (2.885)",                                           \
+	  "BBR's 2/ln 2; authors' high_gain")                                                  \
+	X(drain_gain, LEOCC_UNIT * 1000 / 2885,                                                \
+	  LEOCC_UNIT / 4, LEOCC_UNIT * 9 / 10, /* 1x or more would never drain */              \
+	  "x1024", "pacing gain in Drain (1/2.885)",                                           \
+	  "BBR; authors")                                                                      \
+	X(cwnd_gain, LEOCC_UNIT * 2,                                                           \
+	  LEOCC_UNIT * 5 / 4, 4 * LEOCC_UNIT, /* room for a bco burst (see above) */           \
+	  "x1024", "cwnd = cwnd_gain x BDP + cwnd_headroom",                                   \
+	  "BBR; authors")                                                                      \
+	X(bco, LEOCC_UNIT * 5 / 4,                                                             \
+	  LEOCC_UNIT * 21 / 20, 2 * LEOCC_UNIT, /* probe gain; 2x doubles the queue */         \
+	  "x1024", "burst coefficient: pacing gain of the cruise burst",                       \
+	  "paper 4.2.1")                                                                       \
+	X(dco, LEOCC_UNIT * 3 / 4,                                                             \
+	  LEOCC_UNIT / 4, LEOCC_UNIT, /* drain gain (see above) */                             \
+	  "x1024", "drain coefficient: pacing gain of the cruise drain",                       \
+	  "paper 4.2.1")                                                                       \
+	X(bco_congested, LEOCC_UNIT * 21 / 20,                                                 \
+	  LEOCC_UNIT * 21 / 20, 2 * LEOCC_UNIT, /* as bco */                                   \
+	  "x1024", "burst coefficient while congested",                                        \
+	  "authors' module: 1.05 (paper: \"slightly decreases\")")                             \
+	X(ra_inflight_gain, LEOCC_UNIT / 2,                                                    \
+	  LEOCC_UNIT / 4, LEOCC_UNIT, /* a cap: at most the old BDP */                         \
+	  "x1024", "inflight cap of the adaptation, times bBW_m x bRTT_l",                     \
+	  "paper 4.2.2")                                                                       \
+	X(ra_probe_gain, LEOCC_UNIT * 3 / 2,                                                   \
+	  LEOCC_UNIT * 5 / 4, 4 * LEOCC_UNIT, /* probe gain (see above) */                     \
+	  "x1024", "pacing gain of the adaptation's bandwidth probe",                          \
+	  "ours; tests step_up_at_reconfig, path_change_at_reconfig")                          \
+	X(cycle_len, 8,                                                                        \
+	  LEOCC_CYCLE_LEN_MIN, 64, /* 64 RTTs: slower than BBR's slowest */                    \
+	  "phases", "length of a cruise cycle (a phase is about one bRTT_l)",                  \
+	  "authors' CYCLE_LEN")                                                                \
+	X(bw_win_rounds, 8 + 2,                                                                \
+	  2, 100, /* a reset seeds 2; 100: 4 s at 40 ms */                                     \
+	  "round trips", "window of the bBW_a max filter",                                     \
+	  "authors: CYCLE_LEN + 2")                                                            \
+	X(rtt_win_us, 10 * 1000 * 1000,                                                        \
+	  1000, 60000000, /* window (see above) */                                             \
+	  "us", "W_RT, window of the RTT range filters",                                       \
+	  "ours (the authors' min-RTT window is 20 s; Starlink intervals are 15 s, so events "  \
+	  "cut it first)")                                                                     \
+	X(delta_rtt_us, 0,                                                                     \
+	  0, 1000000, /* 0: authors; 1 s: any LEO queue */                                     \
+	  "us", "Delta_RTT of eq. 4, above the probe's RTT range",                             \
+	  "authors' code (their 5-20 ms is the range width, which comes from the probe here)") \
+	X(mpf_bin_us, 1000,                                                                    \
+	  100, 100000, /* 0.1 ms resolves bands; 48 x 0.1 s */                                 \
+	  "us", "width of one middle-pass filter histogram bin",                               \
+	  "ours: 1 ms resolution of the bands")                                                \
+	X(mpf_band_share_pct, 5,                                                               \
+	  1, 50, /* above 50 % no two bins are bands */                                        \
+	  "%", "share of the window's samples that makes a bin part of a band",                \
+	  "ours; tests mpf_bands, band_switch")                                                \
+	X(kal_q, 4,                                                                            \
+	  1, 10000, /* 0 freezes it; 1e4: raw samples */                                       \
+	  "dimensionless", "Kalman process variance",                                          \
+	  "authors' var_Q")                                                                    \
+	X(kal_r, 4,                                                                            \
+	  0, 10000, /* 0: raw samples; 1e4: slow */                                            \
+	  "dimensionless", "Kalman measurement variance",                                      \
+	  "authors' var_R")                                                                    \
+	X(kal_p0, 25,                                                                          \
+	  0, 10000, /* x256 fits the u32 covariance */                                         \
+	  "dimensionless", "Kalman initial covariance",                                        \
+	  "authors' initial p_post")                                                           \
+	X(full_bw_growth_pct, 25,                                                              \
+	  5, 100, /* under 5 %, noise keeps Startup */                                         \
+	  "% per round", "Startup ends when the bandwidth grows less than this ...",           \
+	  "BBR; authors")                                                                      \
+	X(full_bw_rounds, 3,                                                                   \
+	  1, 10, /* each at 2.885x doubles the queue */                                        \
+	  "rounds", "... for this many rounds in a row",                                       \
+	  "BBR; authors")                                                                      \
+	X(ra_min_rtt_samples, 8,                                                               \
+	  0, 1000, /* 0: none (the drain bound holds) */                                       \
+	  "samples", "fresh RTT samples before the adaptation's capped step may end",          \
+	  "ours")                                                                              \
+	X(ra_max_drain_us, 200 * 1000,                                                         \
+	  1000, 2000000, /* 2 s: ten BBR ProbeRTTs, capped */                                  \
+	  "us", "bound on the adaptation's capped step",                                       \
+	  "authors' ProbeRTT duration")                                                        \
+	X(ra_probe_max_rounds, 8,                                                              \
+	  1, 64, /* as cycle_len */                                                            \
+	  "rounds", "bound on the adaptation's bandwidth probe",                               \
+	  "ours: a bound")                                                                     \
+	X(drain_phase_max_rounds, 2,                                                           \
+	  1, 16, /* 0 skips the drain; 16 RTTs idle */                                         \
+	  "x bRTT_l", "bound on a cruise drain phase",                                         \
+	  "ours (paper: 1; 4 made flows pay for each other's queue, \"Several flows\")")       \
+	X(nonsat_spike_us, 10 * 1000,                                                          \
+	  1000, 1000000, /* as delta_rtt_us (only reported) */                                 \
+	  "us", "rise of RTT_non-sat over its window minimum that counts as a spike",          \
+	  "ours: = Delta_RTT")                                                                 \
+	X(path_stale_us, 1000 * 1000,                                                          \
+	  10000, 60000000, /* a 10 ms probe period to a window */                              \
+	  "us", "a terminal-PoP RTT older than this is ignored",                               \
+	  "ours: 100 probe periods of 10 ms")                                                  \
+	X(rcf_max_age_us, 1000 * 1000,                                                         \
+	  1000, 60000000, /* window (see above) */                                             \
+	  "us", "an event older than this when delivered is ignored",                          \
+	  "ours: older events are history")                                                    \
+	X(init_cwnd, 10,                                                                       \
+	  2, 1000, /* window (see above) */                                                    \
+	  "packets", "initial window",                                                         \
+	  "RFC 6928")                                                                          \
+	X(min_cwnd, 4,                                                                         \
+	  2, 1000, /* window (see above) */                                                    \
+	  "packets", "floor of every window",                                                  \
+	  "BBR; authors")                                                                      \
+	X(cwnd_headroom, 3,                                                                    \
+	  0, 100, /* BBR: 3; 100 is a burst, not slack */                                      \
+	  "packets", "added to cwnd_gain x BDP",                                               \
+	  "BBR's 3 TSO segments, simplified")                                                  \
+	X(default_rtt_us, 1000,                                                                \
+	  1000, 1000000, /* BBR: 1 ms; less bursts at start */                                 \
+	  "us", "RTT assumed before the first sample",                                         \
+	  "BBR: 1 ms before any RTT sample")                                                   \
+	X(rcf_min_confidence, 50,                                                              \
+	  0, LEOCC_CONF_FULL, /* a confidence, 0 .. 100 */                                     \
+	  "0-100", "events the detector graded below this confidence are not acted on",        \
+	  "ours: a coin flip is not an event")                                                 \
+	X(path_min_samples, 20,                                                                \
+	  0, 1000, /* 0: never; 1000: 10 s of probes */                                        \
+	  "probe RTTs", "probe RTTs since the last event before their band width sets the "    \
+	  "RTT range (0: never)",                                                              \
+	  "ours: 200 ms of 10 ms probes (the authors take 100; the range is needed sooner, "    \
+	  "and refines as more arrive)")                                                       \
+	X(cwnd_gain_congested, LEOCC_UNIT,                                                     \
+	  LEOCC_UNIT, 4 * LEOCC_UNIT, /* cwnd gain (see above) */                              \
+	  "x1024", "cwnd gain while congested",                                                \
+	  "ours: one BDP while congested above a probe-measured range (set_output)")          \
+	X(pacing_margin_pct, 0,                                                                \
+	  0, 10, /* authors: 1; more idles the link */                                         \
+	  "%", "pace this much under the target",                                              \
+	  "authors: 1; no gain measured here (ablation margin-1pct)")                          \
+	X(rcf_min_spacing_us, 1000 * 1000,                                                     \
+	  0, 60000000, /* 0: no merging; else a window */                                      \
+	  "us", "events closer than this to the last adaptation merge into it",                \
+	  "ours: real reconfigurations are >= 11 s apart (OneWeb; Starlink 15 s), an "          \
+	  "adaptation lasts a few RTTs")                                                       \
+	X(rcf_budget_pct, 5,                                                                   \
+	  0, 100, /* a percentage */                                                           \
+	  "% of time", "at most this share of the time in adaptations (long run) ...",         \
+	  "ours: ~0.3 s of adaptation per 11 s (OneWeb's grid) is under 3 %")                  \
+	X(rcf_budget_max_us, 1000 * 1000,                                                      \
+	  0, 60000000, /* 0: only what accrues; a window */                                    \
+	  "us", "... with at most this much saved up",                                         \
+	  "ours: a few adaptations saved up")                                                  \
+	X(delta_rtt_own_us, 10 * 1000,                                                         \
+	  0, 1000000, /* as delta_rtt_us */                                                    \
+	  "us", "Delta_RTT while the RTT range is the flow's own (no probe)",                  \
+	  "ours: the flow's own dense bins miss bands it has not visited yet (the authors' "    \
+	  "simulation variant: 5-20 ms)")                                                      \
+	X(competing_cycles, 2,                                                                 \
+	  0, 100, /* 0: never (counter stops at 65535) */                                      \
+	  "cycles", "congested cycles in a row with a failed drain that switch eq. 4 to the "  \
+	  "flow's own range (0: never)",                                                       \
+	  "ours: one may be a capacity dip")                                                   \
+	X(mpf_half_share, 1,                                                                   \
+	  0, 1, /* flag */                                                                     \
+	  "flag", "1: a second band search at half the share when none is dense",              \
+	  "ours, see mpf_range (ablation full-share)")                                         \
+	X(ra_second_round, 1,                                                                  \
+	  0, 1, /* flag */                                                                     \
+	  "flag", "1: a second capped round tells a slower link from a longer path",           \
+	  "ours, see ra_link_limited (ablation one-capped)")                                   \
+	X(bw_kal_every_sample, 0,                                                              \
+	  0, 1, /* flag */                                                                     \
+	  "flag", "1: bBW_m fed every delivery-rate sample, not each round's largest",         \
+	  "authors: each round's largest rate (ablation kal-every)")
+
+/* Tunables: the fields of LEOCC_PARAMS, in its order. leocc_default_params() fills its
+ * defaults. */
+struct leocc_params {
+#define LEOCC_PARAM_FIELD(field, ...) leocc_u32 field;
+	LEOCC_PARAMS(LEOCC_PARAM_FIELD)
+#undef LEOCC_PARAM_FIELD
+};
 
 #ifndef LEOCC_BPF
-/* One row of LEOCC_PARAM_RANGES, for FFI callers (host build only). */
+/* One row of LEOCC_PARAMS, for FFI callers (host build only). */
 struct leocc_param_range {
 	const char *name;   /* the field's name in struct leocc_params */
 	leocc_u32 offset;   /* its byte offset in struct leocc_params */
+	leocc_u32 def;      /* its value in leocc_default_params */
 	leocc_u32 min, max; /* inclusive */
+	const char *unit;   /* "x1024" (LEOCC_UNIT fixed point), "us", "packets", "%", ... */
+	const char *doc;    /* what it is, one line */
+	const char *source; /* where the default comes from */
 };
 #endif
 
@@ -346,7 +457,7 @@ LEOCC_API void leocc_view(const struct leocc_state *s, struct leocc_view *v);
 /* sizeof(struct leocc_state), for FFI callers that allocate it as opaque bytes. */
 LEOCC_API leocc_u32 leocc_state_size(void);
 #ifndef LEOCC_BPF
-/* Row `index` of LEOCC_PARAM_RANGES (struct order) into *row: 1, or 0 past the last row. */
+/* Row `index` of LEOCC_PARAMS (struct order) into *row: 1, or 0 past the last row. */
 LEOCC_API int leocc_param_range(leocc_u32 index, struct leocc_param_range *row);
 #endif
 

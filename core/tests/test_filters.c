@@ -296,6 +296,8 @@ void test_state_size(void)
 	CHECK(sizeof(struct leocc_reconfig_event) == 24, "event %zu",
 	      sizeof(struct leocc_reconfig_event));
 	CHECK(sizeof(struct leocc_view) == 104, "view %zu", sizeof(struct leocc_view));
+	CHECK(sizeof(struct leocc_param_range) == 48, "param row %zu",
+	      sizeof(struct leocc_param_range));
 }
 
 /* Malformed or hostile inputs (random samples, clocks going backwards, zero MSS, absurd

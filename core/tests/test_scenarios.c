@@ -710,6 +710,9 @@ void test_param_ranges(void)
 		CHECK(r.min <= r.max, "%s: %u..%u", r.name, r.min, r.max);
 		CHECK(v >= r.min && v <= r.max, "default %s = %u outside %u..%u", r.name, v, r.min,
 		      r.max);
+		CHECK(v == r.def, "default %s = %u, its row says %u", r.name, v, r.def);
+		CHECK(r.unit && *r.unit && r.doc && *r.doc && r.source && *r.source,
+		      "%s: unit, doc and source", r.name);
 		expect_offset += sizeof(leocc_u32);
 	}
 	CHECK(i * sizeof(leocc_u32) == sizeof(struct leocc_params), "%u rows for %zu bytes", i,

@@ -13,9 +13,11 @@
 
 mod ffi;
 mod params;
+mod suggest;
 
 pub use ffi::{AckSample, Params};
-pub use params::ParamRange;
+pub use params::{ParamError, ParamRow};
+pub use suggest::{closest, did_you_mean};
 
 /// What the congestion control asks for after an ACK.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -41,6 +41,7 @@ fn layouts_match_the_header() {
     assert_eq!(std::mem::size_of::<ffi::RawOutput>(), 16);
     assert_eq!(std::mem::size_of::<ffi::RawReconfigEvent>(), 24);
     assert_eq!(std::mem::size_of::<ffi::RawView>(), 104);
+    assert_eq!(std::mem::size_of::<ffi::RawParamRange>(), 48);
     assert!(LeoccCore::state_size() <= 1024, "state {} bytes", LeoccCore::state_size());
 }
 

@@ -150,9 +150,10 @@ pub(crate) fn preflight(ccs: &[String], exe: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Sets `settings` (`leocc.NAME=VALUE`, range-checked as `leocc sim --param` does) for the new
-/// LeoCC flows of this run; the guard returns the kernel to the defaults when the run ends, on
-/// an error as well (and the next run's preflight reloads LeoCC, which resets them in any case).
+/// Sets `settings` (`leocc.NAME=VALUE`, parsed as `leocc kernel params --set` parses them) for
+/// the new LeoCC flows of this run; the guard returns the kernel to the defaults when the run
+/// ends, on an error as well (and the next run's preflight reloads LeoCC, which resets them in
+/// any case).
 fn kernel_params(
     settings: &[String],
     ccs: &[String],
@@ -166,29 +167,9 @@ fn kernel_params(
             settings.join(" ")
         );
     }
-    let p = apply_leocc_settings("--param", leocc_kernel::params::Params::default(), settings)?;
+    let p = leocc_kernel::params::apply_settings(leocc_kernel::params::Params::default(), settings)
+        .map_err(|e| anyhow!("--param {e}"))?;
     Ok(Some(leocc_kernel::params::ParamsGuard::set(&p)?))
-}
-
-/// `base` with the `leocc.NAME=VALUE` settings applied, each range-checked as `leocc sim
-/// --param` checks it; `option` names the command-line option in errors. Only LeoCC has
-/// parameters in the kernel: a setting for another control is an error.
-pub fn apply_leocc_settings(
-    option: &str,
-    base: leocc_kernel::params::Params,
-    settings: &[String],
-) -> Result<leocc_kernel::params::Params> {
-    let mut p = base;
-    for s in settings {
-        let (cc, setting) =
-            leocc_sim::cc::parse_setting(s).map_err(|e| anyhow!("{option} '{s}': {e}"))?;
-        if cc != "leocc" {
-            bail!("{option} '{s}': only LeoCC (BPF) takes parameters in the kernel; {cc} has none to set");
-        }
-        p.apply([setting.as_str()])
-            .map_err(|e| anyhow!("{option} '{s}': {e}"))?;
-    }
-    Ok(p)
 }
 
 /// Set by SIGINT/SIGTERM/SIGHUP: the run stops its flows, removes its namespaces and fails,

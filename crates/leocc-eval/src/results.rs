@@ -191,6 +191,21 @@ pub fn stat(runs: &[&Record], field: &str) -> Option<Stat> {
     Stat::of(&v)
 }
 
+/// The statistic of flow `i`'s `field` over a cell's runs (a scenario's flows are in the same
+/// order in every run).
+pub fn flow_stat(runs: &[&Record], i: usize, field: &str) -> Option<Stat> {
+    let v: Vec<f64> = runs
+        .iter()
+        .filter_map(|r| {
+            r.flows()
+                .get(i)
+                .and_then(|f| f.get(field))
+                .and_then(|v| v.as_f64())
+        })
+        .collect();
+    Stat::of(&v)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,7 +11,7 @@
 //! done, and a sweep shares the defaults' runs with a plain `leocc eval` into the same directory.
 
 use crate::matrix::{Engine, Matrix, RunSpec, Scenario};
-use crate::results::{self, stat, Record, Stat};
+use crate::results::{self, flow_stat, stat, Record, Stat};
 use crate::runner::{self, Runner};
 use crate::stats::{self, ci_caption, Change, Noise};
 use anyhow::{bail, Result};
@@ -697,16 +697,7 @@ fn page_html(
             );
             for ((label, at), runs) in &cells {
                 let flow = |i: usize| {
-                    let v: Vec<f64> = runs
-                        .iter()
-                        .filter_map(|r| {
-                            r.flows()
-                                .get(i)
-                                .and_then(|f| f.get("throughput_mbps"))
-                                .and_then(|v| v.as_f64())
-                        })
-                        .collect();
-                    Stat::of(&v).map_or("–".into(), |s| s.fmt_ci(1.0, 1))
+                    flow_stat(runs, i, "throughput_mbps").map_or("–".into(), |s| s.fmt_ci(1.0, 1))
                 };
                 let jain = stat(runs, "jain").map_or("–".into(), |s| s.fmt_ci(1.0, 3));
                 let _ = write!(

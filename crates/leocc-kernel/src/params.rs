@@ -45,6 +45,27 @@ fn open() -> Result<MapHandle, KernelError> {
         .map_err(|e| map_error(format!("{e} (is this build's leocc loaded? `leocc kernel load` pins it)")))
 }
 
+/// `base` with `leocc.NAME=VALUE` settings applied in order, each by the core's one parser
+/// ([`Params::parse`]: unknown names, non-integers and values outside the core's range are
+/// refused, naming the range): `leocc kernel params --set` and the emulator's `--param`. Only
+/// LeoCC takes parameters in the kernel: a setting for another control is an error. Errors
+/// start with the setting, quoted.
+pub fn apply_settings(base: Params, settings: &[String]) -> Result<Params, String> {
+    let mut p = base;
+    for s in settings {
+        let (name, value) = match s.split_once('.') {
+            Some(("leocc", setting)) => setting.split_once('='),
+            Some((cc, setting)) if setting.contains('=') && !cc.contains('=') => {
+                return Err(format!("'{s}': only LeoCC (BPF) takes parameters in the kernel; {cc} has none to set"));
+            }
+            _ => None,
+        }
+        .ok_or_else(|| format!("'{s}': expected leocc.NAME=VALUE, e.g. leocc.delta_rtt_us=0"))?;
+        p.parse(name, value).map_err(|e| format!("'{s}': {e}"))?;
+    }
+    Ok(p)
+}
+
 /// Sets the parameters of new flows; `None` returns them to the defaults.
 pub fn write_params(params: Option<&Params>) -> Result<(), KernelError> {
     let entry = Entry { set: u32::from(params.is_some()), params: params.copied().unwrap_or_default() };
@@ -98,6 +119,20 @@ mod tests {
         let back = Entry::from_bytes(&e.to_bytes()).unwrap();
         assert_eq!((back.set, back.params), (1, p));
         assert!(Entry::from_bytes(&e.to_bytes()[1..]).is_none());
+    }
+
+    #[test]
+    fn settings_are_parsed_by_the_core_and_only_leoccs_are_taken() {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let p = apply_settings(Params::default(), &s(&["leocc.cycle_len=12", "leocc.delta_rtt_us = 0"])).unwrap();
+        assert_eq!(p, Params { cycle_len: 12, delta_rtt_us: 0, ..Params::default() });
+        let e = apply_settings(p, &s(&["leocc.min_cwnd=4294967295"])).unwrap_err();
+        assert!(e.starts_with("'leocc.min_cwnd=4294967295': LeoCC parameter 'min_cwnd' = 4294967295 is out of range: it must be in 2..=1000"), "{e}");
+        let e = apply_settings(p, &s(&["leocc.cycle_lenn=4"])).unwrap_err();
+        assert!(e.contains("did you mean cycle_len?"), "{e}");
+        assert!(apply_settings(p, &s(&["cubic.beta=0.5"])).unwrap_err().contains("only LeoCC (BPF) takes parameters"));
+        assert!(apply_settings(p, &s(&["cycle_len=4"])).unwrap_err().contains("expected leocc.NAME=VALUE"));
+        assert!(apply_settings(p, &s(&["leocc.cycle_len"])).unwrap_err().contains("expected leocc.NAME=VALUE"));
     }
 
     #[test]

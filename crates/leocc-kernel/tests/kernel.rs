@@ -337,10 +337,10 @@ fn params_reach_new_flows_only_while_set() {
     assert_eq!(params::read_params().unwrap(), None, "a fresh load starts from the defaults");
     let pair = NetnsPair::new("params").expect("netns pair");
     let _server = Iperf3Server::start(&pair, PORT).expect("iperf3 server");
-    // The largest window floor the core's range table allows (LEOCC_PARAM_RANGES): visible
+    // The largest window floor the core's table allows (LEOCC_PARAMS): visible
     // in the flow's cwnd while set. (It was 30,000, far above what LeoCC keeps on a veth at
     // line rate, about 6,400 packets; the table now refuses that, issue 34.)
-    let floor = Params::range("min_cwnd").unwrap().max;
+    let floor = Params::row("min_cwnd").unwrap().max;
     let cwnd_of_a_flow = || {
         let client = lab::iperf3_client(&pair, PORT, "leocc", 2, 1).stdout(Stdio::null()).spawn().expect("iperf3 client");
         let flows = wait_flows(Duration::from_secs(2), |f| f.len() == 1 && f[0].acks > 100);

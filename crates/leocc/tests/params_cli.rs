@@ -47,3 +47,25 @@ fn kernel_params_set_refuses_out_of_range_values_before_touching_the_map() {
     let err = refused(&["kernel", "params", "--set", "leocc.rtt_win_us=0"]);
     assert!(err.contains("'rtt_win_us'") && err.contains("1000..=60000000"), "{err}");
 }
+
+#[test]
+fn both_ways_in_name_a_mistyped_parameter_and_its_likely_meaning() {
+    let err = refused(&["kernel", "params", "--set", "leocc.cycle_lenn=4"]);
+    assert!(err.contains("unknown LeoCC parameter 'cycle_lenn' (did you mean cycle_len?)"), "{err}");
+    let err = refused(&["sim", "--trace", "traces/fiber-30s.trace", "--cc", "leocc", "--duration", "1", "--param", "leocc.cycle_lenn=4"]);
+    assert!(err.contains("unknown LeoCC parameter 'cycle_lenn' (did you mean cycle_len?)"), "{err}");
+    let err = refused(&["kernel", "params", "--set", "leocc.cycle_len=six"]);
+    assert!(err.contains("'cycle_len' = 'six' is not an integer: it must be in 4..=64"), "{err}");
+}
+
+/// docs/algorithm.md's parameter table is what `leocc kernel params --markdown` prints (the
+/// way the README's results are checked); needs neither root nor a loaded leocc.
+#[test]
+fn kernel_params_markdown_is_the_docs_table() {
+    let o = leocc().args(["kernel", "params", "--markdown"]).current_dir(root()).output().expect("run leocc");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let doc = std::fs::read_to_string(root().join("docs/algorithm.md")).expect("docs/algorithm.md");
+    let (begin, end) = ("<!-- params:begin -->\n", "<!-- params:end -->");
+    let section = &doc[doc.find(begin).expect("params:begin") + begin.len()..doc.find(end).expect("params:end")];
+    assert_eq!(section, String::from_utf8(o.stdout).unwrap(), "docs/algorithm.md is stale: run scripts/update-docs-params.sh");
+}

@@ -29,12 +29,11 @@ pub struct Bbr {
 }
 
 impl Bbr {
-    /// A BBR controller.
-    pub fn new(cfg: &CcConfig) -> Self {
-        // Checked when the scenario was built (cc::check_params); defaults if not.
-        let win_us = super::param::resolve("bbr", &cfg.params)
-            .map_or(MIN_RTT_WIN_US, |p| (p.get("probe_rtt_interval_ms") * 1000.0) as u64);
-        Bbr { core: BbrCore::new(cfg, win_us) }
+    /// A BBR controller with `cfg`'s `bbr.NAME=VALUE` settings; a refused one is the error.
+    pub fn new(cfg: &CcConfig) -> Result<Self, String> {
+        let p = super::param::resolve("bbr", &cfg.params)?;
+        let win_us = (p.get("probe_rtt_interval_ms") * 1000.0) as u64;
+        Ok(Bbr { core: BbrCore::new(cfg, win_us) })
     }
 
     /// Bottleneck bandwidth estimate, bytes/s.
@@ -118,7 +117,7 @@ mod tests {
 
     #[test]
     fn startup_exits_when_bandwidth_plateaus_and_paces_near_it() {
-        let mut b = Bbr::new(&CcConfig { mss: 1448, init_cwnd: 10, seed: 3, params: Vec::new() });
+        let mut b = Bbr::new(&CcConfig { mss: 1448, init_cwnd: 10, seed: 3, params: Vec::new() }).unwrap();
         // A 10 Mbit/s path with 20 ms RTT: every ACK reports 10 Mbit/s worth of delivery.
         let rate_pps = 10e6 / 8.0 / 1448.0;
         let mut delivered = 0u64;

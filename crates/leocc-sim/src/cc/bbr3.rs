@@ -130,12 +130,11 @@ pub struct Bbr3 {
 }
 
 impl Bbr3 {
-    /// A BBRv3 controller.
-    pub fn new(cfg: &CcConfig) -> Self {
+    /// A BBRv3 controller with `cfg`'s `bbr3.NAME=VALUE` settings; a refused one is the error.
+    pub fn new(cfg: &CcConfig) -> Result<Self, String> {
         let mss = cfg.mss as f64;
-        // Checked when the scenario was built (cc::check_params); defaults if not.
-        let p = super::param::resolve("bbr3", &cfg.params).unwrap_or_else(|_| super::param::resolve("bbr3", &[]).expect("defaults"));
-        Bbr3 {
+        let p = super::param::resolve("bbr3", &cfg.params)?;
+        Ok(Bbr3 {
             probe_rtt_interval_us: (p.get("probe_rtt_interval_ms") * 1000.0) as u64,
             loss_thresh: p.get("loss_thresh"),
             beta: p.get("beta"),
@@ -179,7 +178,7 @@ impl Bbr3 {
             prior_cwnd: 0.0,
             prev_ca_state: CaState::Open,
             packet_conservation: false,
-        }
+        })
     }
 
     fn max_bw(&self) -> f64 {

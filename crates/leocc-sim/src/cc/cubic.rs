@@ -100,11 +100,15 @@ pub struct Cubic {
 }
 
 impl Cubic {
-    /// A CUBIC controller.
-    pub fn new(cfg: &CcConfig) -> Self {
-        // Checked when the scenario was built (cc::check_params). SaTCP builds on CUBIC with
-        // its own (empty) settings, which resolve to the defaults.
-        let (beta, c) = super::param::resolve("cubic", &cfg.params).map_or((BETA, C), |p| (p.get("beta"), p.get("c")));
+    /// A CUBIC controller with `cfg`'s `cubic.NAME=VALUE` settings; a refused one is the
+    /// error.
+    pub fn new(cfg: &CcConfig) -> Result<Self, String> {
+        let p = super::param::resolve("cubic", &cfg.params)?;
+        Ok(Cubic::with(cfg, p.get("beta"), p.get("c")))
+    }
+
+    /// A CUBIC controller with these constants (SaTCP's: the defaults).
+    pub(crate) fn with(cfg: &CcConfig, beta: f64, c: f64) -> Self {
         Cubic {
             beta,
             c,
@@ -228,7 +232,7 @@ mod tests {
     use crate::cc::testing::ack;
 
     fn cubic() -> Cubic {
-        Cubic::new(&CcConfig { mss: 1448, init_cwnd: 10, seed: 0, params: Vec::new() })
+        Cubic::new(&CcConfig { mss: 1448, init_cwnd: 10, seed: 0, params: Vec::new() }).unwrap()
     }
 
     #[test]

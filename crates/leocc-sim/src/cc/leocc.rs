@@ -37,14 +37,14 @@ impl std::fmt::Debug for Leocc {
 }
 
 impl Leocc {
-    /// A LeoCC controller with the core's default parameters.
-    pub fn new(cfg: &CcConfig) -> Self {
+    /// A LeoCC controller with the core's default parameters and `cfg`'s `NAME=VALUE`
+    /// settings (`leocc_core_sys::Params::parse`); a setting the core refuses is the error.
+    pub fn new(cfg: &CcConfig) -> Result<Self, String> {
         let mut params = Params { init_cwnd: cfg.init_cwnd, ..Params::default() };
-        // Checked when the scenario was built (cc::check_params); nothing is left to fail here.
-        let _ = params.apply(cfg.params.iter().map(String::as_str));
+        params.apply(cfg.params.iter().map(String::as_str)).map_err(|e| e.to_string())?;
         let core = LeoccCore::new(params);
         let v = core.view();
-        Leocc { core, out: Output { pacing_rate: v.pacing_rate, cwnd: v.cwnd.max(1) } }
+        Ok(Leocc { core, out: Output { pacing_rate: v.pacing_rate, cwnd: v.cwnd.max(1) } })
     }
 
     fn sample(s: &AckSample) -> leocc_core_sys::AckSample {

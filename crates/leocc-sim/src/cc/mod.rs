@@ -162,47 +162,7 @@ pub struct CcConfig {
 /// The names `new_controller` accepts.
 pub const NAMES: &[&str] = &["reno", "cubic", "vegas", "bbr", "bbr3", "copa", "vivace", "satcp", "leocc", "leocc-ref"];
 
-/// Edit distance between `a` and `b` (in chars) counting a swap of two neighbours as one edit
-/// (optimal string alignment), for "did you mean" hints: `cubci` is one edit from `cubic`.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
-    // d[i][j]: distance between a[..i] and b[..j].
-    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
-    for (i, row) in d.iter_mut().enumerate() {
-        row[0] = i;
-    }
-    for j in 0..=b.len() {
-        d[0][j] = j;
-    }
-    for i in 1..=a.len() {
-        for j in 1..=b.len() {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            d[i][j] = (d[i - 1][j - 1] + cost).min(d[i - 1][j] + 1).min(d[i][j - 1] + 1);
-            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                d[i][j] = d[i][j].min(d[i - 2][j - 2] + 1);
-            }
-        }
-    }
-    d[a.len()][b.len()]
-}
-
-/// The name of `known` closest to `word` when it is close enough to be a typo (at most a
-/// third of its letters wrong, at least one), for a "did you mean" hint.
-pub fn closest<'a>(word: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    let limit = (word.chars().count() / 3).max(1);
-    known
-        .into_iter()
-        .map(|k| (edit_distance(&word.to_lowercase(), k), k))
-        .filter(|(d, _)| *d <= limit)
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, k)| k)
-}
-
-/// ` (did you mean X?)` when `word` is a likely typo of one of `known`, else empty: appended to
-/// an "unknown NAME" error so that the fix is in the message.
-pub fn did_you_mean<'a>(word: &str, known: impl IntoIterator<Item = &'a str>) -> String {
-    closest(word, known).map_or_else(String::new, |k| format!(" (did you mean {k}?)"))
-}
+pub use leocc_core_sys::{closest, did_you_mean};
 
 /// The error for a control name that is not one of [`NAMES`]: the known names, and the
 /// likely one when `name` looks like a typo.
@@ -210,18 +170,23 @@ pub fn unknown_cc(name: &str) -> String {
     format!("unknown congestion control '{name}'{} (known: {})", did_you_mean(name, NAMES.iter().copied()), NAMES.join(", "))
 }
 
-/// The controller called `name`, or an error listing the known names.
+/// The controller called `name` with `cfg`'s parameter settings, or an error: an unknown name
+/// (listing the known ones), or a setting the control refuses (see [`check_params`]).
 pub fn new_controller(name: &str, cfg: &CcConfig) -> Result<Box<dyn Controller>, String> {
+    if !matches!(name, "cubic" | "bbr" | "bbr3" | "leocc") {
+        // The others take no parameters: any setting is refused here (and an unknown name).
+        param::resolve(name, &cfg.params)?;
+    }
     Ok(match name {
         "reno" => Box::new(Reno::new(cfg)),
-        "cubic" => Box::new(Cubic::new(cfg)),
+        "cubic" => Box::new(Cubic::new(cfg)?),
         "vegas" => Box::new(Vegas::new(cfg)),
-        "bbr" => Box::new(Bbr::new(cfg)),
-        "bbr3" => Box::new(Bbr3::new(cfg)),
+        "bbr" => Box::new(Bbr::new(cfg)?),
+        "bbr3" => Box::new(Bbr3::new(cfg)?),
         "copa" => Box::new(Copa::new(cfg)),
         "vivace" => Box::new(Vivace::new(cfg)),
         "satcp" => Box::new(Satcp::new(cfg)),
-        "leocc" => Box::new(Leocc::new(cfg)),
+        "leocc" => Box::new(Leocc::new(cfg)?),
         "leocc-ref" => Box::new(LeoccRef::new(cfg)),
         _ => return Err(unknown_cc(name)),
     })
@@ -244,24 +209,8 @@ pub fn check_params(name: &str, params: &[String]) -> Result<(), String> {
         return Ok(());
     }
     match name {
-        // The core's own setter, so its messages and integer parsing stay as they were.
-        "leocc" => leocc_core_sys::Params::default().apply(params.iter().map(String::as_str)).map_err(|e| {
-            // The core names the unknown parameter; add the likely one it was meant to be.
-            let typo = params.iter().filter_map(|p| p.split_once('=')).map(|(n, _)| n.trim()).find(|n| {
-                leocc_core_sys::Params::default().get(n).is_none()
-            });
-            match typo {
-                Some(n) if e.contains("unknown LeoCC parameter") => {
-                    let hint = did_you_mean(n, leocc_core_sys::Params::NAMES.iter().map(|(k, _)| *k));
-                    // Before the long list of known names, where it is seen.
-                    match e.split_once(" (known:") {
-                        Some((head, tail)) => format!("{head}{hint} (known:{tail}"),
-                        None => format!("{e}{hint}"),
-                    }
-                }
-                _ => e,
-            }
-        }),
+        // The core's one parser (leocc_core_sys::Params::parse), as the controller uses it.
+        "leocc" => leocc_core_sys::Params::default().apply(params.iter().map(String::as_str)).map_err(|e| e.to_string()),
         _ => param::resolve(name, params).map(|_| ()),
     }
 }
@@ -342,8 +291,6 @@ mod tests {
 
     #[test]
     fn typos_get_a_suggestion_and_strangers_none() {
-        assert_eq!(edit_distance("cubci", "cubic"), 1);
-        assert_eq!(edit_distance("bbr", "bbr3"), 1);
         assert!(unknown_cc("cubci").contains("(did you mean cubic?)"), "{}", unknown_cc("cubci"));
         assert!(unknown_cc("BBR3").contains("did you mean bbr3?"));
         assert!(!unknown_cc("quic").contains("did you mean"), "{}", unknown_cc("quic"));
@@ -351,6 +298,20 @@ mod tests {
         assert!(e.contains("did you mean beta?"), "{e}");
         let e = check_params("leocc", &["delta_rtt=0".into()]).unwrap_err();
         assert!(e.contains("did you mean delta_rtt_us?"), "{e}");
+    }
+
+    #[test]
+    fn a_controller_refuses_the_settings_its_control_refuses() {
+        let cfg = |params: &[&str]| CcConfig { mss: 1448, init_cwnd: 10, seed: 1, params: params.iter().map(|s| s.to_string()).collect() };
+        let refused = |name: &str, params: &[&str]| new_controller(name, &cfg(params)).err().expect("refused");
+        let e = refused("leocc", &["min_cwnd=0"]);
+        assert!(e.contains("'min_cwnd' = 0 is out of range: it must be in 2..=1000"), "{e}");
+        assert!(new_controller("leocc", &cfg(&["min_cwnd=8", "cycle_len=6"])).is_ok());
+        assert!(refused("cubic", &["beta=2"]).contains("cubic.beta=2 is out of range"));
+        assert!(refused("bbr3", &["loss_thresh=0.9"]).contains("bbr3.loss_thresh"));
+        assert!(refused("bbr", &["probe_rtt_interval_ms=1"]).contains("bbr.probe_rtt_interval_ms"));
+        assert!(refused("reno", &["x=1"]).contains("no settable parameters"));
+        assert!(refused("satcp", &["beta=0.5"]).contains("no settable parameters"));
     }
 
     #[test]

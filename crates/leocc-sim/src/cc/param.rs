@@ -3,8 +3,9 @@
 //!
 //! Each control that has settable parameters lists them in [`specs`] with its default and the
 //! range in which the control stays meaningful; a value outside that range is an error naming
-//! the parameter and the range, never a silently clamped run. LeoCC's parameters are the C
-//! fields of `struct leocc_params` (leocc-core-sys), integers, as before.
+//! the parameter and the range, never a silently clamped run. LeoCC's parameters are the rows
+//! of the core's table (`leocc_core_sys::Params::rows`), integers, parsed by
+//! `leocc_core_sys::Params::parse`.
 
 /// One settable parameter of a control.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -79,25 +80,19 @@ pub fn specs(cc: &str) -> Option<Vec<ParamSpec>> {
         "bbr3" => BBR3.to_vec(),
         "bbr" => BBR.to_vec(),
         "cubic" => CUBIC.to_vec(),
-        "leocc" => {
-            let p = leocc_core_sys::Params::default();
-            leocc_core_sys::Params::NAMES
-                .iter()
-                .map(|(n, doc)| {
-                    // The core's own range table (LEOCC_PARAM_RANGES), which Params::set enforces.
-                    let range = leocc_core_sys::Params::range(n).expect("every named parameter has a range (tested in leocc-core-sys)");
-                    (n, doc, range)
-                })
-                .map(|(n, doc, range)| ParamSpec {
-                    name: n,
-                    default: f64::from(p.get(n).unwrap_or(0)),
-                    min: f64::from(range.min),
-                    max: f64::from(range.max),
-                    integer: true,
-                    doc,
-                })
-                .collect()
-        }
+        // The core's one table (LEOCC_PARAMS in core/leocc.h), whose ranges Params::parse
+        // enforces.
+        "leocc" => leocc_core_sys::Params::rows()
+            .iter()
+            .map(|r| ParamSpec {
+                name: r.name,
+                default: f64::from(r.default),
+                min: f64::from(r.min),
+                max: f64::from(r.max),
+                integer: true,
+                doc: r.help,
+            })
+            .collect(),
         _ if super::NAMES.contains(&cc) => Vec::new(),
         _ => return None,
     })

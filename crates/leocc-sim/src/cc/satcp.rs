@@ -27,7 +27,7 @@ pub struct Satcp {
 impl Satcp {
     /// A SaTCP controller.
     pub fn new(cfg: &CcConfig) -> Self {
-        Satcp { cubic: Cubic::new(cfg), frozen: None, freezes: 0 }
+        Satcp { cubic: Cubic::with(cfg, super::cubic::BETA, super::cubic::C), frozen: None, freezes: 0 }
     }
 
     fn frozen_at(&mut self, now: u64) -> Option<&Cubic> {

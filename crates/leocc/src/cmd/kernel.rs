@@ -24,9 +24,9 @@ pub enum KernelCmd {
     Stats(StatsArgs),
     /// CPU per ACK of leocc against the kernel's bbr (or cubic) on the same veth transfer.
     Bench(BenchArgs),
-    /// The parameters new LeoCC flows start from (the fields of `struct leocc_params`, listed
-    /// with ranges by `leocc sim --list-params leocc`): show them (default), set some, or
-    /// return to the defaults. Flows already running keep theirs. Needs root and leocc loaded.
+    /// The parameters new LeoCC flows start from (the rows of the core's table, listed with
+    /// ranges by `leocc sim --list-params leocc`): show them (default), set some, or return to
+    /// the defaults. Flows already running keep theirs. Needs root and leocc loaded.
     Params(ParamsArgs),
 }
 
@@ -34,12 +34,17 @@ pub enum KernelCmd {
 #[derive(Args)]
 pub struct ParamsArgs {
     /// Set a parameter for new flows, `leocc.NAME=VALUE`, on top of what is set now
-    /// (repeatable). Out-of-range values are refused, as in `leocc sim --param`.
+    /// (repeatable). Unknown names and out-of-range values are refused, by the same parser
+    /// as `leocc sim --param`.
     #[arg(long, value_name = "leocc.NAME=VALUE")]
     set: Vec<String>,
     /// Return every parameter to its default first (alone: just that).
     #[arg(long)]
     reset: bool,
+    /// Print the parameter table of docs/algorithm.md (generated from the core's table,
+    /// LEOCC_PARAMS in core/leocc.h) and exit; needs neither root nor leocc loaded.
+    #[arg(long, hide = true, conflicts_with_all = ["set", "reset"])]
+    markdown: bool,
 }
 
 /// The kernel's BTF location.
@@ -157,25 +162,29 @@ pub fn run(cmd: KernelCmd) -> anyhow::Result<()> {
 
 /// `leocc kernel params`.
 fn params(a: ParamsArgs) -> anyhow::Result<()> {
-    use leocc_kernel::params::{read_params, write_params, Params};
+    use leocc_kernel::params::{apply_settings, read_params, write_params, Params};
+    if a.markdown {
+        print!("{}", Params::markdown_table());
+        return Ok(());
+    }
+    let apply = |base| apply_settings(base, &a.set).map_err(|e| anyhow::anyhow!("--set {e}"));
     // Settings are checked (names, ranges) before the map is touched, so a bad value is
     // refused with its range whether or not leocc is loaded or the caller is root.
-    leocc_eval::emu_engine::apply_leocc_settings("--set", Params::default(), &a.set)?;
+    apply(Params::default())?;
     let current = read_params()?;
     if a.set.is_empty() && !a.reset {
         let p = current.unwrap_or_default();
-        let defaults = Params::default();
         println!("LeoCC parameters of new flows ({}):", if current.is_some() { "set; * differs from the default" } else { "the defaults" });
-        for (name, doc) in Params::NAMES {
-            let (v, d) = (p.get(name).unwrap_or_default(), defaults.get(name).unwrap_or_default());
-            println!("  {} {name:<24} {v:>10}  {doc}{}", if v != d { "*" } else { " " }, if v != d { format!(" (default {d})") } else { String::new() });
+        for r in Params::rows() {
+            let (name, v, d) = (r.name, p.get(r.name).unwrap_or_default(), r.default);
+            println!("  {} {name:<24} {v:>10}  {}{}", if v != d { "*" } else { " " }, r.help, if v != d { format!(" (default {d})") } else { String::new() });
         }
         return Ok(());
     }
     let base = if a.reset { Params::default() } else { current.unwrap_or_default() };
-    let p = leocc_eval::emu_engine::apply_leocc_settings("--set", base, &a.set)?;
+    let p = apply(base)?;
     let defaults = Params::default();
-    let changed: Vec<&str> = Params::NAMES.iter().map(|(n, _)| *n).filter(|n| p.get(n) != defaults.get(n)).collect();
+    let changed: Vec<&str> = Params::rows().iter().map(|r| r.name).filter(|n| p.get(n) != defaults.get(n)).collect();
     if changed.is_empty() {
         write_params(None)?;
         println!("new LeoCC flows start from the defaults");
