@@ -898,8 +898,10 @@ LEOCC_INTERNAL void set_phase(struct leocc_state *s, leocc_u32 phase, leocc_u64 
 {
 	s->cycle_phase = phase;
 	s->phase_start_us = now_us;
-	if (phase == PHASE_DRAIN)
+	if (phase == PHASE_DRAIN) {
 		s->drain_start_rtt = rtt_latest(s);
+		s->drain_hold = 1;
+	}
 }
 
 /* What half of a drain phase removes: at dco x target for about bRTT_l it takes
@@ -999,27 +1001,17 @@ LEOCC_INTERNAL void next_phase(struct leocc_state *s, const struct leocc_ack_sam
 	set_phase(s, s->cycle_phase + 1, a->now_us);
 }
 
-/* The RTT the drain phase drains toward: the path's RTT with no queue from this flow.
- * Alone that is bRTT_l, raised by how far the PoP probe's latest RTT sits above the floor of
- * its band range (the path may be in an upper band right now, and a drain to the floor would
- * idle the link; the probe never carries this flow's queue), at most bRTT_h. While competing
- * it is the probe's floor plus the flow's smallest excess over it, because the flow's own
- * range has then learned the standing queue as a band (check_drain): drained to that, a queue
+/* The RTT the drain phase drains toward: bRTT_l, or while competing the path's own RTT with no
+ * queue (the probe's floor plus the flow's smallest excess over it), because the flow's own
+ * range has then learned the standing queue as a band (check_drain): drained to it, a queue
  * the flow is left holding alone after the other flow went would stand for ever. */
 LEOCC_INTERNAL leocc_u32 drain_floor_us(const struct leocc_state *s)
 {
 	leocc_u32 floor = min_u32(s->excess_floor_us[0], s->excess_floor_us[1]);
-	leocc_u32 l = rtt_l(s), up;
 
-	if (!s->path_lo_us || s->last_now_us > s->path_us + s->p.path_stale_us)
-		return l;
-	if (!s->competing) {
-		up = s->path_rtt_us > s->path_lo_us ? s->path_rtt_us - s->path_lo_us : 0;
-		return min_u32(l + up, max_u32(rtt_h(s), l));
-	}
-	if (floor == NO_EXCESS)
-		return l;
-	return min_u32(l, s->path_lo_us + floor);
+	if (!s->competing || !s->path_lo_us || floor == NO_EXCESS)
+		return rtt_l(s);
+	return min_u32(rtt_l(s), s->path_lo_us + floor);
 }
 
 /* The inflight at which the drain phase has removed the flow's queue: target x the RTT it
@@ -1027,6 +1019,16 @@ LEOCC_INTERNAL leocc_u32 drain_floor_us(const struct leocc_state *s)
 LEOCC_INTERNAL leocc_u32 drain_inflight(const struct leocc_state *s)
 {
 	return bytes_to_pkts(bdp_bytes(s->target_rate, drain_floor_us(s)), s->mss);
+}
+
+/* The inflight the drain phase's cwnd holds the flow to until it gets there: target x bRTT_h
+ * alone (what lies above the band range is this flow's queue for sure; below it may be a band),
+ * and target x the competing floor while competing (drain_floor_us). */
+LEOCC_INTERNAL leocc_u32 hold_inflight(const struct leocc_state *s)
+{
+	leocc_u32 rtt = s->competing ? drain_floor_us(s) : max_u32(rtt_h(s), rtt_l(s));
+
+	return bytes_to_pkts(bdp_bytes(s->target_rate, rtt), s->mss);
 }
 
 /* Whether cwnd holds the drain phase to drain_inflight, so that the queue goes at the link's
@@ -1039,8 +1041,8 @@ LEOCC_INTERNAL leocc_u32 drain_inflight(const struct leocc_state *s)
  * would hand the other flow the queue it frees. */
 LEOCC_INTERNAL int drain_capped(const struct leocc_state *s)
 {
-	return s->p.drain_cwnd && s->mode == LEOCC_MODE_CRUISE && s->cycle_phase == PHASE_DRAIN &&
-	       !s->competing && s->target_rate > 0;
+	return s->p.drain_cwnd && s->drain_hold && s->mode == LEOCC_MODE_CRUISE &&
+	       s->cycle_phase == PHASE_DRAIN && s->target_rate > 0;
 }
 
 /* Each phase lasts about bRTT_l; the drain phase lasts until inflight is down to target x
@@ -1071,7 +1073,10 @@ LEOCC_INTERNAL void run_cruise(struct leocc_state *s, const struct leocc_ack_sam
 	}
 	if (s->cycle_phase == PHASE_DRAIN) {
 		queue_free = drain_inflight(s);
-		if ((elapsed >= l && a->in_flight <= queue_free && !is_congested(s)) ||
+		if (a->in_flight <= hold_inflight(s))
+			s->drain_hold = 0;
+		if ((elapsed >= l && a->in_flight <= queue_free &&
+	     (!s->p.drain_to_range || !is_congested(s))) ||
 		    elapsed >= (leocc_u64)l * s->p.drain_phase_max_rounds)
 			next_phase(s, a);
 		return;
@@ -1307,7 +1312,7 @@ LEOCC_INTERNAL void set_output(struct leocc_state *s, const struct leocc_ack_sam
 			cwnd = min_u32(cwnd, target);
 	}
 	if (drain_capped(s))
-		cwnd = min_u32(cwnd, drain_inflight(s) + s->p.cwnd_headroom);
+		cwnd = min_u32(cwnd, hold_inflight(s) + s->p.cwnd_headroom);
 	cwnd = max_u32(cwnd, s->p.min_cwnd);
 	s->cwnd = cwnd;
 	s->pacing_rate = rate;

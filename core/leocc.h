@@ -272,7 +272,11 @@
 	X(drain_cwnd, 1,                                                                       \
 	  0, 1, /* flag */                                                                     \
 	  "flag", "1: cwnd held to target x bRTT_l in the drain phase, not only the pacing",   \
-	  "ours, see drain_cap (ablation pace-drain)")
+	  "ours, see drain_cap (ablation pace-drain)")                                         \
+	X(drain_to_range, 1,                                                                   \
+	  0, 1, /* flag */                                                                     \
+	  "flag", "1: the drain phase also waits for the RTT to be back in the band range",    \
+	  "ours (experiment)")
 
 /* Tunables: the fields of LEOCC_PARAMS, in its order. leocc_default_params() fills its
  * defaults. */
@@ -441,6 +445,7 @@ struct leocc_state {
 	leocc_u8 failed_drains;       /* congested cruise cycles in a row whose drain failed */
 	leocc_u8 standing_cycles;     /* cruise cycles in a row whose queue never emptied */
 	leocc_u8 competing;           /* another flow holds a standing queue (see standing_queue) */
+	leocc_u8 drain_hold;          /* this drain phase's cwnd holds until inflight is down */
 	leocc_u8 round_capped;        /* this round was held by the congested one-BDP cwnd */
 	leocc_u8 cwnd_capped;         /* the last output used cwnd_gain_congested */
 	leocc_u32 path_lo_us;         /* lower end of the probe's band range (0: unknown) */

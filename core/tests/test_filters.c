@@ -290,7 +290,7 @@ void test_state_size(void)
 	      sizeof(struct leocc_state));
 	CHECK(sizeof(struct leocc_state) % 8 == 0, "8-byte multiple");
 	/* The FFI layouts crates/leocc-core-sys mirrors (asserted there with the same numbers). */
-	CHECK(sizeof(struct leocc_params) == 172, "params %zu", sizeof(struct leocc_params));
+	CHECK(sizeof(struct leocc_params) == 176, "params %zu", sizeof(struct leocc_params));
 	CHECK(sizeof(struct leocc_ack_sample) == 72, "sample %zu", sizeof(struct leocc_ack_sample));
 	CHECK(sizeof(struct leocc_output) == 16, "output %zu", sizeof(struct leocc_output));
 	CHECK(sizeof(struct leocc_reconfig_event) == 24, "event %zu",
