@@ -30,9 +30,12 @@
  *   Startup   pacing 2.885 x bBW_a until bBW_a stops growing by 25 % for 3 rounds (BBR);
  *   Drain     pacing bBW_a / 2.885 until inflight <= BDP;
  *   Cruise    eq. 4 target, cycle of cycle_len phases of about bRTT_l each: bco x target
- *             (1.25, or 1.05 when congested), dco x target (0.75), then target. The drain
- *             phase lasts until inflight <= target x bRTT_l (bounded), so a capacity drop
- *             inside an interval leaves no standing queue;
+ *             (1.25, or 1.05 when congested), dco x target (0.75), then target. In the
+ *             drain phase cwnd first holds inflight to target x bRTT_h, so that what this
+ *             flow queued above the band range leaves at the link's speed, not at 1 - dco
+ *             of it; the phase lasts until inflight <= target x bRTT_l and the RTT is back
+ *             in the range (bounded), so a capacity drop inside an interval leaves no
+ *             standing queue;
  *   Reconf    Reconfiguration Adaptation (section 4.2.2). Step 0: rate*_target saved,
  *             inflight capped at 0.5 x bBW_m x bRTT_l; once inflight is down to the cap, one
  *             round trip of packets sent under the cap is measured and the band range rebuilt
@@ -60,10 +63,19 @@
  * on its own queue, so its spread is never this flow's queue), with Delta_RTT = 0 as in the
  * authors' code; the flow's own band range (with Delta_RTT = delta_rtt_own_us) stands in while
  * no probe speaks, and for half a W_RT after competing_cycles congested cycles in a row whose
- * drain phase failed to lower the RTT (another flow's standing queue, or an offset of this
- * flow's own RTTs that the probe lacks: judged against the probe's range the flow would yield
- * the link for ever, see check_drain). While congested above a probe-measured range cwnd is
- * 1 x target x bRTT_h, so a standing queue cannot outgrow the range.
+ * drain phase failed to lower the RTT (an offset of this flow's own RTTs that the probe lacks,
+ * such as an uplink's grant waits: judged against the probe's range the flow would read its
+ * own floor as congestion, see check_drain). While congested above a probe-measured range cwnd
+ * is 1 x target x bRTT_h, so a standing queue cannot outgrow the range.
+ *
+ * Other flows (Copa's test for its competitive mode): alone, the drain phase empties this
+ * flow's queue; next to a buffer-filling flow (Cubic, BBRv1 held by its cwnd, in a deep
+ * buffer) a queue stands through every drain, because the other flow fills what this one
+ * frees. The queue is measured from a floor no queue lifts (the probe's band floor plus the
+ * flow's smallest excess over it, kept across events); competing_cycles cycles in a row whose
+ * queue never emptied switch eq. 4 off (target bBW_a, full bco, no one-BDP cwnd, the range the
+ * flow's own) until a cycle in which it empties (judge_standing_queue): read against the
+ * probe's range, that flow's queue is congestion for ever and LeoCC hands it the link.
  *
  * Guards: an event graded below rcf_min_confidence, inside an adaptation, closer than
  * rcf_min_spacing_us to the last one, or over the adaptation budget (rcf_budget_pct of the
@@ -137,6 +149,10 @@
 #define DEFAULT_MSS 1448u
 /* cycle_excess_us / excess_floor_us before their first sample. */
 #define NO_EXCESS 0xffffffffu
+/* Milliseconds of the pacing rate the drain's hold leaves on top of its inflight: Linux builds
+ * TSO bursts of about 1 ms of the pacing rate (sk_pacing_shift) and defers a burst that cwnd
+ * would cut (BBR keeps 3 such bursts of "quantization budget" in cwnd for this). */
+#define TSO_BUDGET_MS 3u
 /* Cruise phases: 0 burst (bco), 1 drain (dco), 2 .. cycle_len-1 steady (gain 1.0). */
 #define PHASE_BURST 0u
 #define PHASE_DRAIN 1u
@@ -934,7 +950,8 @@ LEOCC_INTERNAL void check_drain(struct leocc_state *s, leocc_u64 now_us)
 }
 
 /* At the end of each cruise cycle: did this flow's queue empty at least once in it? Alone it
- * does: the drain phase sends below the target until inflight is down to target x bRTT_l. Next
+ * does: the drain phase holds inflight until what the flow queued above the band range is gone
+ * (drain_capped), then paces below the target until the RTT is back in the range. Next
  * to a buffer-filling flow (Cubic, or BBRv1 held by its cwnd, in a deep buffer) a queue stands
  * through every drain, because the other flow fills what this one frees (Copa's test for its
  * competitive mode: the queue has not nearly emptied for several RTTs). The floor the queue is
@@ -944,11 +961,13 @@ LEOCC_INTERNAL void check_drain(struct leocc_state *s, leocc_u64 now_us)
  * drain (what this flow removes itself).
  *
  * competing_cycles standing cycles in a row mean another flow holds the queue, and this flow
- * competes (see competing()) until a cycle in which the queue emptied: judged against the
- * probe's range it would read that flow's queue as congestion for ever and hand it the link.
- * This replaced a switch on congested cycles whose drain failed, which missed BBRv1 (the drain
- * does lower the RTT when a rate-paced flow shares the queue) and, on a capacity that walks
- * down, fired on the flow's own queue. */
+ * competes until a cycle in which the queue emptied: eq. 4 off (compute_target, cruise_gain),
+ * no one-BDP cwnd (set_output), its own range (refresh_rtt_range), no link-limited verdict in
+ * an adaptation (ra_link_limited), and the drain toward the path's own RTT (drain_floor_us).
+ * The test is taken in the first steady phase, whose ACKs are those of the packets sent while
+ * draining. It replaced, for this job, the failed-drain switch (check_drain), which missed
+ * BBRv1 (the drain does lower the RTT when a rate-paced flow shares the queue) and, on a
+ * capacity that walks down, fired on the flow's own queue; that switch keeps its other job. */
 LEOCC_INTERNAL void judge_standing_queue(struct leocc_state *s)
 {
 	leocc_u32 floor = min_u32(s->excess_floor_us[0], s->excess_floor_us[1]);
@@ -957,7 +976,7 @@ LEOCC_INTERNAL void judge_standing_queue(struct leocc_state *s)
 	s->cycle_excess_us = NO_EXCESS;
 	if (cycle == NO_EXCESS)
 		return; /* no probe: nothing learned */
-	if (cycle == NO_EXCESS || floor == NO_EXCESS || cycle < floor ||
+	if (floor == NO_EXCESS || cycle < floor ||
 	    cycle - floor <= s->path_width_us + drain_drop_us(s)) {
 		s->standing_cycles = 0;
 		s->competing = 0;
@@ -1311,13 +1330,17 @@ LEOCC_INTERNAL void set_output(struct leocc_state *s, const struct leocc_ack_sam
 		if (s->mode != LEOCC_MODE_STARTUP || cwnd > target)
 			cwnd = min_u32(cwnd, target);
 	}
-	if (drain_capped(s))
-		cwnd = min_u32(cwnd, hold_inflight(s) + s->p.cwnd_headroom);
 	cwnd = max_u32(cwnd, s->p.min_cwnd);
 	s->cwnd = cwnd;
 	s->pacing_rate = rate;
 	out->pacing_rate = rate;
-	out->cwnd = cwnd;
+	/* The hold clamps what the sender may have in flight, not cwnd's own course: released,
+	 * the flow sends at its drain pace at once. TSO_BUDGET_MS of the pacing rate (at least
+	 * two packets) on top keeps the sender able to build whole TSO bursts under the clamp. */
+	if (drain_capped(s))
+		cwnd = min_u32(cwnd, hold_inflight(s) + s->p.cwnd_headroom +
+					     max_u32(2u, bytes_to_pkts(rate * TSO_BUDGET_MS / 1000u, s->mss)));
+	out->cwnd = max_u32(cwnd, s->p.min_cwnd);
 }
 
 /* The adaptation budget: credit accrues at rcf_budget_pct of the time that passes, up to
