@@ -271,12 +271,12 @@
 	  "authors: each round's largest rate (ablation kal-every)")                          \
 	X(drain_cwnd, 1,                                                                       \
 	  0, 1, /* flag */                                                                     \
-	  "flag", "1: cwnd held to target x bRTT_l in the drain phase, not only the pacing",   \
-	  "ours, see drain_cap (ablation pace-drain)")                                         \
+	  "flag", "1: the drain phase holds inflight to target x bRTT_h before it paces",      \
+	  "ours, see drain_capped (ablation pace-drain)")                                         \
 	X(drain_to_range, 1,                                                                   \
 	  0, 1, /* flag */                                                                     \
 	  "flag", "1: the drain phase also waits for the RTT to be back in the band range",    \
-	  "ours (experiment)")
+	  "ours, see run_cruise (ablation to-inflight)")
 
 /* Tunables: the fields of LEOCC_PARAMS, in its order. leocc_default_params() fills its
  * defaults. */
@@ -387,7 +387,7 @@ struct leocc_mpf {                /* RTT-band histogram over the last W_RT/2..W_
 };
 
 /*
- * Per-flow state. Fits in BPF sk_storage; sizeof(struct leocc_state) is 1040 bytes on x86-64
+ * Per-flow state. Fits in BPF sk_storage; sizeof(struct leocc_state) is 1048 bytes on x86-64
  * and BPF (checked by core/tests, host and BPF builds). Treat every field as private.
  */
 struct leocc_state {
@@ -444,7 +444,7 @@ struct leocc_state {
 				       * across events, read only by Startup's exit test */
 	leocc_u8 failed_drains;       /* congested cruise cycles in a row whose drain failed */
 	leocc_u8 standing_cycles;     /* cruise cycles in a row whose queue never emptied */
-	leocc_u8 competing;           /* another flow holds a standing queue (see standing_queue) */
+	leocc_u8 competing;           /* another flow holds a standing queue (judge_standing_queue) */
 	leocc_u8 drain_hold;          /* this drain phase's cwnd holds until inflight is down */
 	leocc_u8 round_capped;        /* this round was held by the congested one-BDP cwnd */
 	leocc_u8 cwnd_capped;         /* the last output used cwnd_gain_congested */
