@@ -253,9 +253,9 @@
 	  "ours: the flow's own dense bins miss bands it has not visited yet (the authors' "    \
 	  "simulation variant: 5-20 ms)")                                                      \
 	X(competing_cycles, 2,                                                                 \
-	  0, 100, /* 0: never (counter stops at 65535) */                                      \
-	  "cycles", "congested cycles in a row with a failed drain that switch eq. 4 to the "  \
-	  "flow's own range (0: never)",                                                       \
+	  0, 100, /* 0: never (counter stops at 255) */                                        \
+	  "cycles", "cycles in a row whose queue never emptied that make the flow compete "    \
+	  "(0: never)",                                                                        \
 	  "ours: one may be a capacity dip")                                                   \
 	X(mpf_half_share, 1,                                                                   \
 	  0, 1, /* flag */                                                                     \
@@ -268,7 +268,15 @@
 	X(bw_kal_every_sample, 0,                                                              \
 	  0, 1, /* flag */                                                                     \
 	  "flag", "1: bBW_m fed every delivery-rate sample, not each round's largest",         \
-	  "authors: each round's largest rate (ablation kal-every)")
+	  "authors: each round's largest rate (ablation kal-every)")                          \
+	X(drain_cwnd, 1,                                                                       \
+	  0, 1, /* flag */                                                                     \
+	  "flag", "1: the drain phase holds inflight to target x bRTT_h before it paces",      \
+	  "ours, see drain_capped (ablation pace-drain)")                                         \
+	X(drain_to_range, 1,                                                                   \
+	  0, 1, /* flag */                                                                     \
+	  "flag", "1: the drain phase also waits for the RTT to be back in the band range",    \
+	  "ours, see run_cruise (ablation to-inflight)")
 
 /* Tunables: the fields of LEOCC_PARAMS, in its order. leocc_default_params() fills its
  * defaults. */
@@ -379,7 +387,7 @@ struct leocc_mpf {                /* RTT-band histogram over the last W_RT/2..W_
 };
 
 /*
- * Per-flow state. Fits in BPF sk_storage; sizeof(struct leocc_state) is 1008 bytes on x86-64
+ * Per-flow state. Fits in BPF sk_storage; sizeof(struct leocc_state) is 1048 bytes on x86-64
  * and BPF (checked by core/tests, host and BPF builds). Treat every field as private.
  */
 struct leocc_state {
@@ -434,10 +442,18 @@ struct leocc_state {
 	leocc_u32 path_width_us;      /* the probe's band width at the last refresh (0: none) */
 	leocc_u32 life_min_rtt_us;    /* smallest RTT sample of the flow's life (0: none); kept
 				       * across events, read only by Startup's exit test */
-	leocc_u16 failed_drains;      /* congested cruise cycles in a row whose drain failed */
+	leocc_u8 failed_drains;       /* congested cruise cycles in a row whose drain failed */
+	leocc_u8 standing_cycles;     /* cruise cycles in a row whose queue never emptied */
+	leocc_u8 competing;           /* another flow holds a standing queue (judge_standing_queue) */
+	leocc_u8 drain_hold;          /* this drain phase's cwnd holds until inflight is down */
 	leocc_u8 round_capped;        /* this round was held by the congested one-BDP cwnd */
 	leocc_u8 cwnd_capped;         /* the last output used cwnd_gain_congested */
-	leocc_u64 competing_until_us; /* another flow's queue stands: own range until then */
+	leocc_u32 path_lo_us;         /* lower end of the probe's band range (0: unknown) */
+	leocc_u32 cycle_excess_us;    /* smallest RTT over path_lo_us this cycle (NO_EXCESS: none) */
+	leocc_u32 excess_floor_us[2]; /* smallest over it in this and the last W_RT: the path's
+				       * own part the probe does not see (terrestrial, grants) */
+	leocc_u64 excess_floor_start_us; /* when excess_floor_us[0] began */
+	leocc_u64 own_range_until_us; /* the probe's range misses this flow's RTTs: own range */
 	leocc_u32 path_hi_us;         /* upper end of the probe's band range (0: unknown) */
 	leocc_u32 path_high;          /* probes in a row above it */
 	leocc_u64 path_steps;         /* path changes seen from the probe's level alone */

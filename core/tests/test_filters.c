@@ -284,13 +284,13 @@ void test_params_sanitized(void)
 void test_state_size(void)
 {
 	CHECK(leocc_state_size() == sizeof(struct leocc_state), "size function");
-	/* BPF sk_storage holds it comfortably; keep it under 1 KiB. */
-	CHECK(sizeof(struct leocc_state) <= 1024, "state is %zu bytes", sizeof(struct leocc_state));
-	CHECK(sizeof(struct leocc_state) == 1008, "state is %zu bytes, leocc.h says 1008",
+	/* BPF sk_storage holds it comfortably; keep it near 1 KiB. */
+	CHECK(sizeof(struct leocc_state) <= 1088, "state is %zu bytes", sizeof(struct leocc_state));
+	CHECK(sizeof(struct leocc_state) == 1048, "state is %zu bytes, leocc.h says 1048",
 	      sizeof(struct leocc_state));
 	CHECK(sizeof(struct leocc_state) % 8 == 0, "8-byte multiple");
 	/* The FFI layouts crates/leocc-core-sys mirrors (asserted there with the same numbers). */
-	CHECK(sizeof(struct leocc_params) == 168, "params %zu", sizeof(struct leocc_params));
+	CHECK(sizeof(struct leocc_params) == 176, "params %zu", sizeof(struct leocc_params));
 	CHECK(sizeof(struct leocc_ack_sample) == 72, "sample %zu", sizeof(struct leocc_ack_sample));
 	CHECK(sizeof(struct leocc_output) == 16, "output %zu", sizeof(struct leocc_output));
 	CHECK(sizeof(struct leocc_reconfig_event) == 24, "event %zu",

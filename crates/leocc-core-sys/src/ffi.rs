@@ -70,6 +70,8 @@ params_struct! {
     mpf_half_share,
     ra_second_round,
     bw_kal_every_sample,
+    drain_cwnd,
+    drain_to_range,
 }
 
 /// What Linux gives a congestion control per ACK (`struct leocc_ack_sample`).
