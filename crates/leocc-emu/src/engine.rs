@@ -96,12 +96,13 @@ impl Hist {
         self.count
     }
 
-    /// Upper edge, µs, of the bucket holding the p-th percentile (0..=100).
+    /// Upper edge, µs, of the bucket holding the p-th percentile (0..=100) by nearest rank
+    /// ([`leocc_trace::metrics::nearest_rank`]).
     pub fn percentile_us(&self, p: f64) -> Option<u64> {
         if self.count == 0 {
             return None;
         }
-        let want = ((p / 100.0) * self.count as f64).ceil().max(1.0) as u64;
+        let want = leocc_trace::metrics::nearest_rank(self.count as usize, p / 100.0) as u64;
         let mut seen = 0;
         for (i, n) in self.buckets.iter().enumerate() {
             seen += n;

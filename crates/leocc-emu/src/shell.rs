@@ -32,6 +32,8 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use leocc_trace::signal::Handler;
+
 /// How long to wait for --server-cmd to open a socket before starting CMD anyway.
 pub const SERVER_READY_TIMEOUT_MS: u64 = 3000;
 /// Polling period while waiting for children, ms.
@@ -52,16 +54,8 @@ extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut
 }
 
 pub(crate) fn install_signal_handlers() {
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        // SAFETY: the handler only stores into atomics, which is async-signal-safe.
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) as usize;
-            sa.sa_flags = libc::SA_RESTART | libc::SA_SIGINFO;
-            libc::sigemptyset(&mut sa.sa_mask);
-            libc::sigaction(sig, &sa, std::ptr::null_mut());
-        }
-    }
+    // The handler only stores into atomics, which is async-signal-safe.
+    leocc_trace::signal::install(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP], Handler::Info(on_signal), true);
 }
 
 /// What to run.

@@ -486,14 +486,11 @@ impl<P: AsRef<[u8]>> CoDelQueue for StageFifo<'_, P> {
     }
 }
 
-/// p-th percentile (0..=100) of `v` (sorted in place); `None` if empty.
+/// p-th percentile (0..=100) of `v` (sorted in place) at the rounded position
+/// ([`leocc_trace::metrics::quantile_rounded`]); `None` if empty.
 pub fn percentile(v: &mut [u32], p: f64) -> Option<u32> {
-    if v.is_empty() {
-        return None;
-    }
     v.sort_unstable();
-    let i = ((p / 100.0) * (v.len() - 1) as f64).round() as usize;
-    Some(v[i.min(v.len() - 1)])
+    leocc_trace::metrics::quantile_rounded(v, p / 100.0)
 }
 
 #[cfg(test)]

@@ -270,15 +270,8 @@ pub fn run(plan: &Plan, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<Vec<
     Ok(summarise(plan, &jobs, &results))
 }
 
-fn mean(xs: &[f64]) -> f64 {
-    if xs.is_empty() {
-        f64::NAN
-    } else {
-        xs.iter().sum::<f64>() / xs.len() as f64
-    }
-}
-
 fn summarise(plan: &Plan, jobs: &[Job], results: &[RunResult]) -> Vec<Row> {
+    let mean = |xs: &[f64]| leocc_trace::metrics::mean(xs).unwrap_or(f64::NAN);
     let by_job: std::collections::HashMap<&Job, &RunResult> = jobs.iter().zip(results).collect();
     let find = |variant: Option<usize>,
                 trace: usize,

@@ -10,9 +10,10 @@
 //! judged by [`crate::stats::change`], as the per-trace rows are).
 
 use crate::report::{cc_color, DELAY_RIVALS, THROUGHPUT_RIVALS};
-use crate::results::{nearest_rank as quantile, stat, CellKey, Record, Stat};
+use crate::results::{stat, CellKey, Record, Stat};
 use crate::stats::{self, Change, Noise};
 use leocc_plot::{esc, Axis, Chart, Series, Style};
+use leocc_trace::metrics::quantile_nearest_rank;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -227,12 +228,8 @@ fn median_range(v: &[f64], scale: f64) -> String {
         return "–".into();
     }
     v.sort_by(f64::total_cmp);
-    format!(
-        "{:.1} [{:.1}, {:.1}]",
-        quantile(&v, 0.5),
-        quantile(&v, 0.1),
-        quantile(&v, 0.9)
-    )
+    let q = |q| quantile_nearest_rank(&v, q).unwrap_or(f64::NAN);
+    format!("{:.1} [{:.1}, {:.1}]", q(0.5), q(0.1), q(0.9))
 }
 
 /// LeoCC's per-trace changes against a rival: the median change, the share of traces where
@@ -282,7 +279,7 @@ fn change_cell(changes: &[Change], higher_is_better: bool) -> String {
     };
     format!(
         "{:+.0} % (ahead on {:.0} %; {verdict})",
-        quantile(&v, 0.5),
+        quantile_nearest_rank(&v, 0.5).unwrap_or(f64::NAN),
         share(ahead, changes.len())
     )
 }
@@ -371,10 +368,7 @@ mod tests {
     #[test]
     fn quantiles_by_nearest_rank() {
         let v: Vec<f64> = (1..=10).map(f64::from).collect();
-        assert_eq!(
-            (quantile(&v, 0.1), quantile(&v, 0.5), quantile(&v, 0.9)),
-            (1.0, 5.0, 9.0)
-        );
+        assert_eq!(median_range(&v, 1.0), "5.0 [1.0, 9.0]");
         assert_eq!(median_range(&[], 1.0), "–");
         assert_eq!(change_cell(&[], true), "–");
     }

@@ -44,7 +44,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use leocc_emu::flows::{FlowCount, FlowKey};
 use leocc_emu::owned::die_with_parent;
 use leocc_emu::{EmuConfig, Emulator, QueueLimit, Side};
-use leocc_trace::{Dir, LinkModel, Trace};
+use leocc_trace::{metrics, signal, Dir, LinkModel, Trace};
 use serde_json::{json, Value};
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
@@ -181,15 +181,12 @@ extern "C" fn on_interrupt(_sig: libc::c_int) {
 }
 
 fn install_interrupt_handler() {
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        // SAFETY: the handler only stores into an atomic, which is async-signal-safe.
-        unsafe {
-            libc::signal(
-                sig,
-                on_interrupt as extern "C" fn(libc::c_int) as libc::sighandler_t,
-            );
-        }
-    }
+    // The handler only stores into an atomic, which is async-signal-safe.
+    signal::install(
+        &[libc::SIGINT, libc::SIGTERM, libc::SIGHUP],
+        signal::Handler::Plain(on_interrupt),
+        true,
+    );
 }
 
 fn which(program: &str) -> Result<PathBuf> {
@@ -615,10 +612,6 @@ fn measure(
         .iter()
         .filter_map(|f| f["throughput_mbps"].as_f64())
         .collect();
-    let (s, s2) = (
-        per.iter().sum::<f64>(),
-        per.iter().map(|x| x * x).sum::<f64>(),
-    );
     if let Some(p) = &r.timeseries {
         leocc_trace::write_atomic(p, ts.as_bytes())?;
     }
@@ -630,27 +623,19 @@ fn measure(
         "rtt_avg_ms": mean(&all_rtt), "rtt_p50_ms": pct(&all_rtt, 0.5), "rtt_p95_ms": pct(&all_rtt, 0.95), "rtt_p99_ms": pct(&all_rtt, 0.99),
         "owd_p95_ms": pct(&all_owd, 0.95), "qdelay_avg_ms": mean(&all_q), "qdelay_p95_ms": pct(&all_q, 0.95),
         "loss_rate": loss_rate, "retrans_rate": if sent_segs > 0.0 { retrans / sent_segs } else { 0.0 },
-        "jain": if s2 > 0.0 { s * s / (per.len() as f64 * s2) } else { 1.0 },
+        "jain": metrics::jain(&per),
         "flows": flow_recs,
     }))
 }
 
+/// [`metrics::mean`], 0 when empty (the record's convention).
 fn mean(v: &[f64]) -> f64 {
-    if v.is_empty() {
-        0.0
-    } else {
-        v.iter().sum::<f64>() / v.len() as f64
-    }
+    metrics::mean(v).unwrap_or(0.0)
 }
 
-/// Nearest-rank percentile (0 when empty).
+/// [`metrics::quantile_nearest_rank`] of unsorted `v`, 0 when empty.
 fn pct(v: &[f64], q: f64) -> f64 {
-    if v.is_empty() {
-        return 0.0;
-    }
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    crate::results::nearest_rank(&s, q)
+    metrics::quantile_nearest_rank(&metrics::sorted(v), q).unwrap_or(0.0)
 }
 
 #[cfg(test)]

@@ -19,12 +19,12 @@
 //! iperf3's smoothed RTT every 100 ms minus the chain's reverse-path base delay.
 
 use crate::pathdelay;
-use crate::results::nearest_rank;
 use anyhow::{anyhow, bail, Context, Result};
 use leocc_emu::chain::{node_addr, Chain, ChainConfig, HopConfig};
 use leocc_emu::owned::{die_with_parent, own_group, terminate_group};
 use leocc_emu::QueueLimit;
 use leocc_trace::isl::{self, ChainSpec};
+use leocc_trace::metrics::{mean, quantile_nearest_rank, quantile_rounded, sorted};
 use leocc_trace::{Dir, LinkModel};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -434,15 +434,12 @@ pub fn run(r: &Run, exe: &Path, scratch: &Path) -> Result<Value> {
                             .sum();
                         owd.push((rtt_us - back as f64).max(0.0) / 1000.0);
                     }
-                    let mean =
-                        (!owd.is_empty()).then(|| owd.iter().sum::<f64>() / owd.len() as f64);
+                    let owd_mean = mean(&owd);
                     owd.sort_by(f64::total_cmp);
-                    let p95 = owd
-                        .get(((owd.len() as f64 - 1.0) * 0.95).round().max(0.0) as usize)
-                        .copied();
+                    let p95 = quantile_rounded(&owd, 0.95);
                     flows.push(json!({
                         "thr_mbps": thr,
-                        "owd_mean_ms": mean,
+                        "owd_mean_ms": owd_mean,
                         "owd_p95_ms": p95,
                         "retransmits": v["end"]["sum_sent"]["retransmits"],
                     }));
@@ -494,17 +491,17 @@ fn combine(flows: Vec<Value>, owd_method: &str) -> Value {
     let mut v = if flows.len() == 1 {
         flows[0].clone()
     } else {
-        let mean = |k: &str| {
+        let mean_of = |k: &str| {
             let xs: Vec<f64> = flows.iter().filter_map(|f| f[k].as_f64()).collect();
-            (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
+            mean(&xs)
         };
         json!({
             "thr_mbps": thr.iter().sum::<f64>(),
-            "owd_mean_ms": mean("owd_mean_ms"),
-            "owd_p95_ms": mean("owd_p95_ms"),
+            "owd_mean_ms": mean_of("owd_mean_ms"),
+            "owd_p95_ms": mean_of("owd_p95_ms"),
             "retransmits": flows.iter().filter_map(|f| f["retransmits"].as_u64()).sum::<u64>(),
             "flow_mbps": thr,
-            "jain": leocc_sim::metrics::jain(&thr),
+            "jain": leocc_trace::metrics::jain(&thr),
             "flows_detail": flows,
         })
     };
@@ -531,12 +528,6 @@ const RETX_QUANTILES: usize = 21;
 /// retransmitted packets' share,
 /// mean and quantiles (Fig. 10), and the sender's traffic per delivered byte (Fig. 11).
 fn record_path_delay(v: &mut Value, p: &pathdelay::PathDelay) {
-    let mean = |x: &[f64]| (!x.is_empty()).then(|| x.iter().sum::<f64>() / x.len() as f64);
-    let sorted = |x: &[f64]| {
-        let mut s = x.to_vec();
-        s.sort_by(f64::total_cmp);
-        s
-    };
     let all = sorted(&p.owd_ms);
     let retx = sorted(&p.retx_owd_ms);
     let inorder = sorted(&p.inorder_ms);
@@ -544,16 +535,16 @@ fn record_path_delay(v: &mut Value, p: &pathdelay::PathDelay) {
         "path: server capture to client capture, per data packet, from the data's first copy"
     );
     v["owd_mean_ms"] = json!(mean(&all));
-    v["owd_p95_ms"] = json!((!all.is_empty()).then(|| nearest_rank(&all, 0.95)));
+    v["owd_p95_ms"] = json!(quantile_nearest_rank(&all, 0.95));
     v["inorder_mean_ms"] = json!(mean(&inorder));
-    v["inorder_p95_ms"] = json!((!inorder.is_empty()).then(|| nearest_rank(&inorder, 0.95)));
+    v["inorder_p95_ms"] = json!(quantile_nearest_rank(&inorder, 0.95));
     v["delivered_pkts"] = json!(p.delivered_pkts);
     v["retx_pkts"] = json!(p.retx_owd_ms.len());
     v["retx_share"] =
         json!((p.delivered_pkts > 0).then(|| p.retx_owd_ms.len() as f64 / p.delivered_pkts as f64));
     v["retx_owd_mean_ms"] = json!(mean(&retx));
     v["retx_owd_quantiles_ms"] = json!((!retx.is_empty()).then(|| (0..RETX_QUANTILES)
-        .map(|k| nearest_rank(&retx, k as f64 / (RETX_QUANTILES - 1) as f64))
+        .filter_map(|k| quantile_nearest_rank(&retx, k as f64 / (RETX_QUANTILES - 1) as f64))
         .collect::<Vec<f64>>()));
     v["sender_traffic_ratio"] = json!(p.sender_traffic_ratio());
     v["path_unmatched_pkts"] = json!(p.unmatched);
@@ -574,10 +565,7 @@ pub fn bottleneck_mbps(hops: &[HopConfig], duration_s: f64) -> f64 {
                 .fold(f64::INFINITY, f64::min)
         })
         .collect();
-    if windows.is_empty() {
-        return 0.0;
-    }
-    windows.iter().sum::<f64>() / windows.len() as f64 / 1e6
+    mean(&windows).map_or(0.0, |m| m / 1e6)
 }
 
 /// LeoCC must be registered in the kernel: if it is not, load this build's (holding the
@@ -607,7 +595,7 @@ fn field(rows: &[Value], pred: impl Fn(&Value) -> bool, key: &str) -> Option<f64
         .filter(|r| pred(r))
         .filter_map(|r| r[key].as_f64())
         .collect();
-    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    mean(&v)
 }
 
 /// Writes summary.md and the SVG plots for the rows in `out`.

@@ -16,6 +16,7 @@ use crate::stats::{self, ci_caption, fmt_ratio, ratio_interval, Noise, CI_LEGEND
 use crate::tsstore::Store;
 use anyhow::{Context, Result};
 use leocc_plot::{bars, color, esc, Axis, BarSeries, Chart, Marker, MarkerKind, Series, Style};
+use leocc_trace::metrics::{jain, quantile_floor};
 use leocc_trace::{Dir, Trace};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
@@ -172,10 +173,7 @@ impl TraceView {
         }
         Ok(TraceView {
             mean_capacity_mbps: fwd.mean_capacity_bps(0, bins * bin_us) / 1e6,
-            base_owd_p95_ms: owds
-                .get((owds.len() as f64 * 0.95) as usize)
-                .copied()
-                .unwrap_or(0.0),
+            base_owd_p95_ms: quantile_floor(&owds, 0.95).unwrap_or(0.0),
             capacity,
             base_rtt,
             reconfig_s,
@@ -709,18 +707,7 @@ fn jain_over_time(rows: &[TsRow]) -> Vec<(f64, f64)> {
     }
     bins.into_iter()
         .filter(|(_, xs)| xs.len() > 1)
-        .map(|(t, xs)| {
-            let s: f64 = xs.iter().sum();
-            let s2: f64 = xs.iter().map(|x| x * x).sum();
-            (
-                t as f64 / 1000.0,
-                if s2 > 0.0 {
-                    s * s / (xs.len() as f64 * s2)
-                } else {
-                    1.0
-                },
-            )
-        })
+        .map(|(t, xs)| (t as f64 / 1000.0, jain(&xs)))
         .collect()
 }
 

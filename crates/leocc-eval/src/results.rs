@@ -180,11 +180,6 @@ pub fn by_cell(records: &[Record]) -> BTreeMap<CellKey, Vec<&Record>> {
     cells
 }
 
-/// The q-quantile (0 ≤ q ≤ 1) of sorted, non-empty `v` by nearest rank.
-pub fn nearest_rank(v: &[f64], q: f64) -> f64 {
-    v[((q * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1]
-}
-
 /// The statistic of `field` over a cell's runs.
 pub fn stat(runs: &[&Record], field: &str) -> Option<Stat> {
     let v: Vec<f64> = runs.iter().filter_map(|r| r.num(field)).collect();

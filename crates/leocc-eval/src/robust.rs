@@ -30,6 +30,7 @@ use std::sync::{Arc, Mutex};
 
 use leocc_sim::{parse_flows, Qdisc, QueueLimit, RunResult, Scenario, TsRow};
 use leocc_trace::draw::PathDraw;
+use leocc_trace::metrics;
 use leocc_trace::{Dir, LinkModel, Trace};
 use serde::Serialize;
 
@@ -511,11 +512,7 @@ fn after_leave(
             .filter(|(t, _)| *t > a + EPS && *t <= b + EPS)
             .map(|(_, q)| *q)
             .collect();
-        if v.is_empty() {
-            f64::NAN
-        } else {
-            v.iter().sum::<f64>() / v.len() as f64
-        }
+        metrics::mean(&v).unwrap_or(f64::NAN)
     };
     let post = mean_in(from_s, from_s + post_s);
     let step = leocc_sim::sim::SAMPLE_INTERVAL_US as f64 / 1e6;
@@ -543,7 +540,7 @@ fn jain_after(ts: &[TsRow], flows: usize, from_s: f64) -> f64 {
     {
         sums[r.flow] += r.throughput_mbps;
     }
-    leocc_sim::metrics::jain(&sums)
+    metrics::jain(&sums)
 }
 
 fn run_one(
@@ -1031,11 +1028,7 @@ pub fn worst_first(values: &[(f64, u64)], better: Better) -> Vec<(f64, u64)> {
 /// 10th percentile of a higher-is-better metric, the 90th of a lower-is-better one); 0.5 the
 /// median. NaN for an empty list.
 pub fn worst_share(sorted: &[(f64, u64)], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-    sorted[rank - 1].0
+    metrics::quantile_nearest_rank(sorted, q).map_or(f64::NAN, |x| x.0)
 }
 
 /// One metric over all paths under one queue discipline.
@@ -1084,7 +1077,7 @@ pub fn summarise(rows: &[PathRow], qdisc: Qdisc) -> Vec<Summary> {
             let mut ranges: Vec<f64> = Vec::new();
             for (&seed, rs) in &paths {
                 let v: Vec<f64> = rs.iter().map(|r| (m.get)(r)).collect();
-                vals.push((v.iter().sum::<f64>() / v.len() as f64, seed));
+                vals.push((metrics::mean(&v).unwrap_or(f64::NAN), seed));
                 if v.len() > 1 {
                     let (lo, hi) = v.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| (lo.min(x), hi.max(x)));
                     ranges.push(hi - lo);
@@ -1433,7 +1426,7 @@ mod tests {
                 });
             }
         }
-        let want = leocc_sim::metrics::jain(&[200.0, 200.0, 100.0]);
+        let want = metrics::jain(&[200.0, 200.0, 100.0]);
         assert!((jain_after(&three, 3, 2.0) - want).abs() < 1e-12);
     }
 

@@ -9,6 +9,7 @@ use crate::results::Record;
 use anyhow::{Context, Result};
 use leocc_probe::trigger::Expr;
 use leocc_probe::when;
+use leocc_trace::metrics::median;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -79,19 +80,6 @@ fn fmt_times(t: &[u64]) -> String {
         .join(", ")
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    let m = v.len() / 2;
-    if v.len() % 2 == 1 {
-        v[m]
-    } else {
-        (v[m - 1] + v[m]) / 2.0
-    }
-}
-
 /// One control and buffer: the triggered and the random runs' medians.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Comparison {
@@ -123,7 +111,7 @@ pub fn compare(records: &[Record]) -> Vec<Comparison> {
             cell.1.push(r);
         }
     }
-    let med = |rs: &[&Record], f: &str| median(rs.iter().filter_map(|r| r.num(f)).collect());
+    let med = |rs: &[&Record], f: &str| median(&rs.iter().filter_map(|r| r.num(f)).collect::<Vec<_>>());
     cells
         .into_iter()
         .filter(|(_, (t, r))| !t.is_empty() || !r.is_empty())

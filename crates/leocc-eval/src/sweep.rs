@@ -260,11 +260,6 @@ impl Group {
     }
 }
 
-/// The mean of `v`, 0 when empty.
-fn mean(v: &[f64]) -> f64 {
-    Stat::of(v).map_or(0.0, |s| s.mean)
-}
-
 /// Gains and inflations of every setting on every (trace, buffer) of `records` where the
 /// defaults ran too, then their average over those (the group the choice is made on; a
 /// setting missing anywhere is left out of the average).
@@ -327,7 +322,8 @@ pub fn analyse(sweep: &Sweep, records: &[Record]) -> Vec<Group> {
     }
     if groups.len() > 1 {
         let avg = |f: &dyn Fn(&Point) -> f64, ps: &[&Point]| {
-            mean(&ps.iter().map(|p| f(p)).collect::<Vec<_>>())
+            // 0 when empty.
+            leocc_trace::metrics::mean(&ps.iter().map(|p| f(p)).collect::<Vec<_>>()).unwrap_or(0.0)
         };
         let mut points = Vec::new();
         for s in sweep.settings() {

@@ -68,18 +68,11 @@ extern "C" fn on_hup(_: libc::c_int) {
 }
 
 fn install_signal_handlers() {
-    let handlers: [(libc::c_int, extern "C" fn(libc::c_int)); 3] =
-        [(libc::SIGTERM, on_stop), (libc::SIGINT, on_stop), (libc::SIGHUP, on_hup)];
-    for (sig, h) in handlers {
-        // SAFETY: the handlers only store to atomics, which is async-signal-safe. No SA_RESTART,
-        // so poll() returns EINTR and the loop sees the flag at once.
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = h as usize;
-            libc::sigemptyset(&mut sa.sa_mask);
-            libc::sigaction(sig, &sa, std::ptr::null_mut());
-        }
-    }
+    use leocc_trace::signal::{install, Handler};
+    // The handlers only store to atomics, which is async-signal-safe. No SA_RESTART, so
+    // poll() returns EINTR and the loop sees the flag at once.
+    install(&[libc::SIGTERM, libc::SIGINT], Handler::Plain(on_stop), false);
+    install(&[libc::SIGHUP], Handler::Plain(on_hup), false);
 }
 
 /// Where the PoP address comes from.

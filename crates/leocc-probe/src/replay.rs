@@ -288,15 +288,12 @@ pub fn score_generated(stream: &crate::gen::Stream, cfg: DetectorConfig) -> Repl
     replay_report(&stream.replies, cfg, &sched, Some(&truth))
 }
 
-/// The p-th percentile (0..=100) of `v` by nearest rank, or None when empty.
+/// The p-th percentile (0..=100) of `v` by nearest rank
+/// ([`leocc_trace::metrics::quantile_nearest_rank`]), or None when empty.
 pub fn percentile(v: &[i64], p: f64) -> Option<i64> {
-    if v.is_empty() {
-        return None;
-    }
     let mut s = v.to_vec();
     s.sort_unstable();
-    let rank = ((p / 100.0) * s.len() as f64).ceil().max(1.0) as usize;
-    Some(s[rank.min(s.len()) - 1])
+    leocc_trace::metrics::quantile_nearest_rank(&s, p / 100.0)
 }
 
 #[cfg(test)]

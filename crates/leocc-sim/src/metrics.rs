@@ -78,12 +78,13 @@ impl Histogram {
         if self.n == 0 { 0.0 } else { self.sum / self.n as f64 }
     }
 
-    /// The q-quantile (0 ≤ q ≤ 1), nearest rank; 0 when empty.
+    /// The q-quantile (0 ≤ q ≤ 1), nearest rank ([`leocc_trace::metrics::nearest_rank`]) over
+    /// the buckets; 0 when empty.
     pub fn quantile(&self, q: f64) -> f64 {
         if self.n == 0 {
             return 0.0;
         }
-        let rank = ((q * self.n as f64).ceil() as u64).clamp(1, self.n);
+        let rank = leocc_trace::metrics::nearest_rank(self.n as usize, q) as u64;
         let mut acc = 0u64;
         for (i, &c) in self.counts.iter().enumerate() {
             acc += c as u64;
@@ -269,13 +270,6 @@ pub struct TsRow {
     pub state: Vec<(String, f64)>,
 }
 
-/// Jain's fairness index of `xs` (1 when all equal; 1 for an empty or all-zero list).
-pub fn jain(xs: &[f64]) -> f64 {
-    let s: f64 = xs.iter().sum();
-    let s2: f64 = xs.iter().map(|x| x * x).sum();
-    if xs.is_empty() || s2 == 0.0 { 1.0 } else { s * s / (xs.len() as f64 * s2) }
-}
-
 /// Mbit/s of `bytes` over `us` microseconds (0 for an empty interval).
 pub fn mbps(bytes: f64, us: u64) -> f64 {
     if us == 0 { 0.0 } else { bytes * 8.0 / us as f64 }
@@ -308,11 +302,5 @@ mod tests {
             assert!(bucket_value(b) >= 0.0);
             last = b;
         }
-    }
-
-    #[test]
-    fn jain_index() {
-        assert_eq!(jain(&[5.0, 5.0]), 1.0);
-        assert!((jain(&[10.0, 0.0]) - 0.5).abs() < 1e-12);
     }
 }

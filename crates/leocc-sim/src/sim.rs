@@ -18,13 +18,14 @@
 use std::collections::VecDeque;
 
 use leocc_trace::link::{Cursor, Held};
+use leocc_trace::metrics::jain;
 use leocc_trace::qdisc::{CoDel, CoDelParams, CoDelQueue};
 use leocc_trace::{Dir, LinkModel, OPPORTUNITY_BYTES};
 
 use crate::cc::{new_controller, CcConfig, ReconfigEvent};
 use crate::detector::Detector;
 use crate::event::{Ev, EventQueue};
-use crate::metrics::{jain, mbps, FlowResult, FlowStats, RunResult, TsRow};
+use crate::metrics::{mbps, FlowResult, FlowStats, RunResult, TsRow};
 use crate::rng::Rng;
 use crate::tcp::{ack_size, Body, Io, Packet, Receiver, Sender, DATA_PACKET_BYTES, INIT_CWND, MSS};
 use crate::{Qdisc, QueueLimit, ResolvedQueue, Scenario, SimError};

@@ -128,7 +128,7 @@ fn hop(spec: &ChainSpec, i: usize) -> Result<Trace, String> {
         }
     }
     let per = (DELAY_INTERVAL_US / 1000) as usize;
-    let values: Vec<u64> = delay_ms.chunks(per).map(|c| (c.iter().sum::<f64>() / c.len() as f64 * 1000.0).round() as u64).collect();
+    let values: Vec<u64> = delay_ms.chunks(per).map(|c| (crate::metrics::mean(c).unwrap_or(0.0) * 1000.0).round() as u64).collect();
     let kind = if i == 0 { "terminal-satellite" } else if ground { "satellite-ground station" } else { "inter-satellite" };
     let t = Trace {
         meta: Meta {

@@ -15,12 +15,14 @@ pub mod gen;
 pub mod isl;
 pub mod link;
 pub mod mahimahi;
+pub mod metrics;
 pub mod model;
 pub mod out;
 pub mod plot;
 pub mod qdisc;
 pub mod rng;
 pub mod rotate;
+pub mod signal;
 pub mod stats;
 pub mod text;
 

@@ -204,8 +204,7 @@ impl Loss {
     pub fn mean(&self) -> f64 {
         match self {
             Loss::Constant(p) => *p,
-            Loss::Series { values, .. } if values.is_empty() => 0.0,
-            Loss::Series { values, .. } => values.iter().sum::<f64>() / values.len() as f64,
+            Loss::Series { values, .. } => crate::metrics::mean(values).unwrap_or(0.0),
         }
     }
 }

@@ -29,6 +29,7 @@
 use serde::Serialize;
 
 use crate::link::{empty_runs, LinkModel};
+use crate::metrics::{self, median_with};
 use crate::model::{Dir, Trace};
 
 /// Capacity statistics use bins of 100 ms (issue 2).
@@ -94,11 +95,7 @@ impl Summary {
             let mut seen = 0;
             v.iter().find(|&&(_, c)| { seen += c; k < seen }).map_or(0.0, |r| r.0)
         };
-        let pct = |q: f64| {
-            let pos = q / 100.0 * (n - 1) as f64;
-            let (lo, hi) = (nth(pos.floor() as u64), nth(pos.ceil() as u64));
-            lo + (hi - lo) * (pos - pos.floor())
-        };
+        let pct = |q: f64| metrics::quantile_linear_by(n as usize, q / 100.0, |k| nth(k as u64));
         Summary { mean: round3(mean), p5: round3(pct(5.0)), p50: round3(pct(50.0)), p95: round3(pct(95.0)) }
     }
 
@@ -107,22 +104,15 @@ impl Summary {
         if values.is_empty() {
             return Summary { mean: 0.0, p5: 0.0, p50: 0.0, p95: 0.0 };
         }
-        let mut v = values.to_vec();
-        v.sort_by(f64::total_cmp);
-        let mean = v.iter().sum::<f64>() / v.len() as f64;
-        Summary { mean: round3(mean), p5: round3(percentile(&v, 5.0)), p50: round3(percentile(&v, 50.0)), p95: round3(percentile(&v, 95.0)) }
+        let v = metrics::sorted(values);
+        let mean = metrics::mean(&v).unwrap_or(0.0);
+        let pct = |p: f64| metrics::quantile_linear(&v, p / 100.0).unwrap_or(0.0);
+        Summary { mean: round3(mean), p5: round3(pct(5.0)), p50: round3(pct(50.0)), p95: round3(pct(95.0)) }
     }
 }
 
 fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
-}
-
-/// The `q`-th percentile of sorted `v`.
-pub fn percentile(v: &[f64], q: f64) -> f64 {
-    let pos = q / 100.0 * (v.len() - 1) as f64;
-    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
-    v[lo] + (v[hi] - v[lo]) * (pos - lo as f64)
 }
 
 /// An outage in ms, as `stat --json` prints it.
@@ -351,8 +341,8 @@ fn is_band_switch(times: &[u64], values: &[f64], (since, until): (u64, u64), t: 
         return false;
     }
     let mut buf = Vec::new();
-    let before = median(&values[at - w..at], &mut buf);
-    let after = median(&values[at..at + w], &mut buf);
+    let before = median_with(&values[at - w..at], &mut buf);
+    let after = median_with(&values[at..at + w], &mut buf);
     let margin = DELAY_STEP_MIN_US / 2.0;
     // A band is held when at least a quarter of a step window sits at its level.
     let need = (w / 4).max(1);
@@ -397,7 +387,7 @@ fn delay_spikes(times: &[u64], values: &[f64], w: usize) -> Vec<u64> {
         if out.last().is_some_and(|&e| times[i] - e < MERGE_WINDOW_US) {
             continue;
         }
-        let base = median(&values[i - w..i], &mut buf);
+        let base = median_with(&values[i - w..i], &mut buf);
         if values[i] - base >= DELAY_SPIKE_MIN_US.max(DELAY_SPIKE_MIN_FRAC * base) {
             out.push(times[i]);
         }
@@ -415,12 +405,12 @@ fn level_steps(times: &[u64], values: &[f64], w: usize, is_step: fn(f64, f64) ->
     let mut change = vec![0.0f64; values.len()];
     let mut buf = Vec::with_capacity(w);
     for i in w..=values.len() - w {
-        let before = median(&values[i - w..i], &mut buf);
-        let after = median(&values[i..i + w], &mut buf);
+        let before = median_with(&values[i - w..i], &mut buf);
+        let after = median_with(&values[i..i + w], &mut buf);
         if is_step(before, after) {
             // Medians decide whether there is a step, means locate it: the median change is
             // flat over a whole window, the mean change peaks at the step itself.
-            let mean = |s: &[f64]| s.iter().sum::<f64>() / s.len() as f64;
+            let mean = |s: &[f64]| metrics::mean(s).unwrap_or(f64::NAN);
             change[i] = (mean(&values[i..i + w]) - mean(&values[i - w..i])).abs() + f64::MIN_POSITIVE;
         }
     }
@@ -433,18 +423,6 @@ fn level_steps(times: &[u64], values: &[f64], w: usize, is_step: fn(f64, f64) ->
         })
         .map(|i| times[i])
         .collect()
-}
-
-fn median(v: &[f64], buf: &mut Vec<f64>) -> f64 {
-    buf.clear();
-    buf.extend_from_slice(v);
-    buf.sort_by(f64::total_cmp);
-    let n = buf.len();
-    if n % 2 == 1 {
-        buf[n / 2]
-    } else {
-        (buf[n / 2 - 1] + buf[n / 2]) / 2.0
-    }
 }
 
 /// The period (ms) of the reconfiguration times `events_us`, or `None` when aperiodic.

@@ -135,10 +135,9 @@ extern "C" fn on_signal(_sig: libc::c_int) {
 }
 
 fn install_stop_handlers() {
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        // SAFETY: the handler only stores to an atomic (async-signal-safe).
-        unsafe { libc::signal(sig, on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t) };
-    }
+    use leocc_trace::signal::{install, Handler};
+    // The handler only stores to an atomic (async-signal-safe). SA_RESTART, as signal(3) gave.
+    install(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP], Handler::Plain(on_signal), true);
 }
 
 fn seconds(name: &str, v: f64) -> anyhow::Result<Duration> {

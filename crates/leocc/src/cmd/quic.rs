@@ -132,16 +132,10 @@ extern "C" fn on_stop(_: libc::c_int) {
 }
 
 fn install_stop_handlers() {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            let h: extern "C" fn(libc::c_int) = on_stop;
-            sa.sa_sigaction = h as usize;
-            libc::sigemptyset(&mut sa.sa_mask);
-            libc::sigaction(sig, &sa, std::ptr::null_mut());
-        }
-    }
+    use leocc_trace::signal::{install, Handler};
+    // The handler only stores to an atomic, which is async-signal-safe. No SA_RESTART (as
+    // before the shared installer).
+    install(&[libc::SIGINT, libc::SIGTERM], Handler::Plain(on_stop), false);
 }
 
 /// Runs `leocc quic ...`.
