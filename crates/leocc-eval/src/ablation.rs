@@ -48,8 +48,18 @@ pub const VARIANTS: &[Variant] = &[
     },
     Variant {
         name: "no-compete",
-        what: "no switch to the own range on a standing queue",
+        what: "no standing-queue test, no failed-drain switch",
         params: &["competing_cycles=0"],
+    },
+    Variant {
+        name: "pace-drain",
+        what: "drain paced only: no cwnd hold to target x bRTT_h",
+        params: &["drain_cwnd=0"],
+    },
+    Variant {
+        name: "to-inflight",
+        what: "drain ends on inflight, not also on the RTT back in the range",
+        params: &["drain_to_range=0"],
     },
     Variant {
         name: "no-guards",
