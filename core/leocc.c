@@ -799,6 +799,13 @@ LEOCC_INTERNAL void note_excess(struct leocc_state *s, leocc_u32 rtt_us, leocc_u
 	s->excess_floor_us[0] = min_u32(s->excess_floor_us[0], excess);
 }
 
+/* The flow's smallest RTT excess over the probe's floor in the last one to two W_RT
+ * (NO_EXCESS before the first sample); see note_excess. */
+LEOCC_INTERNAL leocc_u32 excess_floor(const struct leocc_state *s)
+{
+	return min_u32(s->excess_floor_us[0], s->excess_floor_us[1]);
+}
+
 LEOCC_INTERNAL void update_rtt(struct leocc_state *s, const struct leocc_ack_sample *a)
 {
 	if (s->round_started) {
@@ -970,7 +977,7 @@ LEOCC_INTERNAL void check_drain(struct leocc_state *s, leocc_u64 now_us)
  * capacity that walks down, fired on the flow's own queue; that switch keeps its other job. */
 LEOCC_INTERNAL void judge_standing_queue(struct leocc_state *s)
 {
-	leocc_u32 floor = min_u32(s->excess_floor_us[0], s->excess_floor_us[1]);
+	leocc_u32 floor = excess_floor(s);
 	leocc_u32 cycle = s->cycle_excess_us;
 
 	s->cycle_excess_us = NO_EXCESS;
@@ -1026,7 +1033,7 @@ LEOCC_INTERNAL void next_phase(struct leocc_state *s, const struct leocc_ack_sam
  * the flow is left holding alone after the other flow went would stand for ever. */
 LEOCC_INTERNAL leocc_u32 drain_floor_us(const struct leocc_state *s)
 {
-	leocc_u32 floor = min_u32(s->excess_floor_us[0], s->excess_floor_us[1]);
+	leocc_u32 floor = excess_floor(s);
 
 	if (!s->competing || !s->path_lo_us || floor == NO_EXCESS)
 		return rtt_l(s);
@@ -1050,14 +1057,14 @@ LEOCC_INTERNAL leocc_u32 hold_inflight(const struct leocc_state *s)
 	return bytes_to_pkts(bdp_bytes(s->target_rate, rtt), s->mss);
 }
 
-/* Whether cwnd holds the drain phase to drain_inflight, so that the queue goes at the link's
+/* Whether cwnd holds the drain phase to hold_inflight, so that the queue goes at the link's
  * own speed: paced at dco x target alone, a drain removes only (1 - dco) x bRTT_l of queue per
  * bRTT_l, and none at all where target overestimates the link by 1 / dco (bBW_a is a windowed
  * max of a rate that fluctuates): on starlink-down-60s the RTT after a paced drain lay 10-60 ms
  * above a 21 ms path. With cwnd at the BDP the sender pauses until the queue is gone and the
  * link stays busy, as long as target is not below the link's rate (then pacing, at dco x target,
- * binds first anyway). Not while competing: there the flow drains like BBR, paced, and a pause
- * would hand the other flow the queue it frees. */
+ * binds first anyway). The hold ends once inflight is down (run_cruise); the rest of the phase
+ * is paced. */
 LEOCC_INTERNAL int drain_capped(const struct leocc_state *s)
 {
 	return s->p.drain_cwnd && s->drain_hold && s->mode == LEOCC_MODE_CRUISE &&
@@ -1066,7 +1073,7 @@ LEOCC_INTERNAL int drain_capped(const struct leocc_state *s)
 
 /* Each phase lasts about bRTT_l; the drain phase lasts until inflight is down to target x
  * its floor (bRTT_l as BBR's; while competing, drain_floor_us) and the RTT is back in the band
- * range, at most drain_phase_max_rounds (4) x bRTT_l. On inflight alone it ended with the
+ * range, at most drain_phase_max_rounds (2) x bRTT_l. On inflight alone it ended with the
  * flow's own queue still standing whenever bBW_a overestimated a capacity that varies inside
  * the interval (a windowed max of a fluctuating rate lies above its mean): on
  * starlink-down-60s the RTT after a drain lay 10-60 ms above a 21 ms path, and
@@ -1074,8 +1081,7 @@ LEOCC_INTERNAL int drain_capped(const struct leocc_state *s)
  * flows' queues cost the drain: at 4 without the standing-queue test a flow next to BBRv1 paid
  * for everyone's queue (0.47-1.01 of an equal share on the bundled traces, against 0.95-1.03
  * at 2); with the test, a queue that outlasts two drains makes the flow compete instead.
- * Draining to the lower end of the
- * range, not the upper, matters: an overestimate of bBW_a (ACK compression when the RTT falls
+ * Draining to the lower end of the range, not the upper, matters: an overestimate of bBW_a (ACK compression when the RTT falls
  * into a lower band) builds a queue smaller than bRTT_h - bRTT_l, which only this removes. In
  * the upper band the phase runs longer, which costs a few % of throughput there. */
 LEOCC_INTERNAL void run_cruise(struct leocc_state *s, const struct leocc_ack_sample *a)
@@ -1092,10 +1098,10 @@ LEOCC_INTERNAL void run_cruise(struct leocc_state *s, const struct leocc_ack_sam
 	}
 	if (s->cycle_phase == PHASE_DRAIN) {
 		queue_free = drain_inflight(s);
-		if (a->in_flight <= hold_inflight(s))
+		if (s->drain_hold && a->in_flight <= hold_inflight(s))
 			s->drain_hold = 0;
 		if ((elapsed >= l && a->in_flight <= queue_free &&
-	     (!s->p.drain_to_range || !is_congested(s))) ||
+		     (!s->p.drain_to_range || !is_congested(s))) ||
 		    elapsed >= (leocc_u64)l * s->p.drain_phase_max_rounds)
 			next_phase(s, a);
 		return;
