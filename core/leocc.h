@@ -254,9 +254,9 @@
 	  "simulation variant: 5-20 ms)")                                                      \
 	X(competing_cycles, 2,                                                                 \
 	  0, 100, /* 0: never (counter stops at 255) */                                        \
-	  "cycles", "cycles in a row whose queue never emptied that make the flow compete "    \
-	  "(0: never)",                                                                        \
-	  "ours: one may be a capacity dip")                                                   \
+	  "cycles", "cycles in a row whose queue never emptied that make the flow compete, "   \
+	  "and in which it emptied that end it (0: never)",                                    \
+	  "ours: one may be a capacity dip, or BBRv1's ProbeRTT")                              \
 	X(mpf_half_share, 1,                                                                   \
 	  0, 1, /* flag */                                                                     \
 	  "flag", "1: a second band search at half the share when none is dense",              \
@@ -448,6 +448,8 @@ struct leocc_state {
 	leocc_u8 drain_hold;          /* this drain phase's cwnd holds until inflight is down */
 	leocc_u8 round_capped;        /* this round was held by the congested one-BDP cwnd */
 	leocc_u8 cwnd_capped;         /* the last output used cwnd_gain_congested */
+	leocc_u8 loss_drained;        /* a loss already started a drain in this cycle */
+	leocc_u8 empty_cycles;        /* cruise cycles in a row whose queue emptied */
 	leocc_u32 path_lo_us;         /* lower end of the probe's band range (0: unknown) */
 	leocc_u32 cycle_excess_us;    /* smallest RTT over path_lo_us this cycle (NO_EXCESS: none) */
 	leocc_u32 excess_floor_us[2]; /* smallest over it in this and the last W_RT: the path's
