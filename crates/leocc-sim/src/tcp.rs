@@ -548,6 +548,9 @@ impl Sender {
 
         let sample = self.rate_gen(now, sc.newly, newly_lost, sc.rs, ca_rtt, prior_in_flight);
         self.cc.on_ack(&sample);
+        if self.cc.marks_app_limited() {
+            self.app_limited = (self.delivered + self.in_flight() as u64).max(1);
+        }
 
         if self.snd_una > prior_una {
             self.backoff = 0;
@@ -1314,6 +1317,9 @@ mod tests {
     /// A controller with a fixed window that records what it is told.
     struct Probe {
         cwnd: u32,
+        /// ACKs on which the control asks for the app-limited mark (the first ones).
+        mark_acks: u32,
+        mark_now: bool,
         samples: std::sync::Arc<std::sync::Mutex<Vec<AckSample>>>,
         events: std::sync::Arc<std::sync::Mutex<Vec<&'static str>>>,
     }
@@ -1324,6 +1330,11 @@ mod tests {
         }
         fn on_ack(&mut self, s: &AckSample) {
             self.samples.lock().unwrap().push(*s);
+            self.mark_now = self.mark_acks > 0;
+            self.mark_acks = self.mark_acks.saturating_sub(1);
+        }
+        fn marks_app_limited(&self) -> bool {
+            self.mark_now
         }
         fn on_congestion_event(&mut self, _: u64, _: u32) {
             self.events.lock().unwrap().push("congestion");
@@ -1345,9 +1356,14 @@ mod tests {
     type Log<T> = std::sync::Arc<std::sync::Mutex<Vec<T>>>;
 
     fn sender(cwnd: u32) -> (Sender, Log<AckSample>, Log<&'static str>) {
+        marking_sender(cwnd, 0)
+    }
+
+    /// A sender whose control asks for the app-limited mark on its first `mark_acks` ACKs.
+    fn marking_sender(cwnd: u32, mark_acks: u32) -> (Sender, Log<AckSample>, Log<&'static str>) {
         let samples = Log::default();
         let events = Log::default();
-        let cc = Probe { cwnd, samples: samples.clone(), events: events.clone() };
+        let cc = Probe { cwnd, mark_acks, mark_now: false, samples: samples.clone(), events: events.clone() };
         (Sender::new(0, Box::new(cc)), samples, events)
     }
 
@@ -1387,6 +1403,27 @@ mod tests {
         assert_eq!((v[1].delivered, v[1].interval_us), (10, 100_000));
         assert_eq!(v[1].delivered_total, 10);
         assert_eq!((v[1].prior_in_flight, v[1].in_flight), (10, 5));
+    }
+
+    #[test]
+    fn a_control_that_marks_app_limited_makes_the_next_round_app_limited() {
+        // As BBR in PROBE_RTT: the mark taken on an ACK (delivered + in flight) flags what is
+        // sent from then on, until that much is delivered; a bulk sender never marks itself.
+        for (mark_acks, expect) in [(0, [false, false, false]), (1, [false, true, false])] {
+            let (mut s, samples, _) = marking_sender(10, mark_acks);
+            let (mut ev, mut out) = (EventQueue::default(), Vec::new());
+            s.start(0, &mut Io { ev: &mut ev, out: &mut out });
+            // ACK 1 (marks: delivered 5 + in flight 5 = 10) releases 10..15, flagged.
+            s.on_ack(50_000, &ack(5, &[]), &mut Io { ev: &mut ev, out: &mut out });
+            s.on_ack(100_000, &ack(10, &[]), &mut Io { ev: &mut ev, out: &mut out });
+            // Delivering 10..15 passes the mark (delivered 15 > 10): cleared, and their sample
+            // is app-limited; 15..25, sent after, are not.
+            s.on_ack(150_000, &ack(15, &[]), &mut Io { ev: &mut ev, out: &mut out });
+            s.on_ack(200_000, &ack(25, &[]), &mut Io { ev: &mut ev, out: &mut out });
+            let v = samples.lock().unwrap();
+            let got = [v[0].app_limited, v[2].app_limited, v[3].app_limited];
+            assert_eq!(got, expect, "mark on {mark_acks} ACK(s)");
+        }
     }
 
     #[test]

@@ -26,6 +26,8 @@ pub(crate) const MIN_RTT_WIN_US: u64 = 10_000_000;
 #[derive(Clone, Debug)]
 pub struct Bbr {
     core: BbrCore,
+    /// This ACK found the flow in PROBE_RTT (it asks the sender to mark it app-limited).
+    probe_rtt_ack: bool,
 }
 
 impl Bbr {
@@ -33,7 +35,7 @@ impl Bbr {
     pub fn new(cfg: &CcConfig) -> Result<Self, String> {
         let p = super::param::resolve("bbr", &cfg.params)?;
         let win_us = (p.get("probe_rtt_interval_ms") * 1000.0) as u64;
-        Ok(Bbr { core: BbrCore::new(cfg, win_us) })
+        Ok(Bbr { core: BbrCore::new(cfg, win_us), probe_rtt_ack: false })
     }
 
     /// Bottleneck bandwidth estimate, bytes/s.
@@ -42,13 +44,16 @@ impl Bbr {
     }
 
     /// bbr_update_min_rtt: PROBE_RTT when the min RTT was not refreshed for 10 s, cwnd 4
-    /// packets there, then back to PROBE_BW (or STARTUP if the pipe was never full).
+    /// packets there, then back to PROBE_BW (or STARTUP if the pipe was never full). Every ACK
+    /// in PROBE_RTT, the one that enters it and the one that leaves it included, marks the
+    /// flow app-limited (`marks_app_limited`), as Linux does.
     fn update_min_rtt(&mut self, s: &AckSample) {
         let c = &mut self.core;
         let expired = c.update_min_rtt_filter(s);
         if expired && c.mode != Mode::ProbeRtt && c.has_rtt {
             c.enter_probe_rtt();
         }
+        self.probe_rtt_ack = c.mode == Mode::ProbeRtt;
         if c.mode == Mode::ProbeRtt && c.probe_rtt_elapsed(s, MIN_CWND) {
             c.min_rtt_stamp = s.now_us;
             c.cwnd = c.cwnd.max(c.prior_cwnd);
@@ -89,6 +94,10 @@ impl Controller for Bbr {
 
     fn cwnd(&self) -> u32 {
         self.core.cwnd.max(1)
+    }
+
+    fn marks_app_limited(&self) -> bool {
+        self.probe_rtt_ack
     }
 
     fn pacing_rate(&self) -> Option<f64> {
@@ -139,5 +148,40 @@ mod tests {
         assert!((bw - 10.0).abs() < 0.5, "bw {bw}");
         let pacing = b.pacing_rate().unwrap() * 8.0 / 1e6;
         assert!(pacing > 7.0 && pacing < 13.0, "pacing {pacing} Mbit/s");
+    }
+
+    #[test]
+    fn probe_rtt_marks_every_ack_app_limited_from_entry_to_exit() {
+        // tcp_bbr.c bbr_update_min_rtt: in PROBE_RTT, tp->app_limited = delivered + in
+        // flight on every ACK, so the dip's low rates (and those of a recovery or timeout
+        // during it) neither enter the bandwidth filter nor end STARTUP.
+        let mut b = Bbr::new(&CcConfig { mss: 1448, init_cwnd: 10, seed: 3, params: Vec::new() }).unwrap();
+        let mut s = ack(1_000, 10, CaState::Open);
+        s.delivered = 10;
+        s.interval_us = 60_000;
+        s.rtt_us = Some(20_000);
+        s.in_flight = 100;
+        b.on_ack(&s);
+        assert!(!b.marks_app_limited(), "outside PROBE_RTT");
+        // 10 s without a lower RTT: PROBE_RTT, marked from the entering ACK on.
+        let mut modes = Vec::new();
+        let mut t = 10_100_000;
+        for in_flight in [100, 50, 4, 4, 4, 4, 4, 4] {
+            s.now_us = t;
+            s.rtt_us = Some(25_000);
+            s.in_flight = in_flight;
+            s.delivered_total += 10;
+            s.prior_delivered = s.delivered_total;
+            b.on_ack(&s);
+            modes.push((b.core.mode, b.marks_app_limited()));
+            t += 60_000;
+        }
+        assert_eq!(modes[0], (Mode::ProbeRtt, true));
+        assert!(modes.iter().filter(|&&(m, _)| m == Mode::ProbeRtt).all(|&(_, marked)| marked), "{modes:?}");
+        let exit = modes.iter().position(|&(m, _)| m != Mode::ProbeRtt).expect("PROBE_RTT ended");
+        assert!(modes[exit].1, "the exiting ACK marks too: {modes:?}");
+        s.now_us = t;
+        b.on_ack(&s);
+        assert!(!b.marks_app_limited(), "after PROBE_RTT");
     }
 }

@@ -139,6 +139,16 @@ pub trait Controller: Send {
     fn uses_prr(&self) -> bool {
         false
     }
+    /// Asked after every `on_ack`: whether the control wants the sender to mark the flow
+    /// application-limited now, so that the rate samples of what is in flight and what is sent
+    /// next (until that much is delivered) count as app-limited (Linux: the control sets
+    /// `tp->app_limited = delivered + in flight`). BBR does this on every ACK in PROBE_RTT
+    /// ("ignore low rate samples during this mode", tcp_bbr.c bbr_update_min_rtt), which keeps
+    /// the bandwidth filter and the full-pipe test away from the dip's low rates, also through
+    /// a recovery or a timeout that follows it.
+    fn marks_app_limited(&self) -> bool {
+        false
+    }
     /// Internal state for time series, as (name, value) pairs.
     fn state(&self) -> Vec<(&'static str, f64)> {
         Vec::new()
