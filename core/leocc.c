@@ -999,7 +999,6 @@ LEOCC_INTERNAL void judge_standing_queue(struct leocc_state *s)
 		return;
 	}
 	s->empty_cycles = 0;
-	s->standing_rtt_us = s->path_lo_us + cycle;
 	if (s->standing_cycles < 0xff)
 		s->standing_cycles++;
 	if (s->p.competing_cycles && s->standing_cycles >= s->p.competing_cycles)
@@ -1299,19 +1298,6 @@ LEOCC_INTERNAL void compute_target(struct leocc_state *s)
 	s->target_rate = s->congested && !s->competing && m > 0 ? m : a;
 }
 
-/* The RTT cwnd covers: the upper end of the band range, and while competing at least the
- * smallest RTT of the last cycle whose queue stood (judge_standing_queue), which holds the
- * other flow's queue. The window is then cwnd_gain x what this flow has in flight at the
- * RTT it meets, as BBRv1's is at a min_rtt that a standing queue lifts (its ProbeRTT cannot
- * empty another flow's queue). Over the band range alone the window bound the flow once
- * another flow's queue more than doubled the RTT, each round's delivery rate then fell with
- * it, and bBW_a with the rate: next to Cubic in a 2-BDP buffer on a 187 ms path the flow
- * held 0.29 of an equal share where BBRv1 holds 0.78 (drawn path 14 in bench robust). */
-LEOCC_INTERNAL leocc_u32 cwnd_rtt(const struct leocc_state *s)
-{
-	return s->competing ? max_u32(rtt_h(s), s->standing_rtt_us) : rtt_h(s);
-}
-
 LEOCC_INTERNAL void set_output(struct leocc_state *s, const struct leocc_ack_sample *a,
 			       struct leocc_output *out)
 {
@@ -1353,7 +1339,7 @@ LEOCC_INTERNAL void set_output(struct leocc_state *s, const struct leocc_ack_sam
 	if (s->cwnd_capped)
 		cwnd_gain = s->p.cwnd_gain_congested;
 	rate = rate * (100 - min_u32(s->p.pacing_margin_pct, 99)) / 100;
-	target_cwnd_bytes = apply_gain(bdp_bytes(base, cwnd_rtt(s)), cwnd_gain);
+	target_cwnd_bytes = apply_gain(bdp_bytes(base, rtt_h(s)), cwnd_gain);
 	target = bytes_to_pkts(target_cwnd_bytes, s->mss) + s->p.cwnd_headroom;
 	if (s->mode == LEOCC_MODE_RECONF && s->ra_step == 0) {
 		cwnd = bytes_to_pkts(s->ra_cap_bytes, s->mss);

@@ -452,7 +452,6 @@ struct leocc_state {
 	leocc_u8 empty_cycles;        /* cruise cycles in a row whose queue emptied */
 	leocc_u32 path_lo_us;         /* lower end of the probe's band range (0: unknown) */
 	leocc_u32 cycle_excess_us;    /* smallest RTT over path_lo_us this cycle (NO_EXCESS: none) */
-	leocc_u32 standing_rtt_us;    /* the last standing cycle's smallest RTT (0: none) */
 	leocc_u32 excess_floor_us[2]; /* smallest over it in this and the last W_RT: the path's
 				       * own part the probe does not see (terrestrial, grants) */
 	leocc_u64 excess_floor_start_us; /* when excess_floor_us[0] began */
