@@ -10,9 +10,11 @@
 //!   RACK loss detection, fast retransmit, RTO with backoff, pacing, cwnd) and a receiver
 //!   with delayed ACKs and SACK blocks. MSS 1448 payload bytes in 1500-byte packets.
 //! - **Congestion controls** (`cc`): one file each, behind one trait.
-//! - **The detector** (`detector`): LeoCC's 10 ms ICMP probe to the PoP on its own queue;
-//!   a response interval over 45 ms is a reconfiguration event. With data flowing down (the
-//!   default) the event reaches the sender on the next ACK, as the TCP-option carrier does.
+//! - **The detector** (`detector`): LeoCC's 10 ms ICMP probe to the PoP on its own queue,
+//!   with jitter and loss fitted to real recordings, fed to the daemon's own detection core
+//!   (`leocc_probe::detect`); its events carry their confidence into the core. With data
+//!   flowing down (the default) an event reaches the sender on the next ACK, confidence as a
+//!   grade, as the TCP-option carrier does.
 //! - **Events** (`event`): one binary heap ordered by (time, sequence number); all randomness
 //!   from one seed (`rng`). The same scenario and seed give the same result, bit for bit.
 //!
@@ -296,8 +298,11 @@ pub struct Scenario {
     pub detector: bool,
     /// Probe interval.
     pub probe_interval_us: u64,
-    /// Response interval that means a reconfiguration.
+    /// Response interval that means a reconfiguration (the detector's Δoutage).
     pub outage_threshold_us: u64,
+    /// Noise on the probe stream (jitter and loss fitted to real recordings; `leocc sim
+    /// --probe-noise`).
+    pub probe_noise: detector::ProbeNoiseModel,
     /// The detector also declares a false event every this many µs (0: none): what a noisy
     /// detector costs a flow (`leocc sim --false-events MS`).
     pub false_event_interval_us: u64,
@@ -332,6 +337,7 @@ impl Scenario {
             detector: true,
             probe_interval_us: detector::PROBE_INTERVAL_US,
             outage_threshold_us: detector::OUTAGE_THRESHOLD_US,
+            probe_noise: detector::ProbeNoiseModel::default(),
             false_event_interval_us: 0,
             oracle_reconfig: false,
             terrestrial: true,

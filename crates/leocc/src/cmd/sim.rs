@@ -23,7 +23,8 @@ pub enum Direction {
 Output: a table, or with --json one JSON object per run (engine, cc, trace, seed, duration_s, \
 throughput_mbps, goodput_mbps, utilization, rtt_avg_ms, rtt_p50_ms, rtt_p95_ms, rtt_p99_ms, owd_p95_ms, \
 qdelay_avg_ms, qdelay_p95_ms, srtt_p95_ms, srtt_qdelay_avg_ms, loss_rate, retrans_rate, jain, reconfigs_detected, queue, \
-queue_bytes, queue_ms, qdisc, flows[...]). \
+queue_bytes, queue_ms, qdisc, detection{source, probe_noise, truth, detections, matched, precision, recall, \
+delay_p50_ms, confidence_avg}, flows[...]). \
 See docs/simulator.md for the model and the metric definitions."))]
 pub struct SimArgs {
     /// Trace file (our format, a mahimahi capacity file, or a mahimahi/LeoReplayer directory).
@@ -76,8 +77,15 @@ pub struct SimArgs {
     #[arg(long, value_name = "N", default_value_t = leocc_sim::tcp::GRO_MAX_SEGS)]
     pub gro: u32,
     /// Feed the trace's ground-truth reconfiguration times instead of detected ones (ablation).
+    /// By default the daemon's own detector (`leocc probe`) runs on the simulated probe stream
+    /// and its events reach LeoCC with their confidence.
     #[arg(long)]
     pub oracle_reconfig: bool,
+    /// Noise on the simulated probe stream: bentpipe (jitter, send slips and 2 % bursty loss
+    /// fitted to real bent-pipe ping recordings), isl (the fit to an inter-satellite-link
+    /// recording) or none (the trace's propagation delay, outages and loss only).
+    #[arg(long, default_value = "bentpipe", value_name = "bentpipe|isl|none", value_parser = leocc_sim::detector::ProbeNoiseModel::parse)]
+    pub probe_noise: leocc_sim::detector::ProbeNoiseModel,
     /// The detector also declares a false event every MS milliseconds (robustness to a noisy
     /// detector).
     #[arg(long, value_name = "MS")]
@@ -165,6 +173,7 @@ pub fn scenarios(a: &SimArgs) -> anyhow::Result<Vec<Scenario>> {
         sc.delack_timeout_us = (a.delack_ms * 1000.0) as u64;
         sc.gro_segs = a.gro;
         sc.oracle_reconfig = a.oracle_reconfig;
+        sc.probe_noise = a.probe_noise;
         sc.false_event_interval_us = match a.false_events {
             None => 0,
             Some(ms) if (1.0..=1e6).contains(&ms) => (ms * 1000.0) as u64,
@@ -221,6 +230,19 @@ pub fn run(a: SimArgs) -> anyhow::Result<()> {
         if !a.quiet {
             eprint!("{}", if tty { "\r" } else { "" });
             eprintln!("sim: {label}: {total:.1} s simulated in {wall:.2} s ({:.0}x real time)", total / wall.max(1e-9));
+            if let Some(d) = &r.detection {
+                eprintln!(
+                    "sim: {label}: {} fed LeoCC; detector: {} events, {} of {} true reconfigurations (precision {:.2}, recall {:.2}), delay p50 {}, confidence avg {}",
+                    d.source,
+                    d.detections,
+                    d.matched,
+                    d.truth,
+                    d.precision,
+                    d.recall,
+                    d.delay_p50_ms.map_or("-".into(), |v| format!("{v:.0} ms")),
+                    d.confidence_avg.map_or("-".into(), |v| format!("{v:.0}")),
+                );
+            }
         }
         let mut lock = stdout.lock();
         if a.json {
