@@ -23,8 +23,8 @@ pub enum Direction {
 Output: a table, or with --json one JSON object per run (engine, cc, trace, seed, duration_s, \
 throughput_mbps, goodput_mbps, utilization, rtt_avg_ms, rtt_p50_ms, rtt_p95_ms, rtt_p99_ms, owd_p95_ms, \
 qdelay_avg_ms, qdelay_p95_ms, srtt_p95_ms, srtt_qdelay_avg_ms, loss_rate, retrans_rate, jain, reconfigs_detected, queue, \
-queue_bytes, queue_ms, qdisc, detection{source, probe_noise, truth, detections, matched, precision, recall, \
-delay_p50_ms, confidence_avg}, flows[...]). \
+queue_bytes, queue_ms, qdisc, detection {{source, probe_noise, truth, detections, matched, precision, recall, \
+delay_p50_ms, confidence_avg}}, flows[...]). \
 See docs/simulator.md for the model and the metric definitions."))]
 pub struct SimArgs {
     /// Trace file (our format, a mahimahi capacity file, or a mahimahi/LeoReplayer directory).
