@@ -35,6 +35,10 @@ use crate::rng::Rng;
 pub const PROBE_INTERVAL_US: u64 = 10_000;
 /// Δoutage: the detector's RI threshold (paper §4.1.1 and §5: 45 ms), the daemon's default.
 pub const OUTAGE_THRESHOLD_US: u64 = detect::DEFAULT_THRESHOLD_NS / 1000;
+/// Default warm-up of the detector before a run, µs: 5 minutes, long enough for its interval
+/// statistics (half-life 4096 probes, ~41 s) to settle and for its schedule learner to have
+/// seen a few tens of 15 s slots.
+pub const DEFAULT_WARMUP_US: u64 = 300_000_000;
 /// A detection matches a true reconfiguration when its outage-start estimate is within this
 /// distance (µs): `leocc probe simulate`'s tolerance.
 pub const MATCH_TOLERANCE_US: i64 = leocc_probe::sim::MATCH_TOLERANCE_US;
@@ -115,7 +119,8 @@ pub struct DetectionScore {
     pub confidence_avg: Option<f64>,
 }
 
-/// Detector state. The world calls `send_probe` on its timer and `advance` at reply arrivals.
+/// Detector state. The world calls `send_probe` at `next_send_us` and `advance` at reply
+/// arrivals.
 #[derive(Debug)]
 pub struct Detector {
     up: LinkModel,
@@ -141,10 +146,16 @@ pub struct Detector {
     detections: Vec<Detection>,
     /// Confidence of every event the detector itself published (injected ones excluded).
     pub confidences: Vec<u8>,
+    /// Candidates the detector judged weak (below `rcf_min_confidence`): not published, kept
+    /// for diagnosis.
+    pub weak: Vec<detect::ReconfigEvent>,
     /// Probes sent.
     pub probes_sent: u64,
     /// Replies received.
     pub replies: u64,
+    /// Detector time − run time: the warm-up (`warm_up`).
+    offset_us: u64,
+    next_send_us: u64,
     /// A false event every this many µs (0: none), to measure what a noisy detector costs.
     false_interval_us: u64,
     next_false_us: u64,
@@ -175,8 +186,11 @@ impl Detector {
             detections_us: Vec::new(),
             detections: Vec::new(),
             confidences: Vec::new(),
+            weak: Vec::new(),
             probes_sent: 0,
             replies: 0,
+            offset_us: 0,
+            next_send_us: 0,
             false_interval_us: 0,
             next_false_us: 0,
             false_events: 0,
@@ -192,29 +206,70 @@ impl Detector {
         self
     }
 
-    /// Send a probe at `now`. Returns when its reply arrives (to schedule), if it is not lost,
-    /// and when the next probe leaves.
+    /// Runs the probe stream for `warmup_us` before the run's time zero, as a daemon that was
+    /// already running when the flows started: the detector's statistics (spacing, loss runs,
+    /// RTT steps) and learned schedule are those of a warm daemon. The link is looked up at
+    /// run time + `warmup_us` throughout, so give a whole number of the trace's loops to keep
+    /// the run on the trace's own timeline. Nothing from the warm-up is published to the run
+    /// (a reconfiguration from before a flow is not news to it, as in the kernel) or scored.
+    /// `first_send_us` is the first send's time (the probe phase).
+    pub fn warm_up(mut self, warmup_us: u64, first_send_us: u64) -> Detector {
+        self.offset_us = warmup_us;
+        let mut t = first_send_us;
+        while t < warmup_us {
+            self.deliver(t, false);
+            let (_, next) = self.send_at(t);
+            t = next;
+        }
+        self.deliver(warmup_us, false);
+        self.next_send_us = t - warmup_us;
+        self.probes_sent = 0;
+        self.replies = 0;
+        self.next_false_us = self.false_interval_us;
+        self
+    }
+
+    /// When the next probe leaves (run time).
+    pub fn next_send_us(&self) -> u64 {
+        self.next_send_us
+    }
+
+    /// When the next reply arrives (run time), if one is on its way.
+    pub fn next_arrival_us(&self) -> Option<u64> {
+        self.in_flight.front().map(|p| p.0 - self.offset_us)
+    }
+
+    /// Send a probe at run time `now`. Returns when its reply arrives (to schedule), if it is
+    /// not lost, and when the next probe leaves.
     pub fn send_probe(&mut self, now: u64) -> (Option<u64>, u64) {
+        let off = self.offset_us;
+        let (at, next) = self.send_at(now + off);
+        self.next_send_us = next - off;
+        (at.map(|a| a - off), next - off)
+    }
+
+    /// A probe sent at detector time `t` (run time + warm-up).
+    fn send_at(&mut self, t: u64) -> (Option<u64>, u64) {
         self.probes_sent += 1;
-        self.core.on_send(now * 1000);
+        self.core.on_send(t * 1000);
         let next = match self.noise.as_mut() {
-            Some(n) => now + (n.next_send_step_ns() / 1000.0).round().max(1.0) as u64,
-            None => now + self.interval_us,
+            Some(n) => t + (n.next_send_step_ns() / 1000.0).round().max(1.0) as u64,
+            None => t + self.interval_us,
         };
         let lost_noise = self.noise.as_mut().is_some_and(|n| n.lost());
-        let lost_up = self.up.in_outage(now) || self.loss_rng.chance(self.up.loss_prob(now));
+        let lost_up = self.up.in_outage(t) || self.loss_rng.chance(self.up.loss_prob(t));
         if lost_up {
             return (None, next);
         }
-        let at_pop = now + self.up.delay_us(now);
+        let at_pop = t + self.up.delay_us(t);
         // The PoP answers at once, on its own queue.
         if self.down.in_outage(at_pop) || self.loss_rng.chance(self.down.loss_prob(at_pop)) || lost_noise {
             return (None, next);
         }
-        let prop = at_pop + self.down.delay_us(at_pop) - now;
+        let prop = at_pop + self.down.delay_us(at_pop) - t;
         let rtt = match self.noise.as_mut() {
             Some(n) => {
-                let ms = n.rtt_ms(now as i64 * 1000, prop as f64 / 1000.0).max(prop as f64 / 1000.0 * 0.3);
+                let ms = n.rtt_ms(t as i64 * 1000, prop as f64 / 1000.0).max(prop as f64 / 1000.0 * 0.3);
                 (ms * 1000.0).round() as u64
             }
             None => prop,
@@ -222,16 +277,25 @@ impl Detector {
         // FIFO: a reply never overtakes the previous one (with noise, it follows it by the
         // generator's minimum gap, which bunches replies after a spike as on real paths).
         let fifo_gap = if self.noise.is_some() { (FIFO_GAP_NS / 1000) as u64 } else { 0 };
-        let at = self.last_arrival_us.map_or(now + rtt, |l| (now + rtt).max(l + fifo_gap));
+        let at = self.last_arrival_us.map_or(t + rtt, |l| (t + rtt).max(l + fifo_gap));
         self.last_arrival_us = Some(at);
-        self.in_flight.push_back((at, now));
+        self.in_flight.push_back((at, t));
         (Some(at), next)
     }
 
-    /// Deliver every reply that arrived by `now`; returns what happened and the next arrival.
+    /// Deliver every reply that arrived by run time `now`; returns what happened and the next
+    /// arrival (run time).
     pub fn advance(&mut self, now: u64) -> (DetectorOutput, Option<u64>) {
+        let out = self.deliver(now + self.offset_us, true);
+        (out, self.next_arrival_us())
+    }
+
+    /// Feeds the core every reply that arrived by detector time `t`; `publish` false during the
+    /// warm-up.
+    fn deliver(&mut self, t: u64, publish: bool) -> DetectorOutput {
         let mut out = DetectorOutput::default();
-        while let Some(&(at, sent)) = self.in_flight.front().filter(|p| p.0 <= now) {
+        let off = self.offset_us;
+        while let Some(&(at, sent)) = self.in_flight.front().filter(|p| p.0 <= t) {
             self.in_flight.pop_front();
             self.replies += 1;
             let rtt = at - sent;
@@ -241,10 +305,16 @@ impl Detector {
             let reply = Reply { seq: self.seq, recv_mono_ns: at * 1000, recv_wall_ns: WALL_ORIGIN_NS + (at * 1000) as i64, rtt_ns: Some(rtt * 1000) };
             let mut event = None;
             for o in self.core.on_reply(reply) {
-                if let Output::Reconfig(e) = o {
-                    event = Some((e.start_mono_ns / 1000, e.confidence));
+                match o {
+                    Output::Reconfig(e) => event = Some(((e.start_mono_ns / 1000).saturating_sub(off), e.confidence)),
+                    Output::Weak(e) if publish => self.weak.push(e),
+                    _ => {}
                 }
             }
+            if !publish {
+                continue;
+            }
+            let at = at - off;
             if let Some(c) = event.map(|e| e.1) {
                 self.confidences.push(c);
             }
@@ -263,7 +333,7 @@ impl Detector {
                 out.event = Some((self.published, confidence));
             }
         }
-        (out, self.in_flight.front().map(|p| p.0))
+        out
     }
 
     /// Events published so far.

@@ -300,6 +300,10 @@ pub struct Scenario {
     pub probe_interval_us: u64,
     /// Response interval that means a reconfiguration (the detector's Δoutage).
     pub outage_threshold_us: u64,
+    /// How long the detector's daemon has been probing when the run starts, µs (rounded up to
+    /// whole loops of the trace): its statistics and learned schedule are warm, as on a host
+    /// where the daemon runs all the time (`leocc sim --detector-warmup`).
+    pub detector_warmup_us: u64,
     /// Noise on the probe stream (jitter and loss fitted to real recordings; `leocc sim
     /// --probe-noise`).
     pub probe_noise: detector::ProbeNoiseModel,
@@ -338,6 +342,7 @@ impl Scenario {
             probe_interval_us: detector::PROBE_INTERVAL_US,
             outage_threshold_us: detector::OUTAGE_THRESHOLD_US,
             probe_noise: detector::ProbeNoiseModel::default(),
+            detector_warmup_us: detector::DEFAULT_WARMUP_US,
             false_event_interval_us: 0,
             oracle_reconfig: false,
             terrestrial: true,

@@ -286,9 +286,14 @@ impl World {
             });
         }
         let noise_seed = Rng::derive(sc.seed, STREAM_PROBE_NOISE).next_u64();
+        let phase = Rng::derive(sc.seed, STREAM_PROBE_PHASE).below(sc.probe_interval_us.max(1));
+        // A whole number of the trace's loops, so that the run stays on the trace's timeline.
+        let period = trace.duration_us().max(1);
+        let warmup = if sc.detector { sc.detector_warmup_us.div_ceil(period) * period } else { 0 };
         let detector =
             Detector::new(trace.link(Dir::Up), trace.link(Dir::Down), sc.probe_interval_us, sc.outage_threshold_us, sc.probe_noise, noise_seed)
-                .with_false_events(sc.false_event_interval_us);
+                .with_false_events(sc.false_event_interval_us)
+                .warm_up(warmup, phase);
         let oracle = oracle_times(trace, sc.duration_us);
         let truth = truth_times(trace, sc.duration_us);
         let mut w = World {
@@ -318,8 +323,10 @@ impl World {
             w.ev.push(f.stop_us, Ev::FlowStop(i as u16));
         }
         if sc.detector {
-            let phase = Rng::derive(sc.seed, STREAM_PROBE_PHASE).below(sc.probe_interval_us.max(1));
-            w.ev.push(phase, Ev::ProbeSend);
+            w.ev.push(w.detector.next_send_us(), Ev::ProbeSend);
+            if let Some(at) = w.detector.next_arrival_us() {
+                w.schedule_probe_leg(at);
+            }
         }
         if w.use_oracle {
             for (i, &t) in w.oracle.iter().enumerate() {

@@ -86,6 +86,11 @@ pub struct SimArgs {
     /// recording) or none (the trace's propagation delay, outages and loss only).
     #[arg(long, default_value = "bentpipe", value_name = "bentpipe|isl|none", value_parser = leocc_sim::detector::ProbeNoiseModel::parse)]
     pub probe_noise: leocc_sim::detector::ProbeNoiseModel,
+    /// Seconds the detector has been probing before the run starts (rounded up to whole loops of
+    /// the trace), as a daemon that runs all the time: its statistics and learned schedule are
+    /// warm. 0: it starts with the flows.
+    #[arg(long, value_name = "S", default_value_t = leocc_sim::detector::DEFAULT_WARMUP_US as f64 / 1e6)]
+    pub detector_warmup: f64,
     /// The detector also declares a false event every MS milliseconds (robustness to a noisy
     /// detector).
     #[arg(long, value_name = "MS")]
@@ -174,6 +179,10 @@ pub fn scenarios(a: &SimArgs) -> anyhow::Result<Vec<Scenario>> {
         sc.gro_segs = a.gro;
         sc.oracle_reconfig = a.oracle_reconfig;
         sc.probe_noise = a.probe_noise;
+        sc.detector_warmup_us = match a.detector_warmup {
+            s if (0.0..=86_400.0).contains(&s) => (s * 1e6) as u64,
+            s => bail!("--detector-warmup {s} must be in [0, 86400] s"),
+        };
         sc.false_event_interval_us = match a.false_events {
             None => 0,
             Some(ms) if (1.0..=1e6).contains(&ms) => (ms * 1000.0) as u64,
