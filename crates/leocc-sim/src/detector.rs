@@ -197,6 +197,13 @@ impl Detector {
         }
     }
 
+    /// Judge candidates by `scoring` (the daemon's default is the evidence scoring).
+    pub fn with_scoring(mut self, scoring: detect::Scoring) -> Detector {
+        let cfg = DetectorConfig { scoring, ..self.core.config().clone() };
+        self.core = detect::Detector::new(cfg);
+        self
+    }
+
     /// Also publish a false event (full confidence) at the first reply after every
     /// `interval_us` (0: never), as a detector fooled by jitter would: the first at
     /// `interval_us`.

@@ -304,6 +304,9 @@ pub struct Scenario {
     /// whole loops of the trace): its statistics and learned schedule are warm, as on a host
     /// where the daemon runs all the time (`leocc sim --detector-warmup`).
     pub detector_warmup_us: u64,
+    /// How the detector judges a long response interval: the daemon's default evidence scoring,
+    /// or the paper's rule (every RI above Δoutage is an event, full confidence).
+    pub detector_scoring: leocc_probe::detect::Scoring,
     /// Noise on the probe stream (jitter and loss fitted to real recordings; `leocc sim
     /// --probe-noise`).
     pub probe_noise: detector::ProbeNoiseModel,
@@ -343,6 +346,7 @@ impl Scenario {
             outage_threshold_us: detector::OUTAGE_THRESHOLD_US,
             probe_noise: detector::ProbeNoiseModel::default(),
             detector_warmup_us: detector::DEFAULT_WARMUP_US,
+            detector_scoring: leocc_probe::detect::Scoring::Evidence,
             false_event_interval_us: 0,
             oracle_reconfig: false,
             terrestrial: true,

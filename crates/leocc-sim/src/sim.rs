@@ -191,6 +191,8 @@ struct Flow {
     stats: FlowStats,
     /// Probe replies already passed to the control (`AckInfo::term_pop_seq`).
     last_path_seq: u64,
+    /// The flow gets the trace's true reconfigurations, not the detector's events.
+    oracle: bool,
     ts_bytes: u64,
     ts_rtt_sum: u64,
     ts_rtt_n: u64,
@@ -210,6 +212,7 @@ pub struct World {
     /// True reconfiguration times (outage starts) over the run, to score the detector.
     truth: Vec<u64>,
     use_oracle: bool,
+    any_oracle: bool,
     run_detector: bool,
     oracle_seq: u32,
     reconfigs: u64,
@@ -267,13 +270,16 @@ impl World {
         }
         let mut flows = Vec::new();
         for (i, f) in sc.flows.iter().enumerate() {
+            // leocc-oracle is LeoCC with LeoCC's settings.
+            let params_of = if crate::cc::fed_by_oracle(&f.cc) { "leocc" } else { f.cc.as_str() };
             let cfg = CcConfig { mss: MSS, init_cwnd: INIT_CWND, seed: Rng::derive(sc.seed, STREAM_CC + i as u64).next_u64(),
-                params: sc.cc_params.iter().filter(|(cc, _)| *cc == f.cc).map(|(_, p)| p.clone()).collect(),
+                params: sc.cc_params.iter().filter(|(cc, _)| cc == params_of).map(|(_, p)| p.clone()).collect(),
             };
             // Builds the controller with its settings; a refused setting is the error.
             let cc = new_controller(&f.cc, &cfg).map_err(SimError::Config)?;
             flows.push(Flow {
                 cc_name: f.cc.clone(),
+                oracle: sc.oracle_reconfig || crate::cc::fed_by_oracle(&f.cc),
                 start_us: f.start_us,
                 stop_us: f.stop_us.min(sc.duration_us),
                 sender: Sender::with_sndbuf(i as u16, cc, sc.sndbuf_bytes),
@@ -292,6 +298,7 @@ impl World {
         let warmup = if sc.detector { sc.detector_warmup_us.div_ceil(period) * period } else { 0 };
         let detector =
             Detector::new(trace.link(Dir::Up), trace.link(Dir::Down), sc.probe_interval_us, sc.outage_threshold_us, sc.probe_noise, noise_seed)
+                .with_scoring(sc.detector_scoring)
                 .with_false_events(sc.false_event_interval_us)
                 .warm_up(warmup, phase);
         let oracle = oracle_times(trace, sc.duration_us);
@@ -306,7 +313,10 @@ impl World {
             data_down,
             oracle,
             truth,
-            use_oracle: sc.oracle_reconfig,
+            // Oracle events are scheduled when any flow takes them; the run reports the oracle as
+            // its source when every flow does.
+            use_oracle: sc.oracle_reconfig || sc.flows.iter().all(|f| crate::cc::fed_by_oracle(&f.cc)),
+            any_oracle: sc.oracle_reconfig || sc.flows.iter().any(|f| crate::cc::fed_by_oracle(&f.cc)),
             run_detector: sc.detector,
             oracle_seq: 0,
             reconfigs: 0,
@@ -328,7 +338,7 @@ impl World {
                 w.schedule_probe_leg(at);
             }
         }
-        if w.use_oracle {
+        if w.any_oracle {
             for (i, &t) in w.oracle.iter().enumerate() {
                 w.ev.push(t, Ev::Oracle(i as u32));
             }
@@ -401,9 +411,11 @@ impl World {
             }
             Ev::Oracle(i) => {
                 self.oracle_seq += 1;
-                self.reconfigs += 1;
+                if self.use_oracle {
+                    self.reconfigs += 1;
+                }
                 let e = ReconfigEvent { time_us: self.oracle[i as usize], seq: self.oracle_seq, now_us: now, confidence: leocc_core_sys::CONF_FULL };
-                for f in &mut self.flows {
+                for f in self.flows.iter_mut().filter(|f| f.oracle) {
                     f.sender.on_reconfig(e);
                 }
             }
@@ -430,7 +442,7 @@ impl World {
                     // The sender is on the satellite side: the daemon hands it over directly,
                     // through the signal map, confidence and all.
                     let e = ReconfigEvent { time_us: now, seq, now_us: now, confidence: u32::from(confidence) };
-                    for f in &mut self.flows {
+                    for f in self.flows.iter_mut().filter(|f| !f.oracle) {
                         f.sender.on_reconfig(e);
                     }
                 }
@@ -633,7 +645,7 @@ impl World {
         if self.data_down {
             // The receiver's host (satellite side) carries the detector's output to the
             // sender in a TCP option, as the sock_ops carrier does.
-            if let (false, Some((t, seq, confidence))) = (self.use_oracle, self.detector.latest) {
+            if let (false, Some((t, seq, confidence))) = (self.flows[f].oracle, self.detector.latest) {
                 info.reconfig_seq = seq;
                 info.reconfig_time_us = t;
                 info.reconfig_conf = confidence;

@@ -139,3 +139,22 @@ fn false_events_are_injected_every_interval() {
     assert_eq!(r.reconfigs_detected, u64::from(d.false_events));
     assert!(state(&w, "reconfigs_adapted") >= 1.0, "full-confidence false events are acted on");
 }
+
+/// `leocc-oracle` is LeoCC fed the truth: alone it runs exactly as `leocc --oracle-reconfig`;
+/// beside `leocc` in one run, each flow gets its own source.
+#[test]
+fn leocc_oracle_is_leocc_with_the_oracle() {
+    let t = bundled("starlink-down-60s.trace");
+    let mut a = Scenario::new(t.clone(), "down", "leocc", 20 * S);
+    a.oracle_reconfig = true;
+    let b = Scenario::new(t.clone(), "down", "leocc-oracle", 20 * S);
+    let (ra, rb) = (run(&a).1, run(&b).1);
+    assert_eq!((ra.throughput_mbps, ra.rtt_p95_ms, ra.reconfigs_detected), (rb.throughput_mbps, rb.rtt_p95_ms, rb.reconfigs_detected));
+    assert_eq!(rb.detection.unwrap().source, "oracle");
+    let mut mixed = Scenario::new(t.clone(), "down", "leocc", 20 * S);
+    mixed.flows = leocc_sim::parse_flows("leocc,leocc-oracle", "", 20 * S).unwrap();
+    let (w, r) = run(&mixed);
+    assert_eq!(r.detection.unwrap().source, "detector");
+    let adapted = |f: usize| w.sender(f).cc.state().into_iter().find(|(k, _)| *k == "reconfigs_adapted").unwrap().1;
+    assert!(adapted(0) >= 1.0 && adapted(1) >= 1.0, "{} {}", adapted(0), adapted(1));
+}

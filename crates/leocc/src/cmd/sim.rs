@@ -31,7 +31,8 @@ pub struct SimArgs {
     #[arg(long, required_unless_present = "list_params")]
     pub trace: Option<PathBuf>,
     /// Congestion control(s), comma separated; one run each [default: cubic]. Known: reno,
-    /// cubic, vegas, bbr, bbr3, copa, vivace, satcp, leocc, leocc-ref (the authors' code).
+    /// cubic, vegas, bbr, bbr3, copa, vivace, satcp, leocc, leocc-ref (the authors' code),
+    /// leocc-oracle (LeoCC fed the trace's true reconfigurations instead of the detector's).
     #[arg(long, value_delimiter = ',')]
     pub cc: Option<Vec<String>>,
     /// Flows: a number N (N flows of each --cc) or a list like 'cubic@0-60,leocc@20-80' (one run).
@@ -91,6 +92,11 @@ pub struct SimArgs {
     /// warm. 0: it starts with the flows.
     #[arg(long, value_name = "S", default_value_t = leocc_sim::detector::DEFAULT_WARMUP_US as f64 / 1e6)]
     pub detector_warmup: f64,
+    /// How the detector judges a long response interval: evidence (the daemon's default: the
+    /// gap's signature against the stream's own statistics and learned schedule, graded 0-100)
+    /// or threshold (the paper's rule: every response interval over 45 ms is an event).
+    #[arg(long, default_value = "evidence", value_name = "evidence|threshold", value_parser = parse_scoring)]
+    pub detector_scoring: leocc_probe::detect::Scoring,
     /// The detector also declares a false event every MS milliseconds (robustness to a noisy
     /// detector).
     #[arg(long, value_name = "MS")]
@@ -179,6 +185,7 @@ pub fn scenarios(a: &SimArgs) -> anyhow::Result<Vec<Scenario>> {
         sc.gro_segs = a.gro;
         sc.oracle_reconfig = a.oracle_reconfig;
         sc.probe_noise = a.probe_noise;
+        sc.detector_scoring = a.detector_scoring;
         sc.detector_warmup_us = match a.detector_warmup {
             s if (0.0..=86_400.0).contains(&s) => (s * 1e6) as u64,
             s => bail!("--detector-warmup {s} must be in [0, 86400] s"),
@@ -194,6 +201,14 @@ pub fn scenarios(a: &SimArgs) -> anyhow::Result<Vec<Scenario>> {
         out.push(sc);
     }
     Ok(out)
+}
+
+fn parse_scoring(s: &str) -> Result<leocc_probe::detect::Scoring, String> {
+    match s {
+        "evidence" => Ok(leocc_probe::detect::Scoring::Evidence),
+        "threshold" => Ok(leocc_probe::detect::Scoring::Threshold),
+        _ => Err(format!("unknown scoring '{s}' (evidence or threshold)")),
+    }
 }
 
 /// `CC.NAME=VALUE` settings as (control, `NAME=VALUE`), each checked against its control.
