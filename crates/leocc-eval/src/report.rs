@@ -28,7 +28,7 @@ pub const THROUGHPUT_RIVALS: [&str; 3] = ["cubic", "copa", "bbr3"];
 /// Vivace) and the authors' own code (`leocc-ref`).
 pub const DELAY_RIVALS: [&str; 3] = ["bbr", "vivace", "leocc-ref"];
 /// Every control in a fixed order, so that a control has the same colour in every chart.
-const CC_ORDER: [&str; 10] = [
+const CC_ORDER: [&str; 11] = [
     "leocc",
     "cubic",
     "bbr",
@@ -39,6 +39,7 @@ const CC_ORDER: [&str; 10] = [
     "vegas",
     "satcp",
     "leocc-ref",
+    "leocc-oracle",
 ];
 
 /// The colour of a control (or a mixed label) wherever it appears. Labels outside

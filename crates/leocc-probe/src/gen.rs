@@ -43,7 +43,7 @@ const SLOT_OCCUPANCY: f64 = 0.97;
 /// Two true events are at least this far apart (the link cannot reconfigure mid-outage).
 const MIN_EVENT_GAP_NS: i64 = 1_000_000_000;
 /// A reply is never delivered less than this after the previous one (FIFO path), ns.
-const FIFO_GAP_NS: i64 = 50_000;
+pub const FIFO_GAP_NS: i64 = 50_000;
 
 /// The path type: sets outage shape and the jitter fit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -262,6 +262,7 @@ pub struct Stream {
 }
 
 /// Gilbert–Elliott loss: every probe in the bad state is lost.
+#[derive(Clone, Debug)]
 struct GilbertElliott {
     bad: bool,
     p_enter: f64,
@@ -365,25 +366,93 @@ fn lost_share(path: PathKind, rng: &mut Rng) -> f64 {
     }
 }
 
+/// The per-probe noise of the fitted model, without the path's own level and outages: the
+/// send timer (Gaussian jitter and slips), the RTT's jitter above the path's level (congestion
+/// episodes, AR(1) term, spikes, upper-band visits) and the Gilbert–Elliott background loss.
+/// [`generate`] adds it to its drawn base RTT; the simulator (`leocc-sim`) adds it to the
+/// probe's propagation delay through the simulated path, so both draw the same noise.
+#[derive(Clone, Debug)]
+pub struct ProbeNoise {
+    jitter: Jitter,
+    spacing_ms: f64,
+    innov_sd: f64,
+    x: f64,
+    episode_until: i64,
+    episode_extra: f64,
+    ge: GilbertElliott,
+    rng_send: Rng,
+    rng_rtt: Rng,
+    rng_loss: Rng,
+}
+
+impl ProbeNoise {
+    /// The noise of `jitter` for probes `spacing_ms` apart with background loss `loss` in
+    /// bursts of mean `burst_len` probes, drawn from `seed`'s streams 2 (send), 3 (RTT) and
+    /// 4 (loss).
+    pub fn new(jitter: Jitter, spacing_ms: f64, loss: f64, burst_len: f64, seed: u64) -> ProbeNoise {
+        ProbeNoise {
+            jitter,
+            spacing_ms,
+            innov_sd: jitter.jitter_ms * (1.0 - jitter.ar * jitter.ar).sqrt(),
+            x: 0.0,
+            episode_until: i64::MIN,
+            episode_extra: 0.0,
+            ge: GilbertElliott::new(loss, burst_len),
+            rng_send: Rng::derive(seed, 2),
+            rng_rtt: Rng::derive(seed, 3),
+            rng_loss: Rng::derive(seed, 4),
+        }
+    }
+
+    /// The RTT of a probe sent at `t_ns` on a path whose level is `level_ms`, ms, unclamped
+    /// (the AR(1) term is centred on zero, so it may fall below the level).
+    pub fn rtt_ms(&mut self, t_ns: i64, level_ms: f64) -> f64 {
+        let j = &self.jitter;
+        let rng = &mut self.rng_rtt;
+        if t_ns >= self.episode_until && rng.chance(j.episode_per_s * self.spacing_ms / 1000.0) {
+            self.episode_until = t_ns + (rng.exp(j.episode_s) * 1e9) as i64;
+            self.episode_extra = rng.range(0.25, 1.0) * j.episode_ms;
+        }
+        let extra = if t_ns < self.episode_until { self.episode_extra } else { 0.0 };
+        self.x = j.ar * self.x + self.innov_sd * rng.normal();
+        let mut spike = if rng.chance(j.spike_prob) { rng.exp(j.spike_ms) } else { 0.0 };
+        if rng.chance(j.band_jump_prob) {
+            spike += j.band_jump_ms + rng.range(-3.0, 3.0);
+        }
+        level_ms + extra + self.x + spike
+    }
+
+    /// Whether the background channel loses this probe.
+    pub fn lost(&mut self) -> bool {
+        self.ge.lost(&mut self.rng_loss)
+    }
+
+    /// Time to the next send, ns: the spacing plus timer jitter and occasional slips.
+    pub fn next_send_step_ns(&mut self) -> f64 {
+        let j = &self.jitter;
+        let spacing = self.spacing_ms * NS_PER_MS;
+        let slip = if self.rng_send.chance(j.slip_prob) { self.rng_send.range(0.4, 0.6) * spacing } else { 0.0 };
+        (spacing + j.send_jitter_ms * NS_PER_MS * self.rng_send.normal() + slip).max(spacing * 0.3)
+    }
+
+    /// The jitter model.
+    pub fn jitter(&self) -> &Jitter {
+        &self.jitter
+    }
+}
+
 /// Generates the stream of `cfg` (deterministic in `cfg`, seed included).
 pub fn generate(cfg: &GenConfig) -> Result<Stream, String> {
     cfg.validate()?;
     let j = cfg.jitter;
     let mut rng_ev = Rng::derive(cfg.seed, 1);
-    let mut rng_send = Rng::derive(cfg.seed, 2);
-    let mut rng_rtt = Rng::derive(cfg.seed, 3);
-    let mut rng_loss = Rng::derive(cfg.seed, 4);
+    let mut noise = ProbeNoise::new(j, cfg.spacing_ms, cfg.loss, cfg.burst_len, cfg.seed);
     let t0 = WALL_ORIGIN_NS + (Rng::derive(cfg.seed, 5).unit() * 60.0 * 1e9) as i64;
     let end = t0 + (cfg.duration_s * 1e9) as i64;
     let truth = draw_events(cfg, t0, &mut rng_ev);
     let shares: Vec<f64> = truth.iter().map(|_| lost_share(cfg.path, &mut rng_ev)).collect();
     let jumps: Vec<f64> = truth.iter().map(|_| rng_ev.range(-j.level_jump_ms, j.level_jump_ms)).collect();
-    let mut ge = GilbertElliott::new(cfg.loss, cfg.burst_len);
-    let spacing = cfg.spacing_ms * NS_PER_MS;
-    let innov_sd = j.jitter_ms * (1.0 - j.ar * j.ar).sqrt();
-    let (mut base, mut x) = (j.base_ms, 0.0f64);
-    let mut episode_until = i64::MIN;
-    let mut episode_extra = 0.0;
+    let mut base = j.base_ms;
     let mut next_ev = 0usize;
     let mut replies = Vec::new();
     let (mut t, mut seq, mut sent, mut last_recv) = (t0, 0u64, 0u64, i64::MIN);
@@ -395,19 +464,9 @@ pub fn generate(cfg: &GenConfig) -> Result<Stream, String> {
             base = (base + jumps[next_ev]).max(j.base_ms * 0.5);
             next_ev += 1;
         }
-        if t >= episode_until && rng_rtt.chance(j.episode_per_s * cfg.spacing_ms / 1000.0) {
-            episode_until = t + (rng_rtt.exp(j.episode_s) * 1e9) as i64;
-            episode_extra = rng_rtt.range(0.25, 1.0) * j.episode_ms;
-        }
-        let extra = if t < episode_until { episode_extra } else { 0.0 };
-        x = j.ar * x + innov_sd * rng_rtt.normal();
-        let mut spike = if rng_rtt.chance(j.spike_prob) { rng_rtt.exp(j.spike_ms) } else { 0.0 };
-        if rng_rtt.chance(j.band_jump_prob) {
-            spike += j.band_jump_ms + rng_rtt.range(-3.0, 3.0);
-        }
-        let rtt_ms = (base + extra + x + spike).max(j.base_ms * 0.3);
+        let rtt_ms = noise.rtt_ms(t, base).max(j.base_ms * 0.3);
         let mut recv = t + (rtt_ms * NS_PER_MS) as i64;
-        let lost_by_channel = ge.lost(&mut rng_loss);
+        let lost_by_channel = noise.lost();
         let mut lost = lost_by_channel;
         if let Some((i, e)) = truth.iter().enumerate().find(|(_, e)| t >= e.start_wall_ns && t < e.start_wall_ns + e.duration_ns) {
             let lost_until = e.start_wall_ns + (shares[i] * e.duration_ns as f64) as i64;
@@ -424,9 +483,7 @@ pub fn generate(cfg: &GenConfig) -> Result<Stream, String> {
             let rtt_ns = quantize((recv - t) as f64, j.resolution_ms * NS_PER_MS);
             replies.push(PingLine { wall_ns: recv, seq: seq as u16, rtt_ns });
         }
-        let slip = if rng_send.chance(j.slip_prob) { rng_send.range(0.4, 0.6) * spacing } else { 0.0 };
-        let step = (spacing + j.send_jitter_ms * NS_PER_MS * rng_send.normal() + slip).max(spacing * 0.3);
-        t += step as i64;
+        t += noise.next_send_step_ns() as i64;
     }
     replies.sort_by_key(|r| r.wall_ns);
     Ok(Stream { replies, truth, sent })

@@ -10,9 +10,11 @@
 //!   RACK loss detection, fast retransmit, RTO with backoff, pacing, cwnd) and a receiver
 //!   with delayed ACKs and SACK blocks. MSS 1448 payload bytes in 1500-byte packets.
 //! - **Congestion controls** (`cc`): one file each, behind one trait.
-//! - **The detector** (`detector`): LeoCC's 10 ms ICMP probe to the PoP on its own queue;
-//!   a response interval over 45 ms is a reconfiguration event. With data flowing down (the
-//!   default) the event reaches the sender on the next ACK, as the TCP-option carrier does.
+//! - **The detector** (`detector`): LeoCC's 10 ms ICMP probe to the PoP on its own queue,
+//!   with jitter and loss fitted to real recordings, fed to the daemon's own detection core
+//!   (`leocc_probe::detect`); its events carry their confidence into the core. With data
+//!   flowing down (the default) an event reaches the sender on the next ACK, confidence as a
+//!   grade, as the TCP-option carrier does.
 //! - **Events** (`event`): one binary heap ordered by (time, sequence number); all randomness
 //!   from one seed (`rng`). The same scenario and seed give the same result, bit for bit.
 //!
@@ -296,8 +298,18 @@ pub struct Scenario {
     pub detector: bool,
     /// Probe interval.
     pub probe_interval_us: u64,
-    /// Response interval that means a reconfiguration.
+    /// Response interval that means a reconfiguration (the detector's Δoutage).
     pub outage_threshold_us: u64,
+    /// How long the detector's daemon has been probing when the run starts, µs (rounded up to
+    /// whole loops of the trace): its statistics and learned schedule are warm, as on a host
+    /// where the daemon runs all the time (`leocc sim --detector-warmup`).
+    pub detector_warmup_us: u64,
+    /// How the detector judges a long response interval: the daemon's default evidence scoring,
+    /// or the paper's rule (every RI above Δoutage is an event, full confidence).
+    pub detector_scoring: leocc_probe::detect::Scoring,
+    /// Noise on the probe stream (jitter and loss fitted to real recordings; `leocc sim
+    /// --probe-noise`).
+    pub probe_noise: detector::ProbeNoiseModel,
     /// The detector also declares a false event every this many µs (0: none): what a noisy
     /// detector costs a flow (`leocc sim --false-events MS`).
     pub false_event_interval_us: u64,
@@ -332,6 +344,9 @@ impl Scenario {
             detector: true,
             probe_interval_us: detector::PROBE_INTERVAL_US,
             outage_threshold_us: detector::OUTAGE_THRESHOLD_US,
+            probe_noise: detector::ProbeNoiseModel::default(),
+            detector_warmup_us: detector::DEFAULT_WARMUP_US,
+            detector_scoring: leocc_probe::detect::Scoring::Evidence,
             false_event_interval_us: 0,
             oracle_reconfig: false,
             terrestrial: true,

@@ -232,6 +232,10 @@ pub struct RunResult {
     pub jain: f64,
     /// Reconfigurations the detector reported (or the oracle fed).
     pub reconfigs_detected: u64,
+    /// The detector's precision and recall against the trace's true reconfigurations, and
+    /// whether it or the oracle fed the controls (absent when the detector does not run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detection: Option<crate::detector::DetectionScore>,
     /// The bottleneck queue limit as given (`500`, `750000b`, `150ms`).
     pub queue: String,
     /// The queue limit in bytes (a packet limit counts 1500 bytes a packet).

@@ -23,7 +23,7 @@ use leocc_trace::qdisc::{CoDel, CoDelParams, CoDelQueue};
 use leocc_trace::{Dir, LinkModel, OPPORTUNITY_BYTES};
 
 use crate::cc::{new_controller, CcConfig, ReconfigEvent};
-use crate::detector::Detector;
+use crate::detector::{conf_through_option, Detector};
 use crate::event::{Ev, EventQueue};
 use crate::metrics::{mbps, FlowResult, FlowStats, RunResult, TsRow};
 use crate::rng::Rng;
@@ -46,6 +46,8 @@ const CAPACITY_BIN_US: u64 = 10_000;
 const STREAM_LOSS: u64 = 1;
 /// RNG stream of the detector's probe phase.
 const STREAM_PROBE_PHASE: u64 = 2;
+/// RNG stream of the probe stream's noise and loss draws.
+const STREAM_PROBE_NOISE: u64 = 3;
 /// First RNG stream of the controls (flow i uses STREAM_CC + i).
 const STREAM_CC: u64 = 100;
 
@@ -189,6 +191,8 @@ struct Flow {
     stats: FlowStats,
     /// Probe replies already passed to the control (`AckInfo::term_pop_seq`).
     last_path_seq: u64,
+    /// The flow gets the trace's true reconfigurations, not the detector's events.
+    oracle: bool,
     ts_bytes: u64,
     ts_rtt_sum: u64,
     ts_rtt_n: u64,
@@ -205,7 +209,11 @@ pub struct World {
     probe_leg_at: Option<u64>,
     data_down: bool,
     oracle: Vec<u64>,
+    /// True reconfiguration times (outage starts) over the run, to score the detector.
+    truth: Vec<u64>,
     use_oracle: bool,
+    any_oracle: bool,
+    run_detector: bool,
     oracle_seq: u32,
     reconfigs: u64,
     rng: Rng,
@@ -262,13 +270,16 @@ impl World {
         }
         let mut flows = Vec::new();
         for (i, f) in sc.flows.iter().enumerate() {
+            // leocc-oracle is LeoCC with LeoCC's settings.
+            let params_of = if crate::cc::fed_by_oracle(&f.cc) { "leocc" } else { f.cc.as_str() };
             let cfg = CcConfig { mss: MSS, init_cwnd: INIT_CWND, seed: Rng::derive(sc.seed, STREAM_CC + i as u64).next_u64(),
-                params: sc.cc_params.iter().filter(|(cc, _)| *cc == f.cc).map(|(_, p)| p.clone()).collect(),
+                params: sc.cc_params.iter().filter(|(cc, _)| cc == params_of).map(|(_, p)| p.clone()).collect(),
             };
             // Builds the controller with its settings; a refused setting is the error.
             let cc = new_controller(&f.cc, &cfg).map_err(SimError::Config)?;
             flows.push(Flow {
                 cc_name: f.cc.clone(),
+                oracle: sc.oracle_reconfig || crate::cc::fed_by_oracle(&f.cc),
                 start_us: f.start_us,
                 stop_us: f.stop_us.min(sc.duration_us),
                 sender: Sender::with_sndbuf(i as u16, cc, sc.sndbuf_bytes),
@@ -280,9 +291,18 @@ impl World {
                 ts_rtt_n: 0,
             });
         }
-        let detector = Detector::new(trace.link(Dir::Up), trace.link(Dir::Down), sc.probe_interval_us, sc.outage_threshold_us)
-            .with_false_events(sc.false_event_interval_us);
+        let noise_seed = Rng::derive(sc.seed, STREAM_PROBE_NOISE).next_u64();
+        let phase = Rng::derive(sc.seed, STREAM_PROBE_PHASE).below(sc.probe_interval_us.max(1));
+        // A whole number of the trace's loops, so that the run stays on the trace's timeline.
+        let period = trace.duration_us().max(1);
+        let warmup = if sc.detector { sc.detector_warmup_us.div_ceil(period) * period } else { 0 };
+        let detector =
+            Detector::new(trace.link(Dir::Up), trace.link(Dir::Down), sc.probe_interval_us, sc.outage_threshold_us, sc.probe_noise, noise_seed)
+                .with_scoring(sc.detector_scoring)
+                .with_false_events(sc.false_event_interval_us)
+                .warm_up(warmup, phase);
         let oracle = oracle_times(trace, sc.duration_us);
+        let truth = truth_times(trace, sc.duration_us);
         let mut w = World {
             ev: EventQueue::default(),
             hops,
@@ -292,7 +312,12 @@ impl World {
             probe_leg_at: None,
             data_down,
             oracle,
-            use_oracle: sc.oracle_reconfig,
+            truth,
+            // Oracle events are scheduled when any flow takes them; the run reports the oracle as
+            // its source when every flow does.
+            use_oracle: sc.oracle_reconfig || sc.flows.iter().all(|f| crate::cc::fed_by_oracle(&f.cc)),
+            any_oracle: sc.oracle_reconfig || sc.flows.iter().any(|f| crate::cc::fed_by_oracle(&f.cc)),
+            run_detector: sc.detector,
             oracle_seq: 0,
             reconfigs: 0,
             rng: Rng::derive(sc.seed, STREAM_LOSS),
@@ -308,10 +333,12 @@ impl World {
             w.ev.push(f.stop_us, Ev::FlowStop(i as u16));
         }
         if sc.detector {
-            let phase = Rng::derive(sc.seed, STREAM_PROBE_PHASE).below(sc.probe_interval_us.max(1));
-            w.ev.push(phase, Ev::ProbeSend);
+            w.ev.push(w.detector.next_send_us(), Ev::ProbeSend);
+            if let Some(at) = w.detector.next_arrival_us() {
+                w.schedule_probe_leg(at);
+            }
         }
-        if w.use_oracle {
+        if w.any_oracle {
             for (i, &t) in w.oracle.iter().enumerate() {
                 w.ev.push(t, Ev::Oracle(i as u32));
             }
@@ -370,10 +397,11 @@ impl World {
                 }
             }
             Ev::ProbeSend => {
-                if let Some(at) = self.detector.send_probe(now) {
+                let (reply_at, next) = self.detector.send_probe(now);
+                if let Some(at) = reply_at {
                     self.schedule_probe_leg(at);
                 }
-                self.ev.push(now + self.detector.interval_us(), Ev::ProbeSend);
+                self.ev.push(next, Ev::ProbeSend);
             }
             Ev::ProbeLeg => {
                 if self.probe_leg_at == Some(now) {
@@ -383,9 +411,11 @@ impl World {
             }
             Ev::Oracle(i) => {
                 self.oracle_seq += 1;
-                self.reconfigs += 1;
+                if self.use_oracle {
+                    self.reconfigs += 1;
+                }
                 let e = ReconfigEvent { time_us: self.oracle[i as usize], seq: self.oracle_seq, now_us: now, confidence: leocc_core_sys::CONF_FULL };
-                for f in &mut self.flows {
+                for f in self.flows.iter_mut().filter(|f| f.oracle) {
                     f.sender.on_reconfig(e);
                 }
             }
@@ -405,13 +435,14 @@ impl World {
         if let Some(at) = next {
             self.schedule_probe_leg(at.max(now + 1));
         }
-        if let Some(seq) = out.event {
+        if let Some((seq, confidence)) = out.event {
             if !self.use_oracle {
                 self.reconfigs += 1;
                 if !self.data_down {
-                    // The sender is on the satellite side: the daemon hands it over directly.
-                    let e = ReconfigEvent { time_us: now, seq, now_us: now, confidence: leocc_core_sys::CONF_FULL };
-                    for f in &mut self.flows {
+                    // The sender is on the satellite side: the daemon hands it over directly,
+                    // through the signal map, confidence and all.
+                    let e = ReconfigEvent { time_us: now, seq, now_us: now, confidence: u32::from(confidence) };
+                    for f in self.flows.iter_mut().filter(|f| !f.oracle) {
                         f.sender.on_reconfig(e);
                     }
                 }
@@ -614,9 +645,10 @@ impl World {
         if self.data_down {
             // The receiver's host (satellite side) carries the detector's output to the
             // sender in a TCP option, as the sock_ops carrier does.
-            if let (false, Some((t, seq))) = (self.use_oracle, self.detector.latest) {
+            if let (false, Some((t, seq, confidence))) = (self.flows[f].oracle, self.detector.latest) {
                 info.reconfig_seq = seq;
                 info.reconfig_time_us = t;
+                info.reconfig_conf = confidence;
             }
             info.term_pop_rtt_us = self.detector.term_pop_rtt_us;
             info.term_pop_seq = self.detector.replies;
@@ -633,7 +665,9 @@ impl World {
         {
             let f = &mut self.flows[fi];
             if info.reconfig_seq > 0 {
-                f.sender.on_reconfig(ReconfigEvent { time_us: info.reconfig_time_us, seq: info.reconfig_seq, now_us: now, confidence: leocc_core_sys::CONF_FULL });
+                // The option carries the confidence as a 3-bit grade.
+                let confidence = conf_through_option(info.reconfig_conf);
+                f.sender.on_reconfig(ReconfigEvent { time_us: info.reconfig_time_us, seq: info.reconfig_seq, now_us: now, confidence });
             }
             if info.term_pop_rtt_us > 0 && info.term_pop_seq > f.last_path_seq && f.sender.is_active() {
                 f.last_path_seq = info.term_pop_seq;
@@ -850,6 +884,7 @@ impl World {
             retrans_rate: ratio(retrans as f64, sent as f64),
             jain: jain(&flows.iter().map(|f| f.throughput_mbps).collect::<Vec<_>>()),
             reconfigs_detected: self.reconfigs,
+            detection: self.run_detector.then(|| self.detector.detection_score(&self.truth, self.use_oracle)),
             queue: self.queue.given.to_string(),
             queue_bytes: self.queue.bytes,
             queue_ms: self.queue.ms,
@@ -879,6 +914,29 @@ fn oracle_times(trace: &leocc_trace::Trace, end_us: u64) -> Vec<u64> {
         for &t in &begins {
             let at = k * period + t;
             if at > end_us {
+                return out;
+            }
+            out.push(at);
+        }
+    }
+    out
+}
+
+/// True reconfiguration times as the detector is scored against them: the outage starts (the
+/// trace's reconfigurations, or those `leocc probe simulate` finds in its outages and level
+/// steps when it lists none), repeated every loop of the trace, up to `end_us`.
+fn truth_times(trace: &leocc_trace::Trace, end_us: u64) -> Vec<u64> {
+    let period = trace.duration_us().max(1);
+    let (once, _) = leocc_probe::sim::truth_of(trace);
+    let once: Vec<u64> = once.into_iter().filter(|&t| t < period).collect();
+    let mut out = Vec::new();
+    if once.is_empty() {
+        return out;
+    }
+    for k in 0.. {
+        for &t in &once {
+            let at = k * period + t;
+            if at >= end_us {
                 return out;
             }
             out.push(at);

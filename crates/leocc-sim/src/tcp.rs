@@ -127,6 +127,9 @@ pub struct AckInfo {
     pub reconfig_seq: u32,
     /// Detection time of that reconfiguration.
     pub reconfig_time_us: u64,
+    /// The detector's confidence in it, 0..=100, as published (the option carries a grade:
+    /// `detector::conf_through_option`).
+    pub reconfig_conf: u8,
     /// Latest terminal-to-PoP RTT the receiver's host measured (0: none).
     pub term_pop_rtt_us: u64,
     /// Number of probe replies behind that RTT, so a repeated value still counts as fresh.

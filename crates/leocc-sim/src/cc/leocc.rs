@@ -28,6 +28,7 @@ const TCP_CA_LOSS: u32 = 4;
 pub struct Leocc {
     core: LeoccCore,
     out: Output,
+    name: &'static str,
 }
 
 impl std::fmt::Debug for Leocc {
@@ -44,7 +45,13 @@ impl Leocc {
         params.apply(cfg.params.iter().map(String::as_str)).map_err(|e| e.to_string())?;
         let core = LeoccCore::new(params);
         let v = core.view();
-        Ok(Leocc { core, out: Output { pacing_rate: v.pacing_rate, cwnd: v.cwnd.max(1) } })
+        Ok(Leocc { core, out: Output { pacing_rate: v.pacing_rate, cwnd: v.cwnd.max(1) }, name: "leocc" })
+    }
+
+    /// The same controller under another name (`leocc-oracle`: the world feeds it the truth).
+    pub fn named(mut self, name: &'static str) -> Self {
+        self.name = name;
+        self
     }
 
     fn sample(s: &AckSample) -> leocc_core_sys::AckSample {
@@ -74,7 +81,7 @@ impl Leocc {
 
 impl Controller for Leocc {
     fn name(&self) -> &'static str {
-        "leocc"
+        self.name
     }
 
     fn on_ack(&mut self, s: &AckSample) {

@@ -170,7 +170,17 @@ pub struct CcConfig {
 }
 
 /// The names `new_controller` accepts.
-pub const NAMES: &[&str] = &["reno", "cubic", "vegas", "bbr", "bbr3", "copa", "vivace", "satcp", "leocc", "leocc-ref"];
+pub const NAMES: &[&str] = &["reno", "cubic", "vegas", "bbr", "bbr3", "copa", "vivace", "satcp", "leocc", "leocc-ref", ORACLE_LEOCC];
+
+/// LeoCC fed the trace's true reconfigurations instead of the detector's events (simulator
+/// only): beside `leocc` in one run or report, it shows what detection errors cost. It is the
+/// same controller with the same parameters (`--param leocc.NAME=VALUE` applies to both).
+pub const ORACLE_LEOCC: &str = "leocc-oracle";
+
+/// Whether flows of control `name` get the oracle's reconfigurations.
+pub fn fed_by_oracle(name: &str) -> bool {
+    name == ORACLE_LEOCC
+}
 
 pub use leocc_core_sys::{closest, did_you_mean};
 
@@ -183,7 +193,7 @@ pub fn unknown_cc(name: &str) -> String {
 /// The controller called `name` with `cfg`'s parameter settings, or an error: an unknown name
 /// (listing the known ones), or a setting the control refuses (see [`check_params`]).
 pub fn new_controller(name: &str, cfg: &CcConfig) -> Result<Box<dyn Controller>, String> {
-    if !matches!(name, "cubic" | "bbr" | "bbr3" | "leocc") {
+    if !matches!(name, "cubic" | "bbr" | "bbr3" | "leocc" | ORACLE_LEOCC) {
         // The others take no parameters: any setting is refused here (and an unknown name).
         param::resolve(name, &cfg.params)?;
     }
@@ -198,6 +208,7 @@ pub fn new_controller(name: &str, cfg: &CcConfig) -> Result<Box<dyn Controller>,
         "satcp" => Box::new(Satcp::new(cfg)),
         "leocc" => Box::new(Leocc::new(cfg)?),
         "leocc-ref" => Box::new(LeoccRef::new(cfg)),
+        ORACLE_LEOCC => Box::new(Leocc::new(cfg)?.named(ORACLE_LEOCC)),
         _ => return Err(unknown_cc(name)),
     })
 }
@@ -220,7 +231,7 @@ pub fn check_params(name: &str, params: &[String]) -> Result<(), String> {
     }
     match name {
         // The core's one parser (leocc_core_sys::Params::parse), as the controller uses it.
-        "leocc" => leocc_core_sys::Params::default().apply(params.iter().map(String::as_str)).map_err(|e| e.to_string()),
+        "leocc" | ORACLE_LEOCC => leocc_core_sys::Params::default().apply(params.iter().map(String::as_str)).map_err(|e| e.to_string()),
         _ => param::resolve(name, params).map(|_| ()),
     }
 }

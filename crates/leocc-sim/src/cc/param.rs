@@ -82,7 +82,7 @@ pub fn specs(cc: &str) -> Option<Vec<ParamSpec>> {
         "cubic" => CUBIC.to_vec(),
         // The core's one table (LEOCC_PARAMS in core/leocc.h), whose ranges Params::parse
         // enforces.
-        "leocc" => leocc_core_sys::Params::rows()
+        "leocc" | super::ORACLE_LEOCC => leocc_core_sys::Params::rows()
             .iter()
             .map(|r| ParamSpec {
                 name: r.name,

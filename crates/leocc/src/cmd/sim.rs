@@ -23,14 +23,16 @@ pub enum Direction {
 Output: a table, or with --json one JSON object per run (engine, cc, trace, seed, duration_s, \
 throughput_mbps, goodput_mbps, utilization, rtt_avg_ms, rtt_p50_ms, rtt_p95_ms, rtt_p99_ms, owd_p95_ms, \
 qdelay_avg_ms, qdelay_p95_ms, srtt_p95_ms, srtt_qdelay_avg_ms, loss_rate, retrans_rate, jain, reconfigs_detected, queue, \
-queue_bytes, queue_ms, qdisc, flows[...]). \
+queue_bytes, queue_ms, qdisc, detection {{source, probe_noise, truth, detections, matched, precision, recall, \
+delay_p50_ms, confidence_avg}}, flows[...]). \
 See docs/simulator.md for the model and the metric definitions."))]
 pub struct SimArgs {
     /// Trace file (our format, a mahimahi capacity file, or a mahimahi/LeoReplayer directory).
     #[arg(long, required_unless_present = "list_params")]
     pub trace: Option<PathBuf>,
     /// Congestion control(s), comma separated; one run each [default: cubic]. Known: reno,
-    /// cubic, vegas, bbr, bbr3, copa, vivace, satcp, leocc, leocc-ref (the authors' code).
+    /// cubic, vegas, bbr, bbr3, copa, vivace, satcp, leocc, leocc-ref (the authors' code),
+    /// leocc-oracle (LeoCC fed the trace's true reconfigurations instead of the detector's).
     #[arg(long, value_delimiter = ',')]
     pub cc: Option<Vec<String>>,
     /// Flows: a number N (N flows of each --cc) or a list like 'cubic@0-60,leocc@20-80' (one run).
@@ -76,8 +78,25 @@ pub struct SimArgs {
     #[arg(long, value_name = "N", default_value_t = leocc_sim::tcp::GRO_MAX_SEGS)]
     pub gro: u32,
     /// Feed the trace's ground-truth reconfiguration times instead of detected ones (ablation).
+    /// By default the daemon's own detector (`leocc probe`) runs on the simulated probe stream
+    /// and its events reach LeoCC with their confidence.
     #[arg(long)]
     pub oracle_reconfig: bool,
+    /// Noise on the simulated probe stream: bentpipe (jitter, send slips and 2 % bursty loss
+    /// fitted to real bent-pipe ping recordings), isl (the fit to an inter-satellite-link
+    /// recording) or none (the trace's propagation delay, outages and loss only).
+    #[arg(long, default_value = "bentpipe", value_name = "bentpipe|isl|none", value_parser = leocc_sim::detector::ProbeNoiseModel::parse)]
+    pub probe_noise: leocc_sim::detector::ProbeNoiseModel,
+    /// Seconds the detector has been probing before the run starts (rounded up to whole loops of
+    /// the trace), as a daemon that runs all the time: its statistics and learned schedule are
+    /// warm. 0: it starts with the flows.
+    #[arg(long, value_name = "S", default_value_t = leocc_sim::detector::DEFAULT_WARMUP_US as f64 / 1e6)]
+    pub detector_warmup: f64,
+    /// How the detector judges a long response interval: evidence (the daemon's default: the
+    /// gap's signature against the stream's own statistics and learned schedule, graded 0-100)
+    /// or threshold (the paper's rule: every response interval over 45 ms is an event).
+    #[arg(long, default_value = "evidence", value_name = "evidence|threshold", value_parser = parse_scoring)]
+    pub detector_scoring: leocc_probe::detect::Scoring,
     /// The detector also declares a false event every MS milliseconds (robustness to a noisy
     /// detector).
     #[arg(long, value_name = "MS")]
@@ -165,6 +184,12 @@ pub fn scenarios(a: &SimArgs) -> anyhow::Result<Vec<Scenario>> {
         sc.delack_timeout_us = (a.delack_ms * 1000.0) as u64;
         sc.gro_segs = a.gro;
         sc.oracle_reconfig = a.oracle_reconfig;
+        sc.probe_noise = a.probe_noise;
+        sc.detector_scoring = a.detector_scoring;
+        sc.detector_warmup_us = match a.detector_warmup {
+            s if (0.0..=86_400.0).contains(&s) => (s * 1e6) as u64,
+            s => bail!("--detector-warmup {s} must be in [0, 86400] s"),
+        };
         sc.false_event_interval_us = match a.false_events {
             None => 0,
             Some(ms) if (1.0..=1e6).contains(&ms) => (ms * 1000.0) as u64,
@@ -176,6 +201,14 @@ pub fn scenarios(a: &SimArgs) -> anyhow::Result<Vec<Scenario>> {
         out.push(sc);
     }
     Ok(out)
+}
+
+fn parse_scoring(s: &str) -> Result<leocc_probe::detect::Scoring, String> {
+    match s {
+        "evidence" => Ok(leocc_probe::detect::Scoring::Evidence),
+        "threshold" => Ok(leocc_probe::detect::Scoring::Threshold),
+        _ => Err(format!("unknown scoring '{s}' (evidence or threshold)")),
+    }
 }
 
 /// `CC.NAME=VALUE` settings as (control, `NAME=VALUE`), each checked against its control.
@@ -221,6 +254,19 @@ pub fn run(a: SimArgs) -> anyhow::Result<()> {
         if !a.quiet {
             eprint!("{}", if tty { "\r" } else { "" });
             eprintln!("sim: {label}: {total:.1} s simulated in {wall:.2} s ({:.0}x real time)", total / wall.max(1e-9));
+            if let Some(d) = &r.detection {
+                eprintln!(
+                    "sim: {label}: {} fed LeoCC; detector: {} events, {} of {} true reconfigurations (precision {:.2}, recall {:.2}), delay p50 {}, confidence avg {}",
+                    d.source,
+                    d.detections,
+                    d.matched,
+                    d.truth,
+                    d.precision,
+                    d.recall,
+                    d.delay_p50_ms.map_or("-".into(), |v| format!("{v:.0} ms")),
+                    d.confidence_avg.map_or("-".into(), |v| format!("{v:.0}")),
+                );
+            }
         }
         let mut lock = stdout.lock();
         if a.json {
