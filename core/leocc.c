@@ -74,8 +74,9 @@
  * frees. The queue is measured from a floor no queue lifts (the probe's band floor plus the
  * flow's smallest excess over it, kept across events); competing_cycles cycles in a row whose
  * queue never emptied switch eq. 4 off (target bBW_a, full bco, no one-BDP cwnd, the range the
- * flow's own) until as many cycles in a row in which it empties (judge_standing_queue): read against the
- * probe's range, that flow's queue is congestion for ever and LeoCC hands it the link.
+ * flow's own) until as many cycles in a row in which it empties (judge_standing_queue): read
+ * against the probe's range, that flow's queue is congestion for ever and LeoCC hands it the
+ * link.
  *
  * Guards: an event graded below rcf_min_confidence, inside an adaptation, closer than
  * rcf_min_spacing_us to the last one, or over the adaptation budget (rcf_budget_pct of the
@@ -974,9 +975,9 @@ LEOCC_INTERNAL void check_drain(struct leocc_state *s, leocc_u64 now_us)
  * enough: BBRv1's ProbeRTT and a reconfiguration's outage empty the queue for a moment, and
  * a flow that went back to delay mode on one such cycle was then starved for the two cycles
  * the test needs to compete again, over and over: 0.35 of an equal share next to BBRv1 on
- * drawn path 20): eq. 4 off (compute_target, cruise_gain),
- * no one-BDP cwnd (set_output), its own range (refresh_rtt_range), no link-limited verdict in
- * an adaptation (ra_link_limited), and the drain toward the path's own RTT (drain_floor_us).
+ * drawn path 20). While competing: eq. 4 off (compute_target, cruise_gain), no one-BDP cwnd
+ * (set_output), its own range (refresh_rtt_range), no link-limited verdict in an adaptation
+ * (ra_link_limited), and the drain toward the path's own RTT (drain_floor_us).
  * The test is taken in the first steady phase, whose ACKs are those of the packets sent while
  * draining. It replaced, for this job, the failed-drain switch (check_drain), which missed
  * BBRv1 (the drain does lower the RTT when a rate-paced flow shares the queue) and, on a

@@ -43,6 +43,8 @@ void test_no_detector(void);
 void test_bottleneck_discrimination(void);
 void test_event_guards(void);
 void test_clock_backwards(void);
+void test_loss_drains_once_per_cycle(void);
+void test_competing_hysteresis(void);
 void test_starlink_like(void);
 void test_param_ranges(void);
 #endif

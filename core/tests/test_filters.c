@@ -380,3 +380,78 @@ void test_clock_backwards(void)
 	      (unsigned long long)out.pacing_rate);
 }
 
+
+/* A congested flow meets a loss once per cycle with a drain: the first loss ends the phase it
+ * is in and drains, a second loss in the same cycle does nothing, and the next burst re-arms
+ * it. (A drain at every loss, where losses go on, kept the cycle from ever reaching its burst.) */
+void test_loss_drains_once_per_cycle(void)
+{
+	struct leocc_params p;
+	struct leocc_state s;
+	struct leocc_ack_sample a;
+
+	leocc_default_params(&p);
+	leocc_init(&s, &p, 0);
+	s.mode = LEOCC_MODE_CRUISE;
+	s.brtt_l = 40000;
+	s.brtt_h = 45000;
+	kal_seed(&s.rtt_kal, 60000, p.kal_p0); /* above the range: congested */
+	memset(&a, 0, sizeof(a));
+	a.losses = 1;
+	a.in_flight = 100;
+	a.mss = 1500;
+
+	set_phase(&s, PHASE_FIRST_STEADY + 1, 1000);
+	a.now_us = 2000;
+	run_cruise(&s, &a);
+	CHECK(s.cycle_phase == PHASE_DRAIN, "first loss of the cycle drains (phase %u)", s.cycle_phase);
+
+	set_phase(&s, PHASE_FIRST_STEADY, 3000);
+	a.now_us = 3100;
+	run_cruise(&s, &a);
+	CHECK(s.cycle_phase == PHASE_FIRST_STEADY, "a second loss in the cycle does not (phase %u)",
+	      s.cycle_phase);
+
+	set_phase(&s, PHASE_BURST, 4000);
+	a.now_us = 4100;
+	run_cruise(&s, &a);
+	CHECK(s.cycle_phase == PHASE_DRAIN, "the next burst's loss drains again (phase %u)",
+	      s.cycle_phase);
+}
+
+/* Competing starts after competing_cycles cycles in a row whose queue stood, and ends only
+ * after as many in a row in which it emptied: one empty cycle (BBRv1's ProbeRTT, an outage)
+ * does not end it, and a standing cycle in between starts the count again. */
+void test_competing_hysteresis(void)
+{
+	struct leocc_params p;
+	struct leocc_state s;
+	const leocc_u32 standing = 30000, empty = 1000;
+	leocc_u32 i;
+
+	leocc_default_params(&p);
+	leocc_init(&s, &p, 0);
+	CHECK(p.competing_cycles == 2, "test written for competing_cycles 2, got %u",
+	      p.competing_cycles);
+	s.brtt_l = 40000;
+	s.path_lo_us = 30000;
+	s.path_width_us = 5000;
+	s.excess_floor_us[0] = s.excess_floor_us[1] = empty;
+
+	for (i = 0; i < 2; i++) {
+		s.cycle_excess_us = standing;
+		judge_standing_queue(&s);
+	}
+	CHECK(s.competing, "two standing cycles make the flow compete");
+	s.cycle_excess_us = empty;
+	judge_standing_queue(&s);
+	CHECK(s.competing, "one empty cycle does not end it");
+	s.cycle_excess_us = standing;
+	judge_standing_queue(&s);
+	s.cycle_excess_us = empty;
+	judge_standing_queue(&s);
+	CHECK(s.competing, "a standing cycle in between restarts the count");
+	s.cycle_excess_us = empty;
+	judge_standing_queue(&s);
+	CHECK(!s.competing, "two empty cycles in a row end it");
+}

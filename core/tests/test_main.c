@@ -36,6 +36,8 @@ static const struct test tests[] = {
 	{"bottleneck_discrimination", test_bottleneck_discrimination},
 	{"event_guards", test_event_guards},
 	{"clock_backwards", test_clock_backwards},
+	{"loss_drains_once_per_cycle", test_loss_drains_once_per_cycle},
+	{"competing_hysteresis", test_competing_hysteresis},
 	{"starlink_like", test_starlink_like},
 	{"param_ranges", test_param_ranges},
 };
