@@ -1092,9 +1092,10 @@ LEOCC_INTERNAL int drain_capped(const struct leocc_state *s)
  * flows' queues cost the drain: at 4 without the standing-queue test a flow next to BBRv1 paid
  * for everyone's queue (0.47-1.01 of an equal share on the bundled traces, against 0.95-1.03
  * at 2); with the test, a queue that outlasts two drains makes the flow compete instead.
- * Draining to the lower end of the range, not the upper, matters: an overestimate of bBW_a (ACK compression when the RTT falls
- * into a lower band) builds a queue smaller than bRTT_h - bRTT_l, which only this removes. In
- * the upper band the phase runs longer, which costs a few % of throughput there. */
+ * Draining to the lower end of the range, not the upper, matters: an overestimate of bBW_a
+ * (ACK compression when the RTT falls into a lower band) builds a queue smaller than
+ * bRTT_h - bRTT_l, which only this removes. In the upper band the phase runs longer, which
+ * costs a few % of throughput there. */
 LEOCC_INTERNAL void run_cruise(struct leocc_state *s, const struct leocc_ack_sample *a)
 {
 	leocc_u64 elapsed = a->now_us - s->phase_start_us;
