@@ -461,6 +461,10 @@ impl Detector {
             out.push(Output::Suppressed { ri_ns: ri, send_gap_ns: stall });
             return true;
         }
+        if self.same_outage_other_direction(prev) {
+            self.counters.merged += 1;
+            return true;
+        }
         let (confidence, p_normal, prior, evidence_confidence) = self.score(prev, ri, gap, step);
         if self.cfg.scoring == Scoring::Evidence {
             self.learner.on_candidate(prev as i64);
@@ -498,6 +502,19 @@ impl Detector {
         self.learner.on_event(prev as i64, evidence_confidence >= LEARN_CONFIDENCE && self.cfg.scoring == Scoring::Evidence);
         out.push(Output::Reconfig(ev));
         true
+    }
+
+    /// Whether a gap that opened at `prev` is the event's own outage seen a second time. An
+    /// outage interrupts both directions: replies on their way back during it are lost or held,
+    /// and so are the probes sent during it, whose replies were due one RTT later. When the RTT
+    /// exceeds the outage the two interruptions reach us as two gaps, the second opening within
+    /// one RTT of the reply that closed the first (with RTT up + down and outage D, after up − D).
+    /// That second gap is neither a new reconfiguration nor a normal interval (learning it as one
+    /// would teach the stream statistics that outage-sized gaps are normal): it is merged into
+    /// the event. Only under the evidence scoring (the paper's rule declares every outlier).
+    fn same_outage_other_direction(&self, prev: u64) -> bool {
+        self.cfg.scoring == Scoring::Evidence
+            && self.last_event_detect_mono.is_some_and(|d| prev >= d && prev < d + self.rtt.srtt_ns)
     }
 
     /// The event record of a candidate whose outage started at `prev` (the last reply before
@@ -782,6 +799,30 @@ mod tests {
             }
         }
         out
+    }
+
+    /// A path whose RTT (200 ms: 110 out, 90 back) exceeds the outage (100 ms): the outage
+    /// loses the replies on their way back (probes sent 110 ms before it) and the probes sent
+    /// during it, so two gaps reach us 110 ms apart. One reconfiguration, one event; the second
+    /// gap is merged, not learned as a normal interval. An outage a few seconds later is still
+    /// an event. (Drawn path 14 in the simulator, `--probe-noise none`, had 11 events for 6.)
+    #[test]
+    fn both_directions_of_one_outage_are_one_event() {
+        let lost = |s: u64, t: u64| (t - 110..t - 10).contains(&s) || (t..t + 100).contains(&s);
+        let sends = steady(0, 40_000, 10);
+        let mut d = Detector::new(DetectorConfig::default());
+        let out = probe_run(&mut d, &sends, |s| if lost(s, 20_000) || lost(s, 30_000) { None } else { Some(200) });
+        let ev = events(&out);
+        assert_eq!(ev.len(), 2, "{out:?}");
+        assert_eq!(d.counters().merged, 2);
+        for (e, t) in ev.iter().zip([20_000u64, 30_000]) {
+            // The first gap: the last reply before it left the PoP as the outage began.
+            assert_eq!(e.start_mono_ns, (t + 80) * MS, "{e:?}");
+        }
+        // The paper's rule declares both gaps.
+        let mut d = Detector::new(plain());
+        let out = probe_run(&mut d, &sends, |s| if lost(s, 20_000) { None } else { Some(200) });
+        assert_eq!(events(&out).len(), 2);
     }
 
     #[test]
