@@ -80,6 +80,25 @@ pub enum ReconfigOutcome {
 /// The confidence of an event the detector is sure of (core/leocc.h `LEOCC_CONF_FULL`).
 pub const CONF_FULL: u32 = 100;
 
+/// Confidence grades above "not given" that the TCP option and the signal flags carry:
+/// confidence = (grade − 1) × 100 / 6 (bpf/leocc_option.h `LEOCC_SIGF_CONF_GRADES`; leocc-kernel
+/// checks the value against the header).
+pub const SIGF_CONF_GRADES: u32 = 6;
+
+/// `leocc_opt_conf_grade()`: confidence 0..=100 → grade 1..=7, rounding down so that an event
+/// below 50 never reads as 50.
+pub fn conf_grade(confidence: u32) -> u8 {
+    (1 + confidence.min(100) * SIGF_CONF_GRADES / 100) as u8
+}
+
+/// `leocc_opt_conf_of_grade()`: grade → confidence; 0 (a writer from before grades) is full.
+pub fn conf_of_grade(grade: u8) -> u32 {
+    if grade == 0 || u32::from(grade) > SIGF_CONF_GRADES + 1 {
+        return CONF_FULL;
+    }
+    (u32::from(grade) - 1) * 100 / SIGF_CONF_GRADES
+}
+
 impl ReconfigOutcome {
     fn from_raw(raw: u32) -> ReconfigOutcome {
         match raw {

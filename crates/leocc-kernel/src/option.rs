@@ -45,22 +45,10 @@ pub const SIGF_EVENT: u8 = 0x1;
 pub const SIGF_CONF_SHIFT: u8 = 1;
 /// Mask of the confidence grade in byte 4 (LEOCC_SIGF_CONF_MASK).
 pub const SIGF_CONF_MASK: u8 = 0xe;
-/// Grades above "not given": confidence = (grade − 1) × 100 / 6 (LEOCC_SIGF_CONF_GRADES).
-pub const SIGF_CONF_GRADES: u32 = 6;
-
-/// leocc_opt_conf_grade(): confidence 0..=100 → grade 1..=7, rounding down so that an event
-/// below 50 never reads as 50.
-pub fn conf_grade(confidence: u32) -> u8 {
-    (1 + confidence.min(100) * SIGF_CONF_GRADES / 100) as u8
-}
-
-/// leocc_opt_conf_of_grade(): grade → confidence; 0 (a writer from before grades) is full.
-pub fn conf_of_grade(grade: u8) -> u32 {
-    if grade == 0 || u32::from(grade) > SIGF_CONF_GRADES + 1 {
-        return 100;
-    }
-    (u32::from(grade) - 1) * 100 / SIGF_CONF_GRADES
-}
+/// The confidence grades the option carries (LEOCC_SIGF_CONF_GRADES, leocc_opt_conf_grade,
+/// leocc_opt_conf_of_grade): defined once in leocc-core-sys, which the simulator's model of the
+/// option carrier uses too.
+pub use leocc_core_sys::{conf_grade, conf_of_grade, SIGF_CONF_GRADES};
 /// Unit of the terminal-PoP RTT field, microseconds (LEOCC_OPT_RTT_UNIT_US).
 pub const OPT_RTT_UNIT_US: u32 = 10;
 /// Unit of the probe-age field, milliseconds (LEOCC_OPT_PROBE_AGE_UNIT_MS).

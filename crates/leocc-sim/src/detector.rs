@@ -386,13 +386,11 @@ impl Detector {
 }
 
 /// The confidence a sender's core receives for an event the receiver's host carried in the
-/// TCP option: the option holds a 3-bit grade, confidence → grade rounds down (bpf/leocc_option.h
-/// `leocc_opt_conf_grade`, `leocc_opt_conf_of_grade`; leocc-kernel's `option::conf_grade`), so
-/// 0..=100 arrives as one of 0, 16, 33, 50, 66, 83, 100.
+/// TCP option: the option holds a 3-bit grade, confidence → grade rounds down
+/// ([`leocc_core_sys::conf_grade`], as bpf/leocc_option.h), so 0..=100 arrives as one of 0, 16,
+/// 33, 50, 66, 83, 100.
 pub fn conf_through_option(confidence: u8) -> u32 {
-    const GRADES: u32 = 6;
-    let grade = 1 + u32::from(confidence).min(100) * GRADES / 100;
-    (grade - 1) * 100 / GRADES
+    leocc_core_sys::conf_of_grade(leocc_core_sys::conf_grade(u32::from(confidence)))
 }
 
 #[cfg(test)]

@@ -900,26 +900,12 @@ impl World {
 /// i.e. the end of the outage a reconfiguration opens (its own time if it opens none),
 /// repeated every loop of the trace, up to `end_us`.
 fn oracle_times(trace: &leocc_trace::Trace, end_us: u64) -> Vec<u64> {
-    let period = trace.duration_us().max(1);
     let begins: Vec<u64> = trace
         .reconfigurations_us()
         .iter()
         .map(|&t| trace.outages.iter().find(|o| o.start_us <= t && t < o.end_us()).map_or(t, |o| o.end_us()))
         .collect();
-    let mut out = Vec::new();
-    if begins.is_empty() {
-        return out;
-    }
-    for k in 0.. {
-        for &t in &begins {
-            let at = k * period + t;
-            if at > end_us {
-                return out;
-            }
-            out.push(at);
-        }
-    }
-    out
+    every_loop(&begins, trace.duration_us().max(1), end_us.saturating_add(1))
 }
 
 /// True reconfiguration times as the detector is scored against them: the outage starts (the
@@ -929,14 +915,20 @@ fn truth_times(trace: &leocc_trace::Trace, end_us: u64) -> Vec<u64> {
     let period = trace.duration_us().max(1);
     let (once, _) = leocc_probe::sim::truth_of(trace);
     let once: Vec<u64> = once.into_iter().filter(|&t| t < period).collect();
+    every_loop(&once, period, end_us)
+}
+
+/// `once` (times within one loop of the trace, ascending) repeated every `period`, the times
+/// before `until_us`.
+fn every_loop(once: &[u64], period: u64, until_us: u64) -> Vec<u64> {
     let mut out = Vec::new();
     if once.is_empty() {
         return out;
     }
     for k in 0.. {
-        for &t in &once {
+        for &t in once {
             let at = k * period + t;
-            if at >= end_us {
+            if at >= until_us {
                 return out;
             }
             out.push(at);
