@@ -276,7 +276,11 @@
 	X(drain_to_range, 1,                                                                   \
 	  0, 1, /* flag */                                                                     \
 	  "flag", "1: the drain phase also waits for the RTT to be back in the band range",    \
-	  "ours, see run_cruise (ablation to-inflight)")
+	  "ours, see run_cruise (ablation to-inflight)")                                      \
+	X(cycle_grid, 1,                                                                       \
+	  0, 1, /* flag */                                                                     \
+	  "flag", "1: cruise bursts start on a clock grid, so flows drain together",           \
+	  "ours, see grid_ticked (ablation free-cycles)")
 
 /* Tunables: the fields of LEOCC_PARAMS, in its order. leocc_default_params() fills its
  * defaults. */
@@ -387,7 +391,7 @@ struct leocc_mpf {                /* RTT-band histogram over the last W_RT/2..W_
 };
 
 /*
- * Per-flow state. Fits in BPF sk_storage; sizeof(struct leocc_state) is 1048 bytes on x86-64
+ * Per-flow state. Fits in BPF sk_storage; sizeof(struct leocc_state) is 1064 bytes on x86-64
  * and BPF (checked by core/tests, host and BPF builds). Treat every field as private.
  */
 struct leocc_state {
@@ -456,6 +460,7 @@ struct leocc_state {
 				       * own part the probe does not see (terrestrial, grants) */
 	leocc_u64 excess_floor_start_us; /* when excess_floor_us[0] began */
 	leocc_u64 own_range_until_us; /* the probe's range misses this flow's RTTs: own range */
+	leocc_u64 cycle_start_us;     /* when the current cruise cycle's burst began */
 	leocc_u32 path_hi_us;         /* upper end of the probe's band range (0: unknown) */
 	leocc_u32 path_high;          /* probes in a row above it */
 	leocc_u64 path_steps;         /* path changes seen from the probe's level alone */

@@ -19,7 +19,7 @@
 #include "../leocc.c"
 
 /* The state size leocc.h documents, as the BPF target lays it out. */
-_Static_assert(sizeof(struct leocc_state) == 1048, "struct leocc_state size changed: update leocc.h");
+_Static_assert(sizeof(struct leocc_state) == 1064, "struct leocc_state size changed: update leocc.h");
 
 __attribute__((section("struct_ops/leocc_test"), used)) int leocc_test_ack(
 	struct leocc_state *s, const struct leocc_ack_sample *a, struct leocc_output *out,

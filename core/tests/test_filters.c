@@ -286,11 +286,11 @@ void test_state_size(void)
 	CHECK(leocc_state_size() == sizeof(struct leocc_state), "size function");
 	/* BPF sk_storage holds it comfortably; keep it near 1 KiB. */
 	CHECK(sizeof(struct leocc_state) <= 1088, "state is %zu bytes", sizeof(struct leocc_state));
-	CHECK(sizeof(struct leocc_state) == 1048, "state is %zu bytes, leocc.h says 1048",
+	CHECK(sizeof(struct leocc_state) == 1064, "state is %zu bytes, leocc.h says 1064",
 	      sizeof(struct leocc_state));
 	CHECK(sizeof(struct leocc_state) % 8 == 0, "8-byte multiple");
 	/* The FFI layouts crates/leocc-core-sys mirrors (asserted there with the same numbers). */
-	CHECK(sizeof(struct leocc_params) == 176, "params %zu", sizeof(struct leocc_params));
+	CHECK(sizeof(struct leocc_params) == 180, "params %zu", sizeof(struct leocc_params));
 	CHECK(sizeof(struct leocc_ack_sample) == 72, "sample %zu", sizeof(struct leocc_ack_sample));
 	CHECK(sizeof(struct leocc_output) == 16, "output %zu", sizeof(struct leocc_output));
 	CHECK(sizeof(struct leocc_reconfig_event) == 24, "event %zu",
@@ -454,4 +454,65 @@ void test_competing_hysteresis(void)
 	s.cycle_excess_us = empty;
 	judge_standing_queue(&s);
 	CHECK(!s.competing, "two empty cycles in a row end it");
+}
+
+/* Bursts of the grid_ticked rule: the times at which `s` started a burst, run from `t0` to
+ * `t1` with an ACK every millisecond. */
+static int burst_times(struct leocc_state *s, leocc_u64 t0, leocc_u64 t1, leocc_u64 *out, int max)
+{
+	struct leocc_ack_sample a;
+	leocc_u64 t;
+	int n = 0;
+
+	memset(&a, 0, sizeof(a));
+	a.mss = 1500;
+	for (t = t0; t < t1; t += 1000) {
+		leocc_u32 before = s->cycle_phase;
+
+		a.now_us = t;
+		run_cruise(s, &a);
+		if (s->cycle_phase == PHASE_BURST && before != PHASE_BURST && n < max)
+			out[n++] = t;
+	}
+	return n;
+}
+
+/* Two flows that entered cruise at different times and phases burst at the same grid ticks
+ * once each has finished its first cycle; with cycle_grid off they keep their own offsets. */
+void test_cycles_share_the_grid(void)
+{
+	const leocc_u64 grid = 262144; /* the largest power of two <= 8 x 40 ms, in us */
+	leocc_u64 ta[16], tb[16];
+	int grid_on, i, na, nb, apart;
+
+	for (grid_on = 1; grid_on >= 0; grid_on--) {
+		struct leocc_params p;
+		struct leocc_state a, b;
+
+		leocc_default_params(&p);
+		CHECK(p.cycle_len == 8, "test written for cycle_len 8, got %u", p.cycle_len);
+		p.cycle_grid = (leocc_u32)grid_on;
+		leocc_init(&a, &p, 0);
+		leocc_init(&b, &p, 0);
+		a.brtt_l = b.brtt_l = 40000;
+		enter_cruise(&a, 1000, PHASE_FIRST_STEADY);
+		enter_cruise(&b, 77000, PHASE_FIRST_STEADY + 3);
+		burst_times(&a, 1000, 77000, ta, 16);
+		na = burst_times(&a, 77000, 3000000, ta, 16);
+		nb = burst_times(&b, 77000, 3000000, tb, 16);
+		CHECK(na >= 8 && nb >= 8, "bursts in 3 s: %d and %d", na, nb);
+		apart = 0;
+		for (i = 1; i < 8; i++) {
+			if (grid_on)
+				CHECK(ta[i] % grid < 1000 && tb[i] % grid < 1000,
+				      "burst %d on the grid: %llu and %llu us", i,
+				      (unsigned long long)ta[i], (unsigned long long)tb[i]);
+			if (ta[i] != tb[i])
+				apart++;
+		}
+		if (grid_on)
+			CHECK(!apart, "%d of 7 bursts apart on the grid", apart);
+		else
+			CHECK(apart, "off the grid the flows keep their own offsets");
+	}
 }

@@ -356,7 +356,11 @@ void test_band_switch(void)
 		total_congested += w.congested;
 	}
 	leocc_view(&s->cc, &v);
-	CHECK(total_congested <= 800, "congested mode for %llu of 8000 ms",
+	/* 10 % for the queue that follows a fall; 12.5 % since the cycle grid (grid_ticked):
+	 * the 262 ms grid puts bursts on two of the eight falls of this 500 ms pattern, and a
+	 * burst across a fall lifts bBW_a by its ACK-compressed sample (834 ms, every window of
+	 * it with a real queue of 12-33 ms; 0 ms off the grid). */
+	CHECK(total_congested <= 1000, "congested mode for %llu of 8000 ms",
 	      (unsigned long long)total_congested);
 	CHECK(v.brtt_l >= 39000 && v.brtt_l <= 42000, "bRTT_l %u", v.brtt_l);
 	CHECK(v.brtt_h >= 55000 && v.brtt_h <= 59000, "bRTT_h %u", v.brtt_h);

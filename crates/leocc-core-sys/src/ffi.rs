@@ -72,6 +72,7 @@ params_struct! {
     bw_kal_every_sample,
     drain_cwnd,
     drain_to_range,
+    cycle_grid,
 }
 
 /// What Linux gives a congestion control per ACK (`struct leocc_ack_sample`).

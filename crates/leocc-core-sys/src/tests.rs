@@ -36,7 +36,7 @@ impl Flow {
 #[test]
 fn layouts_match_the_header() {
     // The same numbers are asserted on the C side (core/tests/test_filters.c).
-    assert_eq!(std::mem::size_of::<Params>(), 176);
+    assert_eq!(std::mem::size_of::<Params>(), 180);
     assert_eq!(std::mem::size_of::<AckSample>(), 72);
     assert_eq!(std::mem::size_of::<ffi::RawOutput>(), 16);
     assert_eq!(std::mem::size_of::<ffi::RawReconfigEvent>(), 24);

@@ -62,6 +62,11 @@ pub const VARIANTS: &[Variant] = &[
         params: &["drain_to_range=0"],
     },
     Variant {
+        name: "free-cycles",
+        what: "each flow's cruise cycle runs on its own count, off the common grid",
+        params: &["cycle_grid=0"],
+    },
+    Variant {
         name: "no-guards",
         what: "no event spacing, no adaptation budget",
         params: &["rcf_min_spacing_us=0", "rcf_budget_pct=100"],
