@@ -543,7 +543,7 @@ impl Sender {
         let lost_before = self.lost_total;
         self.rack_mark_lost(now, io);
         let newly_lost = (self.lost_total - lost_before) as u32;
-        self.advance_recovery_state(now, newly_lost, prior_in_flight);
+        self.advance_recovery_state(now, prior_in_flight);
         let in_flight = self.in_flight();
         if let Some(prr) = &mut self.prr {
             prr.on_ack(sc.newly, in_flight, self.snd_una > prior_una, newly_lost);
@@ -757,13 +757,19 @@ impl Sender {
         self.cc.on_packet_lost(now, self.segs[i].tx_index);
     }
 
-    fn advance_recovery_state(&mut self, now: u64, newly_lost: u32, prior_in_flight: u32) {
+    /// Linux `tcp_fastretrans_alert`'s state steps: recovery (or the loss state after a
+    /// timeout) ends once everything outstanding at its start is ACKed; in the open state any
+    /// segment still marked lost starts a recovery (`tcp_time_to_recover`: `lost_out != 0`),
+    /// also on the ACK that ended the previous one, when segments sent during that recovery
+    /// were marked lost and are not yet delivered. A control that sets its window on every ACK
+    /// (BBR) then sees one recovery go on, without the exit's restore; the others reduce again.
+    fn advance_recovery_state(&mut self, now: u64, prior_in_flight: u32) {
         if self.ca_state != CaState::Open && self.snd_una >= self.high_seq {
             self.ca_state = CaState::Open;
             self.prr = None;
             self.cc.on_recovery_exit(now);
         }
-        if newly_lost > 0 && self.ca_state == CaState::Open {
+        if self.lost_out > 0 && self.ca_state == CaState::Open {
             self.ca_state = CaState::Recovery;
             self.high_seq = self.snd_nxt;
             let prior_cwnd = self.cc.cwnd();
@@ -903,7 +909,7 @@ impl Sender {
         let newly_lost = (self.lost_total - lost_before) as u32;
         if newly_lost > 0 {
             let was_open = self.ca_state == CaState::Open;
-            self.advance_recovery_state(now, newly_lost, prior_in_flight);
+            self.advance_recovery_state(now, prior_in_flight);
             let in_flight = self.in_flight();
             if let (true, Some(prr)) = (was_open, &mut self.prr) {
                 // As Linux on entering recovery from this timer: one delivery's worth.
@@ -1449,6 +1455,34 @@ mod tests {
         assert_eq!(s.ca_state(), CaState::Open);
         assert_eq!(*events.lock().unwrap(), vec!["congestion", "exit"]);
         assert_eq!(s.stats.retrans, 1, "nothing else was retransmitted");
+    }
+
+    #[test]
+    fn a_loss_still_outstanding_when_recovery_ends_starts_the_next_recovery_at_once() {
+        // Linux tcp_fastretrans_alert: on the ACK that ends a recovery, a segment still marked
+        // lost (tcp_time_to_recover: lost_out != 0) enters recovery again, with no ACK in the
+        // open state between (BBR keeps its recovery window; Reno and CUBIC reduce again).
+        let (mut s, samples, events) = sender(10);
+        let (mut ev, mut out) = (EventQueue::default(), Vec::new());
+        s.start(0, &mut Io { ev: &mut ev, out: &mut out });
+        out.clear();
+        // Segment 0 lost: recovery until 10 (high_seq) is ACKed; 0 goes again, then 10..19.
+        s.on_ack(40_000, &ack(0, &[(1, 10)]), &mut Io { ev: &mut ev, out: &mut out });
+        assert_eq!(seqs(&out), vec![0, 10, 11, 12, 13, 14, 15, 16, 17, 18]);
+        out.clear();
+        // 11..19 arrive, 10 (new data sent during the recovery) and the retransmission of 0
+        // do not: both marked lost within the recovery, and sent again (0, then 10).
+        s.on_ack(60_000, &ack(0, &[(11, 19)]), &mut Io { ev: &mut ev, out: &mut out });
+        assert_eq!(s.stats.marked_lost, 3);
+        assert_eq!(seqs(&out)[..2], [0, 10]);
+        assert_eq!(*events.lock().unwrap(), vec!["congestion"]);
+        // The second retransmission of 0 arrives: the recovery is over, nothing new is lost,
+        // but 10 still is (its retransmission is on the way).
+        s.on_ack(80_000, &ack(10, &[(11, 19)]), &mut Io { ev: &mut ev, out: &mut out });
+        assert_eq!(s.stats.marked_lost, 3);
+        assert_eq!(*events.lock().unwrap(), vec!["congestion", "exit", "congestion"]);
+        assert_eq!(s.ca_state(), CaState::Recovery);
+        assert_eq!(samples.lock().unwrap().last().unwrap().ca_state, CaState::Recovery);
     }
 
     #[test]
