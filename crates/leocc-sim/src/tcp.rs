@@ -29,7 +29,10 @@
 //! - The send buffer: a bulk application (iperf3) writes into a socket whose memory is capped
 //!   by `tcp_wmem[2]` (4 MiB by default; `tcp_sndbuf_expand` grows `sk_sndbuf` to 2-3 x cwnd x
 //!   4.3 kB, so the cap is what binds). Everything from `snd_una` on counts, SACKed segments
-//!   included: they stay in the retransmission queue until the cumulative ACK passes them. The
+//!   included: they stay in the retransmission queue until the cumulative ACK passes them.
+//!   Memory is counted as Linux charges it: the payload plus an skb head (896 bytes) per skb,
+//!   where unsent data sits in 45-segment skbs and sent data in the skbs each transmission cut
+//!   off, split at SACK block edges and merged when SACKed (`Sender::wmem_queued`). The
 //!   application is woken to write again only once the queue has fallen to 2/3 of the buffer
 //!   (`sk_stream_is_writeable`), and then fills it; a write that finds nothing left to send
 //!   and the window open marks the flow application-limited (`tcp_rate_check_app_limited`).
@@ -71,11 +74,18 @@ const MIN_RTT_WINDOW_US: u64 = 300_000_000;
 const DUPTHRESH: u32 = 3;
 /// The send buffer's cap, bytes of skb memory (Linux sysctl tcp_wmem[2], default 4 MiB).
 pub const SNDBUF_BYTES: u64 = 4 << 20;
-/// Socket memory one full segment takes in the write and retransmission queues (skb truesize
-/// per segment): the payload plus its share of the sk_buff and shared-info overhead of a
-/// 64 kB TSO skb. Linux 6.18 under iperf3 through the emulator: wmem_queued / queued payload
-/// 1.019-1.023 (`ss -tim`), i.e. 1476-1481 bytes per 1448-byte segment.
-pub const SNDBUF_SEG_TRUESIZE: u64 = 1478;
+/// Socket memory of one skb besides its payload (`SKB_TRUESIZE` of a TCP skb's head in Linux
+/// 6.3 and later: the 640-byte small head, MAX_TCP_HEADER plus `skb_shared_info`, and the
+/// 256-byte `struct sk_buff`); the payload sits in page fragments and counts byte for byte.
+pub const SKB_HEAD_TRUESIZE: u64 = 896;
+/// Segments per skb the application's writes are cut into (`tcp_xmit_size_goal`: a 64 KiB GSO
+/// frame, 45 segments of 1448 bytes).
+pub const APP_SKB_SEGS: u64 = 45;
+/// Socket memory per segment of unsent data, in full 45-segment skbs: 1468 bytes. (Linux 6.18
+/// under iperf3 through the emulator, `ss -tim` wmem_queued over queued payload: 1476-1481 on
+/// the bundled uplink, where most of the buffer is unsent; 1497-1536 on drawn paths 1 and 14,
+/// where much of it was sent in TSO-sized skbs and split at SACK boundaries.)
+pub const SNDBUF_SEG_TRUESIZE: u64 = MSS as u64 + SKB_HEAD_TRUESIZE / APP_SKB_SEGS;
 /// tcp_tso_autosize: segments per skb for a pacing rate (bytes/s): about 1 ms of data
 /// (sk_pacing_shift 10), at least 2 (tcp_min_tso_segs; 1 below 1.2 Mbit/s as BBR asks), at most
 /// a 64 kB GSO frame.
@@ -83,9 +93,23 @@ fn tso_autosize_segs(rate: f64) -> u32 {
     let min = if rate < 1_200_000.0 / 8.0 { 1.0 } else { 2.0 };
     ((rate / 1024.0).min(65_536.0) / MSS as f64).floor().clamp(min, 44.0) as u32
 }
-/// Segments a send buffer of `bytes` holds at most (2837 for Linux's default 4 MiB).
+/// Segments a send buffer of `bytes` holds when none of it is sent yet (2857 for Linux's
+/// default 4 MiB); sent data, in smaller skbs, takes more.
 pub fn sndbuf_segs(bytes: u64) -> u64 {
-    (bytes / SNDBUF_SEG_TRUESIZE).max(1)
+    unsent_segs_in(bytes).max(1)
+}
+
+/// Unsent segments, in `APP_SKB_SEGS`-segment skbs, that fit in `bytes` of socket memory.
+fn unsent_segs_in(bytes: u64) -> u64 {
+    let skb = APP_SKB_SEGS * MSS as u64 + SKB_HEAD_TRUESIZE;
+    let full = bytes / skb;
+    let rest = (bytes % skb).saturating_sub(SKB_HEAD_TRUESIZE) / MSS as u64;
+    full * APP_SKB_SEGS + rest.min(APP_SKB_SEGS - 1)
+}
+
+/// Socket memory of `n` unsent segments.
+fn unsent_bytes(n: u64) -> u64 {
+    n * MSS as u64 + n.div_ceil(APP_SKB_SEGS) * SKB_HEAD_TRUESIZE
 }
 
 /// Scoreboard flag: SACKed (Linux TCPCB_SACKED_ACKED).
@@ -98,6 +122,8 @@ const RETRANS_OUT: u8 = 4;
 const EVER_RETRANS: u8 = 8;
 /// Sent while the sender was application-limited (Linux `tx.is_app_limited`).
 const APP_LIMITED: u8 = 16;
+/// The first segment of an skb in the retransmission queue (socket memory: one skb head each).
+const SKB_HEAD: u8 = 32;
 
 /// What travels in a data or ACK packet.
 #[derive(Clone, Debug)]
@@ -367,6 +393,8 @@ pub struct Sender {
     written: u64,
     tx_counter: u64,
     last_reconfig_seq: u32,
+    /// skbs in the retransmission queue (segments flagged `SKB_HEAD` in `segs`).
+    sent_skbs: u64,
     /// Counters for the results.
     pub stats: SenderStats,
 }
@@ -424,6 +452,7 @@ impl Sender {
             written: 0,
             tx_counter: 0,
             last_reconfig_seq: 0,
+            sent_skbs: 0,
             stats: SenderStats::default(),
         }
     }
@@ -466,8 +495,7 @@ impl Sender {
     /// every lost segment retransmitted marks the flow application-limited, as
     /// tcp_rate_check_app_limited does at each sendmsg.
     fn app_write(&mut self) {
-        let queued = self.written - self.snd_una;
-        if 3 * queued * SNDBUF_SEG_TRUESIZE > 2 * self.sndbuf_bytes {
+        if 3 * self.wmem_queued() > 2 * self.sndbuf_bytes {
             return;
         }
         if self.written == self.snd_nxt
@@ -477,7 +505,18 @@ impl Sender {
         {
             self.app_limited = (self.delivered + self.in_flight() as u64).max(1);
         }
-        self.written = self.snd_una + sndbuf_segs(self.sndbuf_bytes);
+        let sent = (self.snd_nxt - self.snd_una) * MSS as u64 + self.sent_skbs * SKB_HEAD_TRUESIZE;
+        let room = unsent_segs_in(self.sndbuf_bytes.saturating_sub(sent));
+        self.written = self.written.max(self.snd_nxt + room).max(self.snd_una + 1);
+    }
+
+    /// Socket memory the queued data takes (Linux `sk_wmem_queued`): the payload, plus an skb
+    /// head per skb. Unsent data sits in the application's 64 KiB skbs; each transmission cuts
+    /// off an skb of its own (`tso_fragment`: the TSO-sized skbs the sender emits), SACK
+    /// boundaries split skbs (`tcp_fragment`) and SACKed neighbours merge (`tcp_shift_skb_data`),
+    /// so the same data takes more memory once sent, and more when SACKs cut it up.
+    pub fn wmem_queued(&self) -> u64 {
+        (self.snd_nxt - self.snd_una) * MSS as u64 + self.sent_skbs * SKB_HEAD_TRUESIZE + unsent_bytes(self.written - self.snd_nxt)
     }
 
     /// Segments queued in the socket (sent and unacknowledged, SACKed included, and unsent).
@@ -518,6 +557,12 @@ impl Sender {
         while self.snd_una < cum {
             let seq = self.snd_una;
             let seg = self.segs.pop_front().expect("scoreboard covers snd_una..snd_nxt");
+            // The first segment always heads an skb: a partly ACKed skb keeps its head
+            // (tcp_trim_head), a fully ACKed one is freed.
+            match self.segs.front_mut() {
+                Some(next) if next.flags & SKB_HEAD == 0 => next.flags |= SKB_HEAD,
+                _ => self.sent_skbs -= 1,
+            }
             if seg.flags & SACKED == 0 {
                 self.deliver_one(now, seq, seg, &mut sc);
             } else {
@@ -543,7 +588,7 @@ impl Sender {
         let lost_before = self.lost_total;
         self.rack_mark_lost(now, io);
         let newly_lost = (self.lost_total - lost_before) as u32;
-        self.advance_recovery_state(now, newly_lost, prior_in_flight);
+        self.advance_recovery_state(now, prior_in_flight);
         let in_flight = self.in_flight();
         if let Some(prr) = &mut self.prr {
             prr.on_ack(sc.newly, in_flight, self.snd_una > prior_una, newly_lost);
@@ -594,6 +639,29 @@ impl Sender {
         }
         let mut f = seg.flags | SACKED;
         self.sacked_out += 1;
+        // skbs: a SACKed segment after a SACKed one is shifted into its skb
+        // (tcp_shift_skb_data), one after data not SACKed is cut off into an skb of its own
+        // (tcp_fragment at the SACK block's edge); so is the data after it.
+        if i > 0 && self.segs[i - 1].flags & SACKED != 0 {
+            if f & SKB_HEAD != 0 {
+                f &= !SKB_HEAD;
+                self.sent_skbs -= 1;
+            }
+        } else if f & SKB_HEAD == 0 {
+            f |= SKB_HEAD;
+            self.sent_skbs += 1;
+        }
+        if let Some(next) = self.segs.get_mut(i + 1) {
+            if next.flags & SACKED != 0 {
+                if next.flags & SKB_HEAD != 0 {
+                    next.flags &= !SKB_HEAD;
+                    self.sent_skbs -= 1;
+                }
+            } else if next.flags & SKB_HEAD == 0 {
+                next.flags |= SKB_HEAD;
+                self.sent_skbs += 1;
+            }
+        }
         if f & LOST != 0 {
             f &= !LOST;
             self.lost_out -= 1;
@@ -757,13 +825,19 @@ impl Sender {
         self.cc.on_packet_lost(now, self.segs[i].tx_index);
     }
 
-    fn advance_recovery_state(&mut self, now: u64, newly_lost: u32, prior_in_flight: u32) {
+    /// Linux `tcp_fastretrans_alert`'s state steps: recovery (or the loss state after a
+    /// timeout) ends once everything outstanding at its start is ACKed; in the open state any
+    /// segment still marked lost starts a recovery (`tcp_time_to_recover`: `lost_out != 0`),
+    /// also on the ACK that ended the previous one, when segments sent during that recovery
+    /// were marked lost and are not yet delivered. A control that sets its window on every ACK
+    /// (BBR) then sees one recovery go on, without the exit's restore; the others reduce again.
+    fn advance_recovery_state(&mut self, now: u64, prior_in_flight: u32) {
         if self.ca_state != CaState::Open && self.snd_una >= self.high_seq {
             self.ca_state = CaState::Open;
             self.prr = None;
             self.cc.on_recovery_exit(now);
         }
-        if newly_lost > 0 && self.ca_state == CaState::Open {
+        if self.lost_out > 0 && self.ca_state == CaState::Open {
             self.ca_state = CaState::Recovery;
             self.high_seq = self.snd_nxt;
             let prior_cwnd = self.cc.cwnd();
@@ -903,7 +977,7 @@ impl Sender {
         let newly_lost = (self.lost_total - lost_before) as u32;
         if newly_lost > 0 {
             let was_open = self.ca_state == CaState::Open;
-            self.advance_recovery_state(now, newly_lost, prior_in_flight);
+            self.advance_recovery_state(now, prior_in_flight);
             let in_flight = self.in_flight();
             if let (true, Some(prr)) = (was_open, &mut self.prr) {
                 // As Linux on entering recovery from this timer: one delivery's worth.
@@ -941,6 +1015,16 @@ impl Sender {
 
     /// Send what cwnd and pacing allow.
     pub fn try_send(&mut self, now: u64, io: &mut Io) {
+        // New data leaves in skbs of its own (tso_fragment cuts them off the application's
+        // 64 KiB ones): a paced flow's each TSO burst; an unpaced flow's what the window lets
+        // out now, in pieces of tcp_tso_autosize at the rate Linux computes for it
+        // (tcp_update_pacing_rate: 1.2 cwnd / srtt).
+        let unpaced_skb = if self.srtt_us > 0 {
+            tso_autosize_segs(1.2 * self.cc.cwnd() as f64 * MSS as f64 * 1e6 / self.srtt_us as f64)
+        } else {
+            2
+        };
+        let mut skb_left = 0u32;
         while self.active && self.in_flight() < self.window() {
             let rate = self.cc.pacing_rate().filter(|r| *r > 0.0);
             if rate.is_some() && now * 1000 < self.next_send_ns {
@@ -956,13 +1040,23 @@ impl Sender {
             let window = self.window();
             let goal = rate.map_or(1, tso_autosize_segs);
             let quota = (window - self.in_flight()).min((window / 2).max(1)).min(goal);
+            if rate.is_some() {
+                skb_left = 0;
+            }
             let mut sent = 0u32;
             while sent < quota {
                 let seq = match self.next_retransmission() {
                     Some(s) => s,
                     None if self.snd_nxt >= self.written => break,
                     None => {
-                        self.segs.push_back(Seg::default());
+                        let mut seg = Seg::default();
+                        if skb_left == 0 {
+                            seg.flags = SKB_HEAD;
+                            self.sent_skbs += 1;
+                            skb_left = if rate.is_some() { quota } else { unpaced_skb };
+                        }
+                        skb_left -= 1;
+                        self.segs.push_back(seg);
                         self.snd_nxt += 1;
                         self.snd_nxt - 1
                     }
@@ -1449,6 +1543,65 @@ mod tests {
         assert_eq!(s.ca_state(), CaState::Open);
         assert_eq!(*events.lock().unwrap(), vec!["congestion", "exit"]);
         assert_eq!(s.stats.retrans, 1, "nothing else was retransmitted");
+    }
+
+    #[test]
+    fn a_loss_still_outstanding_when_recovery_ends_starts_the_next_recovery_at_once() {
+        // Linux tcp_fastretrans_alert: on the ACK that ends a recovery, a segment still marked
+        // lost (tcp_time_to_recover: lost_out != 0) enters recovery again, with no ACK in the
+        // open state between (BBR keeps its recovery window; Reno and CUBIC reduce again).
+        let (mut s, samples, events) = sender(10);
+        let (mut ev, mut out) = (EventQueue::default(), Vec::new());
+        s.start(0, &mut Io { ev: &mut ev, out: &mut out });
+        out.clear();
+        // Segment 0 lost: recovery until 10 (high_seq) is ACKed; 0 goes again, then 10..19.
+        s.on_ack(40_000, &ack(0, &[(1, 10)]), &mut Io { ev: &mut ev, out: &mut out });
+        assert_eq!(seqs(&out), vec![0, 10, 11, 12, 13, 14, 15, 16, 17, 18]);
+        out.clear();
+        // 11..19 arrive, 10 (new data sent during the recovery) and the retransmission of 0
+        // do not: both marked lost within the recovery, and sent again (0, then 10).
+        s.on_ack(60_000, &ack(0, &[(11, 19)]), &mut Io { ev: &mut ev, out: &mut out });
+        assert_eq!(s.stats.marked_lost, 3);
+        assert_eq!(seqs(&out)[..2], [0, 10]);
+        assert_eq!(*events.lock().unwrap(), vec!["congestion"]);
+        // The second retransmission of 0 arrives: the recovery is over, nothing new is lost,
+        // but 10 still is (its retransmission is on the way).
+        s.on_ack(80_000, &ack(10, &[(11, 19)]), &mut Io { ev: &mut ev, out: &mut out });
+        assert_eq!(s.stats.marked_lost, 3);
+        assert_eq!(*events.lock().unwrap(), vec!["congestion", "exit", "congestion"]);
+        assert_eq!(s.ca_state(), CaState::Recovery);
+        assert_eq!(samples.lock().unwrap().last().unwrap().ca_state, CaState::Recovery);
+    }
+
+    #[test]
+    fn the_send_buffer_charges_an_skb_head_per_skb_so_sent_data_takes_more_than_unsent() {
+        // Linux charges sk_wmem_queued an skb's head per skb: unsent data in the application's
+        // 45-segment skbs, sent data in the skbs each transmission cuts off (tso_fragment), cut
+        // again at SACK block edges (tcp_fragment) and merged when SACKed (tcp_shift_skb_data).
+        let heads = |s: &Sender| s.segs.iter().filter(|g| g.flags & SKB_HEAD != 0).count() as u64;
+        let (mut s, _, _) = sender(10);
+        let (mut ev, mut out) = (EventQueue::default(), Vec::new());
+        s.start(0, &mut Io { ev: &mut ev, out: &mut out });
+        // Unpaced and no RTT yet: the window leaves in skbs of 2 segments (tcp_min_tso_segs).
+        assert_eq!((s.sent_skbs, heads(&s)), (5, 5));
+        let unsent = s.written - s.snd_nxt;
+        assert_eq!(unsent + 10, sndbuf_segs(SNDBUF_BYTES), "the application filled the buffer");
+        assert_eq!(s.wmem_queued(), 10 * 1448 + 5 * SKB_HEAD_TRUESIZE + unsent_bytes(unsent));
+        assert!(s.wmem_queued() > unsent_bytes(unsent + 10), "sent, the same data takes more");
+        // Segment 1 SACKed, 0 not: the first skb is cut in two; the ACK lets one new segment
+        // out, in an skb of its own.
+        s.on_ack(40_000, &ack(0, &[(1, 2)]), &mut Io { ev: &mut ev, out: &mut out });
+        assert_eq!(s.snd_nxt, 11);
+        assert_eq!((s.sent_skbs, heads(&s)), (7, 7));
+        // 2..11 SACKed as well: they merge into the skb that holds 1.
+        s.on_ack(41_000, &ack(0, &[(1, 11)]), &mut Io { ev: &mut ev, out: &mut out });
+        assert_eq!(s.segs.iter().take(11).filter(|g| g.flags & SKB_HEAD != 0).count(), 2);
+        assert_eq!(s.sent_skbs, heads(&s));
+        // Everything ACKed: no sent skb is left.
+        let nxt = s.snd_nxt;
+        s.on_ack(80_000, &ack(nxt, &[]), &mut Io { ev: &mut ev, out: &mut out });
+        assert_eq!(s.sent_skbs, heads(&s));
+        assert_eq!(s.wmem_queued(), (s.snd_nxt - s.snd_una) * 1448 + s.sent_skbs * SKB_HEAD_TRUESIZE + unsent_bytes(s.written - s.snd_nxt));
     }
 
     #[test]
