@@ -47,17 +47,16 @@ fn staggered_jains(name: &str) -> Option<Vec<f64>> {
 #[test]
 fn staggered_leocc_flows_share_the_starlink_downlink() {
     let Some(j) = staggered_jains("starlink-down-60s") else { return };
-    // Seeds 1-10 give a mean of 0.904 and a worst seed of 0.684 (seed 8) with the competing
-    // hysteresis of session 31, 0.938 and 0.833 with its loss rule alone, 0.932 and 0.750
-    // before both (the held drain and the standing-queue test), 0.892 and 0.785 before those
-    // (behind the GRO receiver). The hysteresis is kept for what it does on drawn paths
-    // (`leocc bench robust`: three staggered flows' Jain 0.75 -> 0.83 at the worst 10 %, the
-    // share next to BBRv1 0.55 -> 0.69); on this trace's seed 8 the three flows hold
-    // 135 / 24 / 50 Mbit/s for 15 s in delay mode, where nothing pulls the shares together
-    // (docs/algorithm.md, "What the hysteresis costs"). The target (issue 27) is 0.98.
+    // Seeds 1-10 give a mean of 0.914 and a worst seed of 0.855 with the cycle grid of
+    // session 32 (core `grid_ticked`) and the simulator's TCP of that session (one recovery
+    // while a segment is still lost, the send buffer per skb); 0.964 and 0.901 with that TCP
+    // and no grid; 0.904 and 0.684 in session 31. Ten seeds of one trace move by +-0.05 with
+    // any change to the model, so the grid was judged on bench robust's drawn paths (three
+    // staggered flows' Jain 0.76 -> 0.83 at the worst path, 0.77 -> 0.83 at the worst 10 %,
+    // docs/algorithm.md). The target (issue 27) is 0.98.
     let m = mean(&j).unwrap();
     assert!(m >= 0.90, "mean Jain {m:.3} < 0.90 over seeds 1-10: {j:.3?}");
-    assert!(j.iter().all(|&x| x >= 0.65), "a seed below Jain 0.65: {j:.3?}");
+    assert!(j.iter().all(|&x| x >= 0.75), "a seed below Jain 0.75: {j:.3?}");
 }
 
 #[test]
