@@ -291,6 +291,8 @@ pub struct Detector {
     spacing_ns: u64,
     learner: ScheduleLearner,
     monitored_since: u64,
+    /// The candidate just judged was weak but likely an outage by its evidence alone.
+    likely_outage: bool,
 }
 
 impl Detector {
@@ -314,6 +316,7 @@ impl Detector {
             spacing_ns: 0,
             learner: ScheduleLearner::new(),
             monitored_since: 0,
+            likely_outage: false,
         }
     }
 
@@ -382,8 +385,14 @@ impl Detector {
                 _ => 0,
             };
             let gap = (ri as i64 - step).max(0) as u64;
+            self.likely_outage = false;
             let normal = ri <= self.cfg.threshold_ns || !self.judge_outlier(&r, prev, ri, gap, step, &mut out);
             if normal {
+                // A weak candidate that its evidence alone makes a likely outage is learned
+                // with its RTT step censored at the tail's threshold: it counts as a large
+                // step, but its size (an outage's, if it was one) does not stretch the tail
+                // that judges the next outages.
+                let step = if self.likely_outage { step.min(self.rtt_steps.tail_threshold() as i64) } else { step };
                 self.learn_interval(gap, step);
             }
             if ri > crate::daemon::DEFAULT_UNREACHABLE_AFTER_NS {
@@ -478,6 +487,7 @@ impl Detector {
             }
             if evidence_confidence >= LEARN_CONFIDENCE && self.cfg.scoring == Scoring::Evidence {
                 self.learner.learn(prev as i64);
+                self.likely_outage = true;
             }
             return false;
         }
@@ -905,5 +915,36 @@ mod tests {
         // Slots 12 and 27 were jumped over: not reported as missed.
         assert!(!out.iter().any(|o| matches!(o, Output::MissedSlot { .. })), "{out:?}");
         assert_eq!(d.counters().wall_jumps, 1);
+    }
+
+    /// Weak candidates that are likely outages by their evidence (here every candidate is
+    /// weak: nothing reaches the minimum confidence) still count as normal intervals, but with
+    /// their RTT step censored at the tail's threshold. Otherwise each missed outage would
+    /// teach the statistics that outage-sized steps are normal, and the next outage would look
+    /// more normal still (without the censoring this fails from the 5th hold on: the steps of
+    /// the first four already stretch the tail).
+    #[test]
+    fn missed_outages_do_not_stretch_the_rtt_step_tail() {
+        let cfg = DetectorConfig { min_confidence: 101, report_confidence: 0, ..DetectorConfig::default() };
+        let mut d = Detector::new(cfg);
+        let mut weak = Vec::new();
+        let mut t = 0u64;
+        for i in 0..4_100u64 {
+            // Spacing 10 ms, RTT 30 ms plus 0-9 ms of jitter; every 100th reply closes a gap
+            // of one spacing plus a 100 ms hold (an RTT step of ~100 ms, a normal send gap).
+            let held = i % 100 == 99;
+            t += if held { 110 } else { 10 };
+            let rtt = 30 + (i * 7_919) % 10 + if held { 100 } else { 0 };
+            let r = Reply { seq: i as u16, recv_mono_ns: t * MS, recv_wall_ns: WALL0 + (t * MS) as i64, rtt_ns: Some(rtt * MS) };
+            for o in d.on_reply(r) {
+                if let Output::Weak(e) = o {
+                    weak.push(e);
+                }
+            }
+        }
+        assert_eq!(weak.len(), 41, "every hold is a weak candidate");
+        let (early, late) = (weak[4].p_normal, weak[40].p_normal);
+        assert!(early < 1e-5, "{early}");
+        assert!(late < 1e-5, "the 41st outage is as unusual as the 5th: {early} then {late}");
     }
 }
