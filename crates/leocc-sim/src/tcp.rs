@@ -112,6 +112,17 @@ fn unsent_bytes(n: u64) -> u64 {
     n * MSS as u64 + n.div_ceil(APP_SKB_SEGS) * SKB_HEAD_TRUESIZE
 }
 
+/// Sets (`head`) or clears `SKB_HEAD` in `flags`; returns the change in the number of skbs.
+fn set_skb_head(flags: &mut u8, head: bool) -> i64 {
+    let was = *flags & SKB_HEAD != 0;
+    if head {
+        *flags |= SKB_HEAD;
+    } else {
+        *flags &= !SKB_HEAD;
+    }
+    head as i64 - was as i64
+}
+
 /// Scoreboard flag: SACKed (Linux TCPCB_SACKED_ACKED).
 const SACKED: u8 = 1;
 /// Scoreboard flag: considered lost since its last transmission (Linux TCPCB_LOST).
@@ -642,25 +653,11 @@ impl Sender {
         // skbs: a SACKed segment after a SACKed one is shifted into its skb
         // (tcp_shift_skb_data), one after data not SACKed is cut off into an skb of its own
         // (tcp_fragment at the SACK block's edge); so is the data after it.
-        if i > 0 && self.segs[i - 1].flags & SACKED != 0 {
-            if f & SKB_HEAD != 0 {
-                f &= !SKB_HEAD;
-                self.sent_skbs -= 1;
-            }
-        } else if f & SKB_HEAD == 0 {
-            f |= SKB_HEAD;
-            self.sent_skbs += 1;
-        }
+        let after_sacked = i > 0 && self.segs[i - 1].flags & SACKED != 0;
+        self.sent_skbs = self.sent_skbs.wrapping_add_signed(set_skb_head(&mut f, !after_sacked));
         if let Some(next) = self.segs.get_mut(i + 1) {
-            if next.flags & SACKED != 0 {
-                if next.flags & SKB_HEAD != 0 {
-                    next.flags &= !SKB_HEAD;
-                    self.sent_skbs -= 1;
-                }
-            } else if next.flags & SKB_HEAD == 0 {
-                next.flags |= SKB_HEAD;
-                self.sent_skbs += 1;
-            }
+            let head = next.flags & SACKED == 0;
+            self.sent_skbs = self.sent_skbs.wrapping_add_signed(set_skb_head(&mut next.flags, head));
         }
         if f & LOST != 0 {
             f &= !LOST;
@@ -1013,17 +1010,20 @@ impl Sender {
         self.prr.map_or(self.cc.cwnd(), |p| p.cwnd).max(1)
     }
 
+    /// Segments of an skb an unpaced flow sends (tcp_tso_autosize at the rate Linux computes
+    /// for it, tcp_update_pacing_rate: 1.2 cwnd / srtt; 2 before the first RTT sample).
+    fn unpaced_skb_segs(&self) -> u32 {
+        if self.srtt_us == 0 {
+            return 2;
+        }
+        tso_autosize_segs(1.2 * self.cc.cwnd() as f64 * MSS as f64 * 1e6 / self.srtt_us as f64)
+    }
+
     /// Send what cwnd and pacing allow.
     pub fn try_send(&mut self, now: u64, io: &mut Io) {
         // New data leaves in skbs of its own (tso_fragment cuts them off the application's
         // 64 KiB ones): a paced flow's each TSO burst; an unpaced flow's what the window lets
-        // out now, in pieces of tcp_tso_autosize at the rate Linux computes for it
-        // (tcp_update_pacing_rate: 1.2 cwnd / srtt).
-        let unpaced_skb = if self.srtt_us > 0 {
-            tso_autosize_segs(1.2 * self.cc.cwnd() as f64 * MSS as f64 * 1e6 / self.srtt_us as f64)
-        } else {
-            2
-        };
+        // out now, in pieces of unpaced_skb_segs.
         let mut skb_left = 0u32;
         while self.active && self.in_flight() < self.window() {
             let rate = self.cc.pacing_rate().filter(|r| *r > 0.0);
@@ -1053,7 +1053,7 @@ impl Sender {
                         if skb_left == 0 {
                             seg.flags = SKB_HEAD;
                             self.sent_skbs += 1;
-                            skb_left = if rate.is_some() { quota } else { unpaced_skb };
+                            skb_left = if rate.is_some() { quota } else { self.unpaced_skb_segs() };
                         }
                         skb_left -= 1;
                         self.segs.push_back(seg);

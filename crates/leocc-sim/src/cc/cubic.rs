@@ -12,7 +12,7 @@
 //! samples exceeds the minimum delay by clamp(min/8, 4 ms, 16 ms) (delay increase).
 
 use super::reno::RenoWindow;
-use super::{AckSample, CaState, CcConfig, Controller};
+use super::{AckSample, CcConfig, Controller};
 
 /// Multiplicative decrease factor β (RFC 9438 §4.6).
 pub(crate) const BETA: f64 = 0.7;
@@ -183,7 +183,7 @@ impl Controller for Cubic {
         if s.min_rtt_us > 0 {
             self.min_rtt_us = s.min_rtt_us;
         }
-        if s.ca_state != CaState::Open || s.acked_sacked == 0 {
+        if !s.ca_state.may_raise_cwnd() || s.acked_sacked == 0 {
             return;
         }
         if self.w.in_slow_start() && self.hystart.update(s, self.w.cwnd) {
@@ -230,6 +230,7 @@ impl Controller for Cubic {
 mod tests {
     use super::*;
     use crate::cc::testing::ack;
+    use crate::cc::CaState;
 
     fn cubic() -> Cubic {
         Cubic::new(&CcConfig { mss: 1448, init_cwnd: 10, seed: 0, params: Vec::new() }).unwrap()

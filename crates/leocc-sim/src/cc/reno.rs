@@ -6,7 +6,7 @@
 //! retransmissions — is the sender's). On a timeout: ssthresh as above and cwnd = 1.
 //! The window does not grow while recovering (Linux `tcp_may_raise_cwnd`).
 
-use super::{AckSample, CaState, CcConfig, Controller};
+use super::{AckSample, CcConfig, Controller};
 
 /// Multiplicative decrease factor (RFC 5681 §3.1: half the flight size).
 const BETA: f64 = 0.5;
@@ -79,7 +79,7 @@ impl Controller for Reno {
     }
 
     fn on_ack(&mut self, s: &AckSample) {
-        if s.ca_state != CaState::Open || s.acked_sacked == 0 {
+        if !s.ca_state.may_raise_cwnd() || s.acked_sacked == 0 {
             return;
         }
         let mut acked = s.acked_sacked;
@@ -123,6 +123,7 @@ impl Controller for Reno {
 mod tests {
     use super::*;
     use crate::cc::testing::ack;
+    use crate::cc::CaState;
 
     #[test]
     fn slow_start_then_halving_then_linear_growth() {
@@ -139,5 +140,7 @@ mod tests {
         assert_eq!(r.cwnd(), 11, "+1 per window in congestion avoidance");
         r.on_rto(100);
         assert_eq!(r.cwnd(), 1);
+        r.on_ack(&ack(101, 2, CaState::Loss));
+        assert_eq!(r.cwnd(), 3, "slow start retransmits the window lost at the timeout");
     }
 }

@@ -65,7 +65,16 @@ impl Controller for Vegas {
             self.base_rtt_us = self.base_rtt_us.min(r);
             self.round_min_rtt_us = self.round_min_rtt_us.min(r);
         }
-        if s.ca_state != CaState::Open || s.acked_sacked == 0 {
+        if s.acked_sacked == 0 || !s.ca_state.may_raise_cwnd() {
+            return;
+        }
+        if s.ca_state == CaState::Loss {
+            // Linux turns Vegas off outside the Open state (tcp_vegas_state) and grows as Reno.
+            let acked = self.w.slow_start(s.acked_sacked);
+            if acked > 0 {
+                let cwnd = self.w.cwnd;
+                self.w.additive_increase(cwnd, acked);
+            }
             return;
         }
         let round_ended = s.prior_delivered >= self.round_end;
