@@ -178,12 +178,39 @@ pub struct Detector {
     pub replies: u64,
     /// Detector time − run time: the warm-up (`warm_up`).
     offset_us: u64,
+    /// The stretch of the trace the warm-up loops: (start, length), µs of trace time
+    /// (`with_warm_loop`).
+    warm_loop: (u64, u64),
     next_send_us: u64,
     /// A false event every this many µs (0: none), to measure what a noisy detector costs.
     false_interval_us: u64,
     next_false_us: u64,
     /// False events injected so far (included in the published events and `detections_us`).
     pub false_events: u32,
+}
+
+/// Spacings of reconfigurations this close count as one schedule interval (generated and
+/// drawn traces repeat theirs to the microsecond; a trace's detected ones to about a ms).
+const SCHEDULE_TOLERANCE_US: u64 = 1_000;
+
+/// The longest stretch of one trace loop made of whole schedule intervals: (start, length)
+/// in µs. The interval is the spacing most consecutive reconfigurations share (at least two);
+/// the stretch starts at the first reconfiguration that another one follows by that interval
+/// (an unscheduled one does not) and holds as many intervals as fit before `period_us`.
+/// None without such a spacing.
+fn schedule_loop(once: &[u64], period_us: u64) -> Option<(u64, u64)> {
+    let near = |a: u64, b: u64| a.abs_diff(b) <= SCHEDULE_TOLERANCE_US;
+    let gaps: Vec<u64> = once.windows(2).map(|w| w[1] - w[0]).collect();
+    let (count, interval) = gaps
+        .iter()
+        .map(|&g| (gaps.iter().filter(|&&h| near(g, h)).count(), g))
+        .max_by_key(|&(count, g)| (count, std::cmp::Reverse(g)))?;
+    if count < 2 || interval == 0 {
+        return None;
+    }
+    let start = once.iter().copied().find(|&r| once.iter().any(|&q| near(q, r + interval)))?;
+    let n = period_us.saturating_sub(start) / interval;
+    (n >= 1).then_some((start, n * interval))
 }
 
 impl Detector {
@@ -218,6 +245,7 @@ impl Detector {
             probes_sent: 0,
             replies: 0,
             offset_us: 0,
+            warm_loop: (0, 0),
             next_send_us: 0,
             false_interval_us: 0,
             next_false_us: 0,
@@ -248,11 +276,37 @@ impl Detector {
         self
     }
 
+    /// The warm-up loops whole intervals of the trace's reconfiguration schedule
+    /// ([`schedule_loop`]; `once`: the reconfiguration times within one loop of the trace,
+    /// ascending; `period_us`: the trace's loop), so that every wrap falls on the schedule and
+    /// the grid the learner sees runs on without a break into the run. Looping the whole
+    /// 60 s trace moved `oneweb-60s`'s 11 s grid by 5 s at each wrap: no grid was learned
+    /// there and two loss runs of the probe stream became events. Without a schedule the
+    /// whole trace is looped.
+    pub fn with_warm_loop(mut self, once: &[u64], period_us: u64) -> Detector {
+        self.warm_loop = schedule_loop(once, period_us).unwrap_or((0, period_us));
+        self
+    }
+
+    /// Trace time of detector time `t`: the run's own time from the run's start on; before
+    /// it, the warm-up's loop (`with_warm_loop`), counted back from the run's start so that
+    /// the loop's reconfigurations keep the run's phase.
+    fn link_time(&self, t: u64) -> u64 {
+        if t >= self.offset_us {
+            return t - self.offset_us;
+        }
+        let (first, span) = self.warm_loop;
+        if span == 0 {
+            return t; // no loop given: the link's own loop
+        }
+        let before = (t as i128) - (self.offset_us as i128) - (first as i128);
+        first + before.rem_euclid(span.max(1) as i128) as u64
+    }
+
     /// Runs the probe stream for `warmup_us` before the run's time zero, as a daemon that was
     /// already running when the flows started: the detector's statistics (spacing, loss runs,
-    /// RTT steps) and learned schedule are those of a warm daemon. The link is looked up at
-    /// run time + `warmup_us` throughout, so give a whole number of the trace's loops to keep
-    /// the run on the trace's own timeline. Nothing from the warm-up is published to the run
+    /// RTT steps) and learned schedule are those of a warm daemon. The warm-up plays the loop
+    /// of `with_warm_loop`; the run plays the trace from its start. Nothing from the warm-up is published to the run
     /// (a reconfiguration from before a flow is not news to it, as in the kernel) or scored.
     /// `first_send_us` is the first send's time (the probe phase).
     pub fn warm_up(mut self, warmup_us: u64, first_send_us: u64) -> Detector {
@@ -292,6 +346,8 @@ impl Detector {
 
     /// A probe sent at detector time `t` (run time + warm-up).
     fn send_at(&mut self, t: u64) -> (Option<u64>, u64) {
+        // The probe's whole flight is looked up on the trace's clock from its send time on.
+        let lt = self.link_time(t);
         self.probes_sent += 1;
         self.core.on_send(t * 1000);
         let next = match self.noise.as_mut() {
@@ -301,10 +357,10 @@ impl Detector {
         let lost_noise = self.noise.as_mut().is_some_and(|n| n.lost());
         // An outage holds the probe at the satellite hop until it ends, unless it crossed in
         // the outage's lost share (module docs).
-        let Some(leave) = Self::cross(&self.up, &mut self.up_outage, &mut self.share_rng, self.lost_share, t) else {
+        let Some(leave) = Self::cross(&self.up, &mut self.up_outage, &mut self.share_rng, self.lost_share, lt) else {
             return (None, next);
         };
-        if self.loss_rng.chance(self.up.loss_prob(t)) {
+        if self.loss_rng.chance(self.up.loss_prob(lt)) {
             return (None, next);
         }
         let at_pop = leave + self.up.delay_us(leave).saturating_sub(self.beyond_pop_us.0);
@@ -315,7 +371,7 @@ impl Detector {
         if self.loss_rng.chance(self.down.loss_prob(at_pop)) || lost_noise {
             return (None, next);
         }
-        let prop = back + self.down.delay_us(back).saturating_sub(self.beyond_pop_us.1) - t;
+        let prop = back + self.down.delay_us(back).saturating_sub(self.beyond_pop_us.1) - lt;
         let rtt = match self.noise.as_mut() {
             Some(n) => {
                 let ms = n.rtt_ms(t as i64 * 1000, prop as f64 / 1000.0).max(prop as f64 / 1000.0 * 0.3);
@@ -521,6 +577,35 @@ mod tests {
         // back at 5.115 and 5.13 s.
         let burst = arrivals.iter().filter(|a| (closing.1..=closing.1 + 20_000).contains(&a.1)).count();
         assert!(burst >= 10, "the held probes arrive together: {burst}");
+    }
+
+    /// The warm-up's loop is whole intervals of the schedule, starting on it: the 11 s grid of
+    /// a 60 s OneWeb-like trace (five intervals, not the 60 s that moved it by 5 s a wrap), and
+    /// on a Starlink-like trace with an unscheduled event neither that event nor its spacing.
+    #[test]
+    fn the_warm_up_loops_whole_schedule_intervals() {
+        assert_eq!(schedule_loop(&[1_825_000, 12_825_000, 23_825_000, 34_825_000, 45_825_000, 56_825_000], 60_000_000), Some((1_825_000, 55_000_000)));
+        assert_eq!(schedule_loop(&[7_738_000, 22_738_000, 37_738_000, 52_738_000, 55_689_000], 60_000_000), Some((7_738_000, 45_000_000)));
+        assert_eq!(schedule_loop(&[11_845_000, 17_380_000, 26_845_000, 41_845_000, 56_845_000], 60_000_000), Some((11_845_000, 45_000_000)));
+        // No spacing that recurs (or a single event): the whole trace loops, as before.
+        assert_eq!(schedule_loop(&[3_000_000, 10_000_000, 24_000_000], 60_000_000), None);
+        assert_eq!(schedule_loop(&[3_000_000], 60_000_000), None);
+        // Warm-up time maps back from the run's start onto the loop, keeping the grid's phase:
+        // 11 s and 22 s before the run's first event are events of the loop too.
+        let link = || {
+            use leocc_trace::model::{Capacity, DelaySeries, Loss};
+            let cap = Capacity::new((1..=60_000).map(|ms| ms * 1000).collect(), Some(60_000_000)).unwrap();
+            LinkModel::new(&cap, DelaySeries::constant(15_000), Loss::Constant(0.0), &[], 1000)
+        };
+        let once = [1_825_000, 12_825_000, 23_825_000, 34_825_000, 45_825_000, 56_825_000];
+        let mut d = Detector::new(link(), link(), PROBE_INTERVAL_US, OUTAGE_THRESHOLD_US, ProbeNoiseModel::None, 1)
+            .with_warm_loop(&once, 60_000_000);
+        d.offset_us = 120_000_000;
+        for back in [11_000_000u64, 22_000_000, 55_000_000, 66_000_000] {
+            let t = d.offset_us + 1_825_000 - back;
+            assert!(once.contains(&d.link_time(t)), "{back} µs before the run's first event: trace time {}", d.link_time(t));
+        }
+        assert_eq!(d.link_time(d.offset_us + 5), 5, "the run plays the trace from its start");
     }
 
     /// A drawn path's probe stops at the PoP: its RTT is the trace's `pop_rtt_ms`, not the
