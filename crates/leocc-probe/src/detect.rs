@@ -291,6 +291,8 @@ pub struct Detector {
     spacing_ns: u64,
     learner: ScheduleLearner,
     monitored_since: u64,
+    /// The candidate just judged was weak but likely an outage by its evidence alone.
+    likely_outage: bool,
 }
 
 impl Detector {
@@ -314,6 +316,7 @@ impl Detector {
             spacing_ns: 0,
             learner: ScheduleLearner::new(),
             monitored_since: 0,
+            likely_outage: false,
         }
     }
 
@@ -382,8 +385,14 @@ impl Detector {
                 _ => 0,
             };
             let gap = (ri as i64 - step).max(0) as u64;
+            self.likely_outage = false;
             let normal = ri <= self.cfg.threshold_ns || !self.judge_outlier(&r, prev, ri, gap, step, &mut out);
             if normal {
+                // A weak candidate that its evidence alone makes a likely outage is learned
+                // with its RTT step censored at the tail's threshold: it counts as a large
+                // step, but its size (an outage's, if it was one) does not stretch the tail
+                // that judges the next outages.
+                let step = if self.likely_outage { step.min(self.rtt_steps.tail_threshold() as i64) } else { step };
                 self.learn_interval(gap, step);
             }
             if ri > crate::daemon::DEFAULT_UNREACHABLE_AFTER_NS {
@@ -438,8 +447,7 @@ impl Detector {
         // the stronger single component with a Bonferroni factor of 2 (the other normal).
         let p_normal = (t * (1.0 - t.ln())).min(2.0 * ps.min(pd)).min(1.0);
         let spacing = self.spacing_ns.max(1) as f64;
-        let in_aftermath = self.last_event_detect_mono.is_some_and(|d| start_mono < d + AFTERMATH_NS);
-        let prior = if in_aftermath {
+        let prior = if self.in_aftermath(start_mono) {
             spacing / crate::learn::MIN_EVENT_PERIOD_NS
         } else {
             self.learner.prior(start_mono as i64, spacing).p
@@ -447,6 +455,12 @@ impl Detector {
         let neutral = spacing / crate::learn::BASE_EVENT_PERIOD_NS;
         let p_outage = (spacing / OUTAGE_RANGE_NS).min(1.0);
         (confidence(prior, p_normal / p_outage), p_normal, prior, confidence(neutral, p_normal / p_outage))
+    }
+
+    /// Whether a gap that opened at `start_mono` lies in the aftermath of the latest event
+    /// (within [`AFTERMATH_NS`] of its detection).
+    fn in_aftermath(&self, start_mono: u64) -> bool {
+        self.last_event_detect_mono.is_some_and(|d| start_mono < d + AFTERMATH_NS)
     }
 
     /// Decides what a long RI is: an event, a weak candidate, a merge into the previous event,
@@ -477,7 +491,13 @@ impl Detector {
                 out.push(Output::Weak(ev));
             }
             if evidence_confidence >= LEARN_CONFIDENCE && self.cfg.scoring == Scoring::Evidence {
-                self.learner.learn(prev as i64);
+                // One reconfiguration is one time in the schedule: a candidate in the aftermath
+                // of an event (the link settling after it) is not another one, and learning it
+                // would pull the grid off the event's slot.
+                if !self.in_aftermath(prev) {
+                    self.learner.learn(prev as i64);
+                }
+                self.likely_outage = true;
             }
             return false;
         }
@@ -905,5 +925,101 @@ mod tests {
         // Slots 12 and 27 were jumped over: not reported as missed.
         assert!(!out.iter().any(|o| matches!(o, Output::MissedSlot { .. })), "{out:?}");
         assert_eq!(d.counters().wall_jumps, 1);
+    }
+
+    /// A 15 s grid of outages (a 140 ms hold) on a jittered 10 ms stream with some background
+    /// loss; after each event from the third on, the link settles with a few lost probes and
+    /// small RTT steps 150-650 ms later (as on the bent-pipe recording victoria_4 after its slot
+    /// at second 57). Those are weak candidates in the event's aftermath: they must not be
+    /// learned as reconfigurations of their own, which pulls the fitted grid off the slots
+    /// (on victoria_4: to periods of 30 and 41 s, then a false event at second 2.29 and the
+    /// next slot missed).
+    #[test]
+    fn candidates_in_an_events_aftermath_do_not_move_the_grid() {
+        let mut d = Detector::new(DetectorConfig { report_confidence: 0, ..DetectorConfig::default() });
+        let (mut t, mut i) = (0u64, 0u64);
+        let mut weak_after = 0;
+        let mut events = Vec::new();
+        // A reply after `lost` lost probes and a hold of `hold` ms; jitter 0-7 ms.
+        let feed = |d: &mut Detector, t: &mut u64, i: &mut u64, lost: u64, hold: u64| {
+            *t += 10 * (1 + lost) + hold;
+            let h = (*i * 2_654_435_761) >> 11;
+            let rtt = 30 + h % 8 + hold;
+            *i += 1;
+            let r = Reply { seq: *i as u16, recv_mono_ns: *t * MS, recv_wall_ns: WALL0 + (*t * MS) as i64, rtt_ns: Some(rtt * MS) };
+            d.on_reply(r)
+        };
+        // Background loss: 1-3 probes now and then.
+        let background = |i: u64| {
+            let h = (i * 2_246_822_519) >> 9;
+            if h % 40 == 0 { 1 + (h / 40) % 3 } else { 0 }
+        };
+        for k in 0..12u64 {
+            let slot = 5_000 + k * 15_000;
+            while t + 40 < slot {
+                let lost = background(i);
+                feed(&mut d, &mut t, &mut i, lost, 0);
+            }
+            for o in feed(&mut d, &mut t, &mut i, 0, 140) {
+                if let Output::Reconfig(e) = o {
+                    events.push(e.start_mono_ns / MS);
+                }
+            }
+            if k >= 2 {
+                // The aftermath: 3-5 probes lost and a 15-25 ms step, 150-650 ms after the event.
+                for (after, lost, hold) in [(150, 3, 15), (400, 4, 20), (650, 5, 25)] {
+                    while t < slot + after {
+                        feed(&mut d, &mut t, &mut i, 0, 0);
+                    }
+                    for o in feed(&mut d, &mut t, &mut i, lost, hold) {
+                        match o {
+                            Output::Weak(_) => weak_after += 1,
+                            Output::Reconfig(e) => panic!("aftermath candidate published: {e:?}"),
+                            _ => {}
+                        }
+                    }
+                }
+            }
+        }
+        assert!(weak_after >= 4, "the aftermath holds are weak candidates: {weak_after}");
+        // Without the rule the aftermath candidates (two per slot, learned as likely outages)
+        // outnumber the slots in the learner's memory by the 8th slot, and the grid moves to
+        // their phase, 695 ms after the slots.
+        let g = d.learned_grid().expect("a grid");
+        assert!((g.period_ns - 15_000 * MS as i64).abs() < 50 * MS as i64, "{g:?}");
+        let next_slot = ((5_000 + 12 * 15_000) * MS) as i64 - 40 * MS as i64;
+        assert!(g.offset(next_slot).0.abs() <= g.window_ns, "the grid predicts the slots: {g:?}");
+        assert_eq!(events.len(), 12, "every slot's outage is an event: {events:?}");
+    }
+
+    /// Weak candidates that are likely outages by their evidence (here every candidate is
+    /// weak: nothing reaches the minimum confidence) still count as normal intervals, but with
+    /// their RTT step censored at the tail's threshold. Otherwise each missed outage would
+    /// teach the statistics that outage-sized steps are normal, and the next outage would look
+    /// more normal still (without the censoring this fails from the 5th hold on: the steps of
+    /// the first four already stretch the tail).
+    #[test]
+    fn missed_outages_do_not_stretch_the_rtt_step_tail() {
+        let cfg = DetectorConfig { min_confidence: 101, report_confidence: 0, ..DetectorConfig::default() };
+        let mut d = Detector::new(cfg);
+        let mut weak = Vec::new();
+        let mut t = 0u64;
+        for i in 0..4_100u64 {
+            // Spacing 10 ms, RTT 30 ms plus 0-9 ms of jitter; every 100th reply closes a gap
+            // of one spacing plus a 100 ms hold (an RTT step of ~100 ms, a normal send gap).
+            let held = i % 100 == 99;
+            t += if held { 110 } else { 10 };
+            let rtt = 30 + (i * 7_919) % 10 + if held { 100 } else { 0 };
+            let r = Reply { seq: i as u16, recv_mono_ns: t * MS, recv_wall_ns: WALL0 + (t * MS) as i64, rtt_ns: Some(rtt * MS) };
+            for o in d.on_reply(r) {
+                if let Output::Weak(e) = o {
+                    weak.push(e);
+                }
+            }
+        }
+        assert_eq!(weak.len(), 41, "every hold is a weak candidate");
+        let (early, late) = (weak[4].p_normal, weak[40].p_normal);
+        assert!(early < 1e-5, "{early}");
+        assert!(late < 1e-5, "the 41st outage is as unusual as the 5th: {early} then {late}");
     }
 }

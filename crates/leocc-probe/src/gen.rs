@@ -357,12 +357,20 @@ fn draw_events(cfg: &GenConfig, t0: i64, rng: &mut Rng) -> Vec<TrueEvent> {
 
 /// Share of an outage whose probes are lost (the rest are held and delivered at its end).
 fn lost_share(path: PathKind, rng: &mut Rng) -> f64 {
+    let (lo, hi) = outage_lost_share(path);
+    rng.range(lo, hi)
+}
+
+/// The range of the share of an outage, from its start, whose probes are lost; the rest are
+/// held at the satellite hop and released when the outage ends (uniform within the range per
+/// outage). The real bent-pipe outages hold nearly every probe: at the slots of both recordings
+/// the closing reply's send gap is 10–35 ms (0–2 probes lost) while its RTT is 50–150 ms above
+/// the previous one. Over inter-satellite links ~500 ms of sends vanish and the closing reply
+/// is ~200 ms late. The simulator's probe stream (`leocc-sim`) uses the same ranges.
+pub fn outage_lost_share(path: PathKind) -> (f64, f64) {
     match path {
-        // The real bent-pipe outages hold nearly every probe: at the slots of both recordings
-        // the closing reply's send gap is 10–35 ms (0–2 probes lost) while its RTT is 50–150 ms
-        // above the previous one.
-        PathKind::BentPipe => rng.range(0.0, 0.25),
-        PathKind::Isl => rng.range(0.65, 0.8),
+        PathKind::BentPipe => (0.0, 0.25),
+        PathKind::Isl => (0.65, 0.8),
     }
 }
 

@@ -22,8 +22,9 @@
 //! The reliability ρ = (hits + 1) / (hits + misses + 2) counts predicted slots that did or did
 //! not see an event or at least a candidate (an RI above the threshold, however weak) while
 //! replies were flowing, with forgetting; [`MISSES_TO_FORGET`]
-//! consecutive misses mean the grid moved, and the events from before are forgotten so that the
-//! new grid is learned from the next ones.
+//! consecutive misses mean the grid moved: the events up to its last hit slot are forgotten,
+//! and the new grid is learned from those after it (already off the old grid, perhaps on the
+//! new one) and the next ones.
 //!
 //! Cost: the fit runs once per confident event (O(MEMORY² × 4) candidates); per reply the
 //! learner only compares the time with the next predicted slot.
@@ -106,6 +107,9 @@ pub struct ScheduleLearner {
     used_slot: Option<i64>,
     /// Time of the next slot whose window has not been closed yet, ns.
     next_slot: Option<i64>,
+    /// Time of the last predicted slot that was a hit, ns: when the grid moves, the events
+    /// after it may already lie on the new grid.
+    last_hit: Option<i64>,
 }
 
 impl ScheduleLearner {
@@ -176,6 +180,7 @@ impl ScheduleLearner {
                     self.hits = g.on_grid as f64;
                     self.misses = 0.0;
                     self.misses_in_row = 0;
+                    self.last_hit = Some(t);
                 }
                 self.next_slot = self.grid.map(|g| t - g.offset(t).0);
             }
@@ -206,6 +211,7 @@ impl ScheduleLearner {
             if hit {
                 self.hits += 1.0;
                 self.misses_in_row = 0;
+                self.last_hit = Some(slot);
             } else if watched {
                 self.misses += 1.0;
                 self.misses_in_row += 1;
@@ -214,11 +220,21 @@ impl ScheduleLearner {
         }
         self.next_slot = Some(slot);
         if self.misses_in_row >= MISSES_TO_FORGET {
-            // The grid moved (or was a coincidence): learn afresh from the next events.
-            self.events.clear();
-            self.grid = None;
+            // The grid moved (or was a coincidence): forget the events up to its last hit
+            // slot and learn afresh from the rest and the next ones. The events since that
+            // slot fell off the old grid, so they may already lie on the new one (a grid
+            // whose phase jumped shows its new phase from the first event after the jump,
+            // two slots before the misses reveal the jump).
+            let keep_after = self.last_hit.map(|h| h + g.window_ns);
+            self.events.retain(|&e| keep_after.is_some_and(|k| e > k));
             self.misses_in_row = 0;
-            self.next_slot = None;
+            self.last_hit = None;
+            self.grid = fit(&self.events, &self.candidates);
+            self.next_slot = self.grid.map(|g| now - g.offset(now).0);
+            if let Some(g) = self.grid {
+                self.hits = g.on_grid as f64;
+                self.misses = 0.0;
+            }
         }
     }
 }
@@ -388,5 +404,33 @@ mod tests {
         }
         l.on_time(90 * S, 89 * S);
         assert!(l.grid().is_some());
+    }
+
+    #[test]
+    fn a_grid_whose_phase_jumped_is_relearned_from_the_events_since_its_last_hit() {
+        // An 11 s grid from 1 s (slots 1, 12, 23, 34 s) whose phase jumps by +4.5 s after
+        // 34 s, as when a 45 s path loops: events at 46, 57, 68, 79 s... The old grid's slots
+        // at 45 and 56 s pass silent (two misses, at 56 s + window the grid is forgotten);
+        // the events at 46 and 57 s, after its last hit (34 s), are kept, so the third one
+        // on the new phase (68 s) gives the new grid at once, predicting 79 s.
+        let mut l = ScheduleLearner::new();
+        let old = [S, 12 * S, 23 * S, 34 * S];
+        let new = [46 * S, 57 * S, 68 * S];
+        let mut t = 0;
+        let mut step_to = |l: &mut ScheduleLearner, until: i64| {
+            while t < until {
+                t += 10 * MS;
+                l.on_time(t, 0);
+            }
+        };
+        for &e in old.iter().chain(new.iter()) {
+            step_to(&mut l, e);
+            l.on_candidate(e);
+            l.on_event(e, true);
+        }
+        step_to(&mut l, 70 * S);
+        let g = l.grid().expect("the new phase is learned from 46, 57 and 68 s");
+        assert!((g.period_ns - 11 * S).abs() < 20 * MS, "{g:?}");
+        assert!(g.offset(79 * S).0.abs() < 50 * MS, "predicts 79 s: {g:?}");
     }
 }

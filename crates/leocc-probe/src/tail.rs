@@ -92,6 +92,20 @@ impl TailHistogram {
         Some((p_u * (-((k - u) as f64) / self.tail_scale(u, p_u)).exp()).clamp(f64::MIN_POSITIVE, 1.0))
     }
 
+    /// The tail's threshold u for the largest values, ns: the lowest value of the highest bin
+    /// with [`MIN_TAIL_SAMPLES`] at or above it (beyond it [`Self::tail`] extrapolates); 0 while
+    /// no bin has.
+    pub fn tail_threshold(&self) -> u64 {
+        let mut at_or_above = 0.0f64;
+        for b in (0..BINS).rev() {
+            at_or_above += f64::from(self.bins[b]);
+            if at_or_above >= MIN_TAIL_SAMPLES {
+                return b as u64 * BIN_NS;
+            }
+        }
+        0
+    }
+
     /// Scale (in bins) of the exponential tail above bin u: the larger (the more cautious) of
     /// two estimates. (a) The median excess of the samples strictly above u, / ln 2: strictly
     /// above, because for lattice data (whole lost probes) the mass sitting at u would drag the

@@ -31,6 +31,8 @@ use serde::Serialize;
 
 use crate::rng::Rng;
 
+/// The seed's stream of the outages' lost shares (the noise uses streams 2 to 4).
+const STREAM_OUTAGE_SHARE: u64 = 6;
 /// Probe interval (paper §4.1.1: 10 ms).
 pub const PROBE_INTERVAL_US: u64 = 10_000;
 /// Δoutage: the detector's RI threshold (paper §4.1.1 and §5: 45 ms), the daemon's default.
@@ -72,6 +74,17 @@ impl ProbeNoiseModel {
             "bentpipe" => Ok(ProbeNoiseModel::BentPipe),
             "isl" => Ok(ProbeNoiseModel::Isl),
             _ => Err(format!("unknown probe noise '{s}' ({})", Self::NAMES)),
+        }
+    }
+
+    /// The range of an outage's share whose probes are lost, the rest being held: the
+    /// generator's for the path kind ([`leocc_probe::gen::outage_lost_share`]); none lost
+    /// without noise (the data path holds packets through an outage too).
+    fn lost_share(self) -> (f64, f64) {
+        match self {
+            ProbeNoiseModel::None => (0.0, 0.0),
+            ProbeNoiseModel::BentPipe => leocc_probe::gen::outage_lost_share(PathKind::BentPipe),
+            ProbeNoiseModel::Isl => leocc_probe::gen::outage_lost_share(PathKind::Isl),
         }
     }
 
@@ -131,6 +144,16 @@ pub struct Detector {
     noise_model: ProbeNoiseModel,
     /// Random draws of the trace's own loss.
     loss_rng: Rng,
+    /// Random draws of each outage's lost share.
+    share_rng: Rng,
+    /// Range of the share of an outage whose probes are lost (the rest are held).
+    lost_share: (f64, f64),
+    /// The part of each direction's delay (up, down) that lies beyond the PoP, µs: the probe
+    /// does not cross it ([`beyond_pop_us`]).
+    beyond_pop_us: (u64, u64),
+    /// The outage each direction is in, if any: (start, lost until), µs.
+    up_outage: Option<(u64, u64)>,
+    down_outage: Option<(u64, u64)>,
     /// Replies on their way back, (arrival µs, send µs), in arrival order (FIFO path).
     in_flight: VecDeque<(u64, u64)>,
     last_arrival_us: Option<u64>,
@@ -155,12 +178,39 @@ pub struct Detector {
     pub replies: u64,
     /// Detector time − run time: the warm-up (`warm_up`).
     offset_us: u64,
+    /// The stretch of the trace the warm-up loops: (start, length), µs of trace time
+    /// (`with_warm_loop`).
+    warm_loop: (u64, u64),
     next_send_us: u64,
     /// A false event every this many µs (0: none), to measure what a noisy detector costs.
     false_interval_us: u64,
     next_false_us: u64,
     /// False events injected so far (included in the published events and `detections_us`).
     pub false_events: u32,
+}
+
+/// Spacings of reconfigurations this close count as one schedule interval (generated and
+/// drawn traces repeat theirs to the microsecond; a trace's detected ones to about a ms).
+const SCHEDULE_TOLERANCE_US: u64 = 1_000;
+
+/// The longest stretch of one trace loop made of whole schedule intervals: (start, length)
+/// in µs. The interval is the spacing most consecutive reconfigurations share (at least two);
+/// the stretch starts at the first reconfiguration that another one follows by that interval
+/// (an unscheduled one does not) and holds as many intervals as fit before `period_us`.
+/// None without such a spacing.
+fn schedule_loop(once: &[u64], period_us: u64) -> Option<(u64, u64)> {
+    let near = |a: u64, b: u64| a.abs_diff(b) <= SCHEDULE_TOLERANCE_US;
+    let gaps: Vec<u64> = once.windows(2).map(|w| w[1] - w[0]).collect();
+    let (count, interval) = gaps
+        .iter()
+        .map(|&g| (gaps.iter().filter(|&&h| near(g, h)).count(), g))
+        .max_by_key(|&(count, g)| (count, std::cmp::Reverse(g)))?;
+    if count < 2 || interval == 0 {
+        return None;
+    }
+    let start = once.iter().copied().find(|&r| once.iter().any(|&q| near(q, r + interval)))?;
+    let n = period_us.saturating_sub(start) / interval;
+    (n >= 1).then_some((start, n * interval))
 }
 
 impl Detector {
@@ -177,6 +227,11 @@ impl Detector {
             noise: noise.noise(interval_us, seed),
             noise_model: noise,
             loss_rng: Rng::derive(seed, 1),
+            share_rng: Rng::derive(seed, STREAM_OUTAGE_SHARE),
+            lost_share: noise.lost_share(),
+            beyond_pop_us: (0, 0),
+            up_outage: None,
+            down_outage: None,
             in_flight: VecDeque::new(),
             last_arrival_us: None,
             seq: 0,
@@ -190,11 +245,19 @@ impl Detector {
             probes_sent: 0,
             replies: 0,
             offset_us: 0,
+            warm_loop: (0, 0),
             next_send_us: 0,
             false_interval_us: 0,
             next_false_us: 0,
             false_events: 0,
         }
+    }
+
+    /// The probe stops at the PoP: `beyond_us` (up, down) of the links' one-way delays lies
+    /// beyond it ([`beyond_pop_us`]).
+    pub fn with_beyond_pop(mut self, beyond_us: (u64, u64)) -> Detector {
+        self.beyond_pop_us = beyond_us;
+        self
     }
 
     /// Judge candidates by `scoring` (the daemon's default is the evidence scoring).
@@ -213,11 +276,37 @@ impl Detector {
         self
     }
 
+    /// The warm-up loops whole intervals of the trace's reconfiguration schedule
+    /// ([`schedule_loop`]; `once`: the reconfiguration times within one loop of the trace,
+    /// ascending; `period_us`: the trace's loop), so that every wrap falls on the schedule and
+    /// the grid the learner sees runs on without a break into the run. Looping the whole
+    /// 60 s trace moved `oneweb-60s`'s 11 s grid by 5 s at each wrap: no grid was learned
+    /// there and two loss runs of the probe stream became events. Without a schedule the
+    /// whole trace is looped.
+    pub fn with_warm_loop(mut self, once: &[u64], period_us: u64) -> Detector {
+        self.warm_loop = schedule_loop(once, period_us).unwrap_or((0, period_us));
+        self
+    }
+
+    /// Trace time of detector time `t`: the run's own time from the run's start on; before
+    /// it, the warm-up's loop (`with_warm_loop`), counted back from the run's start so that
+    /// the loop's reconfigurations keep the run's phase.
+    fn link_time(&self, t: u64) -> u64 {
+        if t >= self.offset_us {
+            return t - self.offset_us;
+        }
+        let (first, span) = self.warm_loop;
+        if span == 0 {
+            return t; // no loop given: the link's own loop
+        }
+        let before = (t as i128) - (self.offset_us as i128) - (first as i128);
+        first + before.rem_euclid(span.max(1) as i128) as u64
+    }
+
     /// Runs the probe stream for `warmup_us` before the run's time zero, as a daemon that was
     /// already running when the flows started: the detector's statistics (spacing, loss runs,
-    /// RTT steps) and learned schedule are those of a warm daemon. The link is looked up at
-    /// run time + `warmup_us` throughout, so give a whole number of the trace's loops to keep
-    /// the run on the trace's own timeline. Nothing from the warm-up is published to the run
+    /// RTT steps) and learned schedule are those of a warm daemon. The warm-up plays the loop
+    /// of `with_warm_loop`; the run plays the trace from its start. Nothing from the warm-up is published to the run
     /// (a reconfiguration from before a flow is not news to it, as in the kernel) or scored.
     /// `first_send_us` is the first send's time (the probe phase).
     pub fn warm_up(mut self, warmup_us: u64, first_send_us: u64) -> Detector {
@@ -257,6 +346,8 @@ impl Detector {
 
     /// A probe sent at detector time `t` (run time + warm-up).
     fn send_at(&mut self, t: u64) -> (Option<u64>, u64) {
+        // The probe's whole flight is looked up on the trace's clock from its send time on.
+        let lt = self.link_time(t);
         self.probes_sent += 1;
         self.core.on_send(t * 1000);
         let next = match self.noise.as_mut() {
@@ -264,16 +355,23 @@ impl Detector {
             None => t + self.interval_us,
         };
         let lost_noise = self.noise.as_mut().is_some_and(|n| n.lost());
-        let lost_up = self.up.in_outage(t) || self.loss_rng.chance(self.up.loss_prob(t));
-        if lost_up {
+        // An outage holds the probe at the satellite hop until it ends, unless it crossed in
+        // the outage's lost share (module docs).
+        let Some(leave) = Self::cross(&self.up, &mut self.up_outage, &mut self.share_rng, self.lost_share, lt) else {
+            return (None, next);
+        };
+        if self.loss_rng.chance(self.up.loss_prob(lt)) {
             return (None, next);
         }
-        let at_pop = t + self.up.delay_us(t);
+        let at_pop = leave + self.up.delay_us(leave).saturating_sub(self.beyond_pop_us.0);
         // The PoP answers at once, on its own queue.
-        if self.down.in_outage(at_pop) || self.loss_rng.chance(self.down.loss_prob(at_pop)) || lost_noise {
+        let Some(back) = Self::cross(&self.down, &mut self.down_outage, &mut self.share_rng, self.lost_share, at_pop) else {
+            return (None, next);
+        };
+        if self.loss_rng.chance(self.down.loss_prob(at_pop)) || lost_noise {
             return (None, next);
         }
-        let prop = at_pop + self.down.delay_us(at_pop) - t;
+        let prop = back + self.down.delay_us(back).saturating_sub(self.beyond_pop_us.1) - lt;
         let rtt = match self.noise.as_mut() {
             Some(n) => {
                 let ms = n.rtt_ms(t as i64 * 1000, prop as f64 / 1000.0).max(prop as f64 / 1000.0 * 0.3);
@@ -288,6 +386,27 @@ impl Detector {
         self.last_arrival_us = Some(at);
         self.in_flight.push_back((at, t));
         (Some(at), next)
+    }
+
+    /// A probe (or reply) reaching the satellite hop of `link` at `t`: when it leaves the hop,
+    /// or `None` when it is lost. Outside an outage it leaves at once; inside one it is held
+    /// until the outage ends, except in the outage's first `lost_share` (drawn per outage),
+    /// where it is lost. `cur` caches the current outage: (start, lost until).
+    fn cross(link: &LinkModel, cur: &mut Option<(u64, u64)>, rng: &mut Rng, lost_share: (f64, f64), t: u64) -> Option<u64> {
+        let o = link.outage_held(t);
+        if !o.value {
+            return Some(t);
+        }
+        let lost_until = match *cur {
+            Some((from, until)) if from == o.from => until,
+            _ => {
+                let share = if lost_share.1 > lost_share.0 { rng.range(lost_share.0, lost_share.1) } else { lost_share.0 };
+                let until = o.from + (share * (o.until - o.from) as f64) as u64;
+                *cur = Some((o.from, until));
+                until
+            }
+        };
+        (t >= lost_until).then_some(o.until)
     }
 
     /// Deliver every reply that arrived by run time `now`; returns what happened and the next
@@ -385,6 +504,24 @@ impl Detector {
     }
 }
 
+/// The part of each direction's one-way delay (up, down), µs, that lies beyond the PoP, which
+/// the detector's probe does not cross: none unless the trace gives its terminal–PoP round trip
+/// (`pop_rtt_ms`, drawn paths), else the lowest RTT of the satellite segment's delay series
+/// minus that round trip, split between the directions in proportion to their lowest delays.
+pub fn beyond_pop_us(trace: &leocc_trace::Trace) -> (u64, u64) {
+    use leocc_trace::Dir;
+    let Some(pop) = trace.meta.pop_rtt_us else { return (0, 0) };
+    let min = |d: Dir| trace.delay(d).values_us.iter().copied().min().unwrap_or(0);
+    let (up, down) = (min(Dir::Up), min(Dir::Down));
+    let total = up + down;
+    let beyond = total.saturating_sub(pop);
+    if total == 0 {
+        return (0, 0);
+    }
+    let b_up = (beyond as u128 * up as u128 / total as u128) as u64;
+    (b_up, beyond - b_up)
+}
+
 /// The confidence a sender's core receives for an event the receiver's host carried in the
 /// TCP option: the option holds a 3-bit grade, confidence → grade rounds down
 /// ([`leocc_core_sys::conf_grade`], as bpf/leocc_option.h), so 0..=100 arrives as one of 0, 16,
@@ -405,6 +542,92 @@ mod tests {
         assert_eq!(conf_through_option(49), 33);
         assert_eq!(conf_through_option(0), 0);
         assert_eq!(conf_through_option(255), 100);
+    }
+
+    /// An outage holds the probes crossing the satellite hop and releases them when it ends
+    /// (none lost without noise, as the data path's packets): one gap whose closing reply
+    /// carries the hold as its RTT step, then the held replies in a burst.
+    #[test]
+    fn an_outage_holds_the_probes_and_releases_them_at_its_end() {
+        use leocc_trace::model::{Capacity, DelaySeries, Loss, Span};
+        let cap = Capacity::new((1..=10_000).map(|ms| ms * 1000).collect(), Some(10_000_000)).unwrap();
+        let outage = [Span { start_us: 5_000_000, len_us: 100_000 }];
+        let link = || LinkModel::new(&cap, DelaySeries::constant(15_000), Loss::Constant(0.0), &outage, 1000);
+        let mut d = Detector::new(link(), link(), PROBE_INTERVAL_US, OUTAGE_THRESHOLD_US, ProbeNoiseModel::None, 1);
+        let mut arrivals = Vec::new();
+        let mut now = 0;
+        while now < 6_000_000 {
+            let (at, next) = d.send_probe(now);
+            arrivals.push((now, at.expect("no probe is lost")));
+            now = next;
+        }
+        let (mut ri_max, mut closing) = (0, (0, 0));
+        for w in arrivals.windows(2) {
+            if w[1].1 - w[0].1 > ri_max {
+                ri_max = w[1].1 - w[0].1;
+                closing = w[1];
+            }
+        }
+        // The last reply before the gap crossed the hop at 4.995 s (back at 5.01 s); the next
+        // one is held there until 5.1 s (back at 5.115 s): RI 105 ms.
+        assert!((100_000..=120_000).contains(&ri_max), "RI {ri_max}");
+        let rtt = closing.1 - closing.0;
+        assert!(rtt >= 100_000 && closing.1 >= 5_100_000 + 15_000, "closing reply {closing:?}");
+        // Held on the way back (crossing from 5.005 s) or on the way out (sent from 5.0 s):
+        // back at 5.115 and 5.13 s.
+        let burst = arrivals.iter().filter(|a| (closing.1..=closing.1 + 20_000).contains(&a.1)).count();
+        assert!(burst >= 10, "the held probes arrive together: {burst}");
+    }
+
+    /// The warm-up's loop is whole intervals of the schedule, starting on it: the 11 s grid of
+    /// a 60 s OneWeb-like trace (five intervals, not the 60 s that moved it by 5 s a wrap), and
+    /// on a Starlink-like trace with an unscheduled event neither that event nor its spacing.
+    #[test]
+    fn the_warm_up_loops_whole_schedule_intervals() {
+        assert_eq!(schedule_loop(&[1_825_000, 12_825_000, 23_825_000, 34_825_000, 45_825_000, 56_825_000], 60_000_000), Some((1_825_000, 55_000_000)));
+        assert_eq!(schedule_loop(&[7_738_000, 22_738_000, 37_738_000, 52_738_000, 55_689_000], 60_000_000), Some((7_738_000, 45_000_000)));
+        assert_eq!(schedule_loop(&[11_845_000, 17_380_000, 26_845_000, 41_845_000, 56_845_000], 60_000_000), Some((11_845_000, 45_000_000)));
+        // No spacing that recurs (or a single event): the whole trace loops, as before.
+        assert_eq!(schedule_loop(&[3_000_000, 10_000_000, 24_000_000], 60_000_000), None);
+        assert_eq!(schedule_loop(&[3_000_000], 60_000_000), None);
+        // Warm-up time maps back from the run's start onto the loop, keeping the grid's phase:
+        // 11 s and 22 s before the run's first event are events of the loop too.
+        let link = || {
+            use leocc_trace::model::{Capacity, DelaySeries, Loss};
+            let cap = Capacity::new((1..=60_000).map(|ms| ms * 1000).collect(), Some(60_000_000)).unwrap();
+            LinkModel::new(&cap, DelaySeries::constant(15_000), Loss::Constant(0.0), &[], 1000)
+        };
+        let once = [1_825_000, 12_825_000, 23_825_000, 34_825_000, 45_825_000, 56_825_000];
+        let mut d = Detector::new(link(), link(), PROBE_INTERVAL_US, OUTAGE_THRESHOLD_US, ProbeNoiseModel::None, 1)
+            .with_warm_loop(&once, 60_000_000);
+        d.offset_us = 120_000_000;
+        for back in [11_000_000u64, 22_000_000, 55_000_000, 66_000_000] {
+            let t = d.offset_us + 1_825_000 - back;
+            assert!(once.contains(&d.link_time(t)), "{back} µs before the run's first event: trace time {}", d.link_time(t));
+        }
+        assert_eq!(d.link_time(d.offset_us + 5), 5, "the run plays the trace from its start");
+    }
+
+    /// A drawn path's probe stops at the PoP: its RTT is the trace's `pop_rtt_ms`, not the
+    /// path's base RTT.
+    #[test]
+    fn the_probe_of_a_drawn_path_crosses_only_the_terminal_pop_segment() {
+        use leocc_trace::Dir;
+        let (p, t) = leocc_trace::draw::trace(14, 10_000, "test").unwrap();
+        let pop = t.meta.pop_rtt_us.expect("drawn paths record the PoP RTT");
+        assert!((20_000..=40_000).contains(&pop) && (pop as f64) < p.base_rtt_ms * 1000.0);
+        let (bu, bd) = beyond_pop_us(&t);
+        let min = |d: Dir| t.delay(d).values_us.iter().copied().min().unwrap();
+        assert_eq!(min(Dir::Up) - bu + min(Dir::Down) - bd, pop);
+        let mut d = Detector::new(t.link(Dir::Up), t.link(Dir::Down), PROBE_INTERVAL_US, OUTAGE_THRESHOLD_US, ProbeNoiseModel::None, 1)
+            .with_beyond_pop((bu, bd));
+        let (at, _) = d.send_probe(0);
+        let rtt = at.unwrap();
+        assert!(rtt < 60_000, "probe RTT {rtt} µs, base RTT {} ms", p.base_rtt_ms);
+        // Measured and generated traces have no PoP RTT: the probe crosses the whole segment.
+        let mut g = t.clone();
+        g.meta.pop_rtt_us = None;
+        assert_eq!(beyond_pop_us(&g), (0, 0));
     }
 
     #[test]

@@ -298,8 +298,10 @@ impl World {
         let warmup = if sc.detector { sc.detector_warmup_us.div_ceil(period) * period } else { 0 };
         let detector =
             Detector::new(trace.link(Dir::Up), trace.link(Dir::Down), sc.probe_interval_us, sc.outage_threshold_us, sc.probe_noise, noise_seed)
+                .with_beyond_pop(crate::detector::beyond_pop_us(trace))
                 .with_scoring(sc.detector_scoring)
                 .with_false_events(sc.false_event_interval_us)
+                .with_warm_loop(&truth_once(trace), period)
                 .warm_up(warmup, phase);
         let oracle = oracle_times(trace, sc.duration_us);
         let truth = truth_times(trace, sc.duration_us);
@@ -912,10 +914,14 @@ fn oracle_times(trace: &leocc_trace::Trace, end_us: u64) -> Vec<u64> {
 /// trace's reconfigurations, or those `leocc probe simulate` finds in its outages and level
 /// steps when it lists none), repeated every loop of the trace, up to `end_us`.
 fn truth_times(trace: &leocc_trace::Trace, end_us: u64) -> Vec<u64> {
+    every_loop(&truth_once(trace), trace.duration_us().max(1), end_us)
+}
+
+/// The trace's true reconfigurations within one loop, ascending.
+fn truth_once(trace: &leocc_trace::Trace) -> Vec<u64> {
     let period = trace.duration_us().max(1);
     let (once, _) = leocc_probe::sim::truth_of(trace);
-    let once: Vec<u64> = once.into_iter().filter(|&t| t < period).collect();
-    every_loop(&once, period, end_us)
+    once.into_iter().filter(|&t| t < period).collect()
 }
 
 /// `once` (times within one loop of the trace, ascending) repeated every `period`, the times

@@ -42,11 +42,15 @@ fn leocc_and_cubic_run_over_every_bundled_trace() {
             // the schedule it learned (tests/detector.rs bounds it on the Starlink traces).
             assert!(r.reconfigs_detected <= truth.len() as u64, "{name} {cc}: detected {} reconfigurations, ground truth {truth:?}", r.reconfigs_detected);
             if cc == "leocc" {
-                // Every outage is visible to the probes: on a clean stream the paper's rule sees each.
+                // Every outage is visible to the probes: on a clean stream the paper's rule sees
+                // each. An outage holds the probes on both directions: when it outlasts the
+                // uplink delay the replies held on the way back and those of the probes held on
+                // the way out come back in two bursts, an uplink delay apart, and the paper's
+                // rule (no merging) may count a second event (oneweb-60s: 44 ms one way).
                 sc.probe_noise = leocc_sim::detector::ProbeNoiseModel::None;
                 sc.detector_scoring = leocc_probe::detect::Scoring::Threshold;
                 let n = run(&sc).unwrap().reconfigs_detected;
-                assert!(n >= surely_seen && n <= truth.len() as u64, "{name}: the paper's rule detected {n} reconfigurations, ground truth {truth:?}");
+                assert!(n >= surely_seen && n <= 2 * truth.len() as u64, "{name}: the paper's rule detected {n} reconfigurations, ground truth {truth:?}");
             }
             println!("{name} {cc}: {:.1} Mbit/s, utilization {:.3}, rtt p95 {:.1} ms", r.throughput_mbps, r.utilization, r.rtt_p95_ms);
         }

@@ -80,7 +80,10 @@ fn a_warm_detector_is_at_least_as_sure_as_a_cold_one() {
 /// on while the same 99 handed over directly is.
 #[test]
 fn confidence_reaches_the_core_as_the_kernel_path_carries_it() {
-    let outages: Vec<(u64, u64)> = (0..4).map(|i| (3 * S + i * 4 * S, (60 + 20 * i) * MS)).collect();
+    // Long enough to be sure without noise: an outage holds the probes and releases them in
+    // bursts, and on a stream without jitter the RTT steps inside those bursts (10-15 ms) are
+    // the whole tail the detector extrapolates from.
+    let outages: Vec<(u64, u64)> = (0..4).map(|i| (3 * S + i * 4 * S, (150 + 50 * i) * MS)).collect();
     let t = Arc::new(constant_trace(20.0, 15 * MS, 20 * S, &outages));
     for dir in [Dir::Down, Dir::Up] {
         for min in [50u32, 90] {
@@ -166,7 +169,10 @@ fn leocc_oracle_is_leocc_with_the_oracle() {
 /// comes with the first reply after the outage: outage + downlink delay, ~190 ms here.
 #[test]
 fn one_event_per_reconfiguration_on_a_long_drawn_path() {
-    let (_, t) = leocc_trace::draw::trace(14, 45_000, "test").unwrap();
+    let (_, mut t) = leocc_trace::draw::trace(14, 45_000, "test").unwrap();
+    // The probe crosses the whole path, as if the PoP were at its far end (the drawn PoP is
+    // 25 ms away, where an outage leaves a single gap).
+    t.meta.pop_rtt_us = None;
     let t = Arc::new(t);
     let mut sc = Scenario::new(t.clone(), "draw-14", "leocc", t.duration_us());
     sc.seed = 14;

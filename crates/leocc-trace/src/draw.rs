@@ -24,6 +24,11 @@
 //!    steps through 1-4 RTT bands 1-15 ms apart, a band walk to a neighbouring band after an
 //!    exponential dwell time; the other direction stays at its one-way delay. No delay spike
 //!    after an outage (`gen` has one).
+//!  * **The PoP**: the base RTT is the whole path's; the terminal–PoP round trip (the
+//!    satellite hop, what the reconfiguration detector's probes cross) is 20-40 ms of it
+//!    (capped at the base RTT), as on the real bent-pipe ping recordings (median 26 ms) and the
+//!    bundled Starlink traces; the rest lies beyond the PoP. Recorded as the trace's
+//!    `pop_rtt_ms`; it does not change the data path.
 //!  * **Reconfigurations**: Starlink-like (every 15 s at a random phase), OneWeb-like (a
 //!    period of 10-12 s) or aperiodic (gaps of 1 s plus an exponential), periodic ones with
 //!    aperiodic extras half of the time. Each opens an outage of 40-150 ms (per path a
@@ -43,6 +48,8 @@ use crate::rng::Rng;
 pub const CAPACITY_MBPS: (f64, f64) = (5.0, 500.0);
 /// Base RTT, ms (uniform): the lowest band's RTT without the per-interval shift.
 pub const BASE_RTT_MS: (f64, f64) = (20.0, 200.0);
+/// Terminal–PoP round trip, ms (uniform, at most the base RTT).
+pub const POP_RTT_MS: (f64, f64) = (20.0, 40.0);
 /// Share of the base RTT on the uplink (uniform).
 pub const UPLINK_SHARE: (f64, f64) = (0.35, 0.65);
 /// Outage at a reconfiguration, ms: each path draws a sub-range of this.
@@ -89,6 +96,7 @@ const STREAM_OUTAGES: u64 = 2;
 const STREAM_CAPACITY: u64 = 3;
 const STREAM_BANDS: u64 = 4;
 const STREAM_GRANTS: u64 = 5;
+const STREAM_POP: u64 = 6;
 
 /// When the path reconfigures.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -151,6 +159,8 @@ pub struct PathDraw {
     pub base_rtt_ms: f64,
     /// Share of the base RTT on the uplink's one-way delay.
     pub uplink_share: f64,
+    /// Terminal–PoP round trip, ms (part of the base RTT).
+    pub pop_rtt_ms: f64,
     /// Reconfiguration schedule.
     pub schedule: Schedule,
     /// Each outage lasts uniformly within this range, ms (inside [`OUTAGE_MS`]).
@@ -220,12 +230,15 @@ pub fn draw(seed: u64) -> PathDraw {
     let loss_draw = log_uniform(&mut r, LOSS.0, LOSS.1);
     let loss = if lossless { 0.0 } else { loss_draw };
     let buffer_bdp = r.range(BUFFER_BDP.0, BUFFER_BDP.1);
+    // Its own stream: the other parameters (and so the data path) are those drawn before it.
+    let pop_rtt_ms = Rng::derive(seed, STREAM_POP).range(POP_RTT_MS.0, POP_RTT_MS.1).min(base_rtt_ms);
     PathDraw {
         seed,
         direction,
         capacity_mbps,
         base_rtt_ms,
         uplink_share,
+        pop_rtt_ms,
         schedule,
         outage_ms,
         bands,
@@ -269,11 +282,12 @@ impl PathDraw {
     /// One line of the parameters, for the trace's notes.
     pub fn summary(&self) -> String {
         format!(
-            "drawn path {}: {}, {:.1} Mbit/s, base RTT {:.1} ms, {}, outages {:.0}-{:.0} ms, {} band(s) {:.1} ms apart, {}, {}, loss {:.4} %, buffer {:.2} BDP",
+            "drawn path {}: {}, {:.1} Mbit/s, base RTT {:.1} ms (PoP {:.1} ms), {}, outages {:.0}-{:.0} ms, {} band(s) {:.1} ms apart, {}, {}, loss {:.4} %, buffer {:.2} BDP",
             self.seed,
             if self.direction == Measured::Up { "uplink-like" } else { "downlink-like" },
             self.capacity_mbps,
             self.base_rtt_ms,
+            self.pop_rtt_ms,
             schedule_text(&self.schedule),
             self.outage_ms.0,
             self.outage_ms.1,
@@ -320,6 +334,7 @@ impl PathDraw {
                 direction: self.direction,
                 resolution_us: 1000,
                 notes: self.summary(),
+                pop_rtt_us: Some((self.pop_rtt_ms * 10.0).round() as u64 * 100),
             },
             up,
             down,
@@ -540,6 +555,7 @@ impl fmt::Display for PathDraw {
         writeln!(f, "capacity:           {:.2} Mbit/s, per interval x{:.2}-{:.2}", self.capacity_mbps, self.level_spread.0, self.level_spread.1)?;
         writeln!(f, "inside an interval: {}", variation_text(&self.variation))?;
         writeln!(f, "base RTT:           {:.2} ms (up {up:.2} + down {down:.2}), data direction shifted +/-{:.2} ms per interval", self.base_rtt_ms, self.interval_shift_ms)?;
+        writeln!(f, "PoP RTT:            {:.2} ms (terminal to PoP, the rest beyond it)", self.pop_rtt_ms)?;
         writeln!(f, "RTT bands:          {} x {:.2} ms apart, mean dwell {:.0} ms", self.bands, self.band_spacing_ms, self.band_dwell_ms)?;
         writeln!(f, "reconfigurations:   {}", schedule_text(&self.schedule))?;
         writeln!(f, "outages:            {:.0}-{:.0} ms", self.outage_ms.0, self.outage_ms.1)?;

@@ -204,7 +204,7 @@ fn parse_header(r: &mut Reader<'_>) -> Result<Meta, TraceError> {
         }
         let (k, v) = line.split_once('=').ok_or_else(|| r.err(no, format!("expected `key = value` in the header, found {line:?}")))?;
         let k = k.trim();
-        if !["name", "source", "licence", "direction", "resolution_us", "notes"].contains(&k) {
+        if !["name", "source", "licence", "direction", "resolution_us", "notes", "pop_rtt_ms"].contains(&k) {
             return Err(r.err(no, format!("unknown header key {k:?}")));
         }
         if kv.insert(k, (no, v.trim())).is_some() {
@@ -221,7 +221,11 @@ fn parse_header(r: &mut Reader<'_>) -> Result<Meta, TraceError> {
         return Err(r.err(rno, "resolution_us must be within 1..=1000000"));
     }
     need("name")?;
-    Ok(Meta { name: get("name"), source: get("source"), licence: get("licence"), direction, resolution_us, notes: get("notes") })
+    let pop_rtt_us = match kv.get("pop_rtt_ms") {
+        None => None,
+        Some(&(no, v)) => Some(text::parse_ms_as_us(v, "pop_rtt_ms").map_err(|p| r.err(no, p))?),
+    };
+    Ok(Meta { name: get("name"), source: get("source"), licence: get("licence"), direction, resolution_us, notes: get("notes"), pop_rtt_us })
 }
 
 fn parse_capacity(r: &mut Reader<'_>, sec: &Section) -> Result<Capacity, TraceError> {
@@ -357,6 +361,9 @@ pub fn render(t: &Trace) -> String {
     }
     let _ = writeln!(s, "direction = {}", m.direction.as_str());
     let _ = writeln!(s, "resolution_us = {}", m.resolution_us);
+    if let Some(us) = m.pop_rtt_us {
+        let _ = writeln!(s, "pop_rtt_ms = {}", text::us_as_ms(us));
+    }
     if !t.reconfigurations.is_empty() {
         let _ = writeln!(s, "[reconfigurations lines={}]", t.reconfigurations.len());
         for &r in &t.reconfigurations {
@@ -446,7 +453,7 @@ mod tests {
         let cap = Capacity::new(vec![0, 1000, 1000, 5000, 250_000, 300_000], Some(300_000)).unwrap();
         let up = Capacity::new(vec![2500, 7000], Some(300_000)).unwrap();
         Trace {
-            meta: Meta { name: "t".into(), source: "unit test".into(), licence: "MIT".into(), direction: Measured::Both, resolution_us: 1000, notes: String::new() },
+            meta: Meta { name: "t".into(), source: "unit test".into(), licence: "MIT".into(), direction: Measured::Both, resolution_us: 1000, notes: String::new(), pop_rtt_us: None },
             down: DirTrace { capacity: Some(cap.clone()), delay: Some(DelaySeries { interval_us: 10_000, values_us: vec![20_000, 20_500].into() }), loss: Loss::Constant(0.002) },
             up: DirTrace { capacity: Some(up), delay: None, loss: Loss::Series { interval_us: 100_000, values: vec![0.0, 0.25].into() } },
             reconfigurations: vec![12_000, 27_000],

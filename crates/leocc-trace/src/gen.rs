@@ -207,6 +207,7 @@ pub fn generate(profile: Profile, duration_ms: u64, seed: u64, command: &str) ->
             direction: Measured::Down,
             resolution_us: 1000,
             notes: String::new(),
+            pop_rtt_us: None,
         },
         up: DirTrace::default(),
         down: DirTrace::default(),

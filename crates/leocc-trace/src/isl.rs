@@ -138,6 +138,7 @@ fn hop(spec: &ChainSpec, i: usize) -> Result<Trace, String> {
             direction: Measured::Down,
             resolution_us: 1000,
             notes: format!("hop {i} of {} ({kind}); the uplink mirrors the downlink", spec.hops),
+            pop_rtt_us: None,
         },
         up: DirTrace::default(),
         down: DirTrace { capacity: Some(opportunities(&rate, &outages)), delay: Some(DelaySeries { interval_us: DELAY_INTERVAL_US, values_us: values.into() }), loss: Loss::Constant(spec.loss) },

@@ -90,6 +90,11 @@ pub struct Meta {
     pub resolution_us: u64,
     /// Free text, one line.
     pub notes: String,
+    /// Round-trip propagation delay between the terminal and the PoP, µs, when the satellite
+    /// segment's delays also hold the path beyond the PoP (drawn paths): a probe to the PoP
+    /// (the reconfiguration detector's) crosses only this much of them. `None`: the delays
+    /// are the terminal–PoP ones (measured and generated traces).
+    pub pop_rtt_us: Option<u64>,
 }
 
 impl Default for Meta {
@@ -101,6 +106,7 @@ impl Default for Meta {
             direction: Measured::Down,
             resolution_us: 1000,
             notes: String::new(),
+            pop_rtt_us: None,
         }
     }
 }
