@@ -300,14 +300,15 @@ impl Detector {
             return t; // no loop given: the link's own loop
         }
         let before = (t as i128) - (self.offset_us as i128) - (first as i128);
-        first + before.rem_euclid(span.max(1) as i128) as u64
+        first + before.rem_euclid(span as i128) as u64
     }
 
     /// Runs the probe stream for `warmup_us` before the run's time zero, as a daemon that was
     /// already running when the flows started: the detector's statistics (spacing, loss runs,
     /// RTT steps) and learned schedule are those of a warm daemon. The warm-up plays the loop
-    /// of `with_warm_loop`; the run plays the trace from its start. Nothing from the warm-up is published to the run
-    /// (a reconfiguration from before a flow is not news to it, as in the kernel) or scored.
+    /// of `with_warm_loop`; the run plays the trace from its start. Nothing from the warm-up
+    /// is published to the run (a reconfiguration from before a flow is not news to it, as in
+    /// the kernel) or scored.
     /// `first_send_us` is the first send's time (the probe phase).
     pub fn warm_up(mut self, warmup_us: u64, first_send_us: u64) -> Detector {
         self.offset_us = warmup_us;
