@@ -291,8 +291,17 @@ pub struct Detector {
     spacing_ns: u64,
     learner: ScheduleLearner,
     monitored_since: u64,
-    /// The candidate just judged was weak but likely an outage by its evidence alone.
-    likely_outage: bool,
+}
+
+/// How the stream statistics take an interval between two replies ([`Detector::on_reply`]).
+enum Interval {
+    /// A normal interval: learned as it is.
+    Normal,
+    /// A weak candidate whose evidence alone makes it a likely outage: learned with its RTT
+    /// step censored.
+    LikelyOutage,
+    /// An outage (event, merge or our own stall): not learned.
+    Outage,
 }
 
 impl Detector {
@@ -316,7 +325,6 @@ impl Detector {
             spacing_ns: 0,
             learner: ScheduleLearner::new(),
             monitored_since: 0,
-            likely_outage: false,
         }
     }
 
@@ -385,15 +393,14 @@ impl Detector {
                 _ => 0,
             };
             let gap = (ri as i64 - step).max(0) as u64;
-            self.likely_outage = false;
-            let normal = ri <= self.cfg.threshold_ns || !self.judge_outlier(&r, prev, ri, gap, step, &mut out);
-            if normal {
-                // A weak candidate that its evidence alone makes a likely outage is learned
-                // with its RTT step censored at the tail's threshold: it counts as a large
-                // step, but its size (an outage's, if it was one) does not stretch the tail
-                // that judges the next outages.
-                let step = if self.likely_outage { step.min(self.rtt_steps.tail_threshold() as i64) } else { step };
-                self.learn_interval(gap, step);
+            let verdict = if ri <= self.cfg.threshold_ns { Interval::Normal } else { self.judge_outlier(&r, prev, ri, gap, step, &mut out) };
+            match verdict {
+                Interval::Outage => {}
+                Interval::Normal => self.learn_interval(gap, step),
+                // Learned with its RTT step censored at the tail's threshold: it counts as a
+                // large step, but its size (an outage's, if it was one) does not stretch the
+                // tail that judges the next outages.
+                Interval::LikelyOutage => self.learn_interval(gap, step.min(self.rtt_steps.tail_threshold() as i64)),
             }
             if ri > crate::daemon::DEFAULT_UNREACHABLE_AFTER_NS {
                 // A silence this long is not monitoring: slots inside it are neither hits nor misses.
@@ -464,8 +471,8 @@ impl Detector {
     }
 
     /// Decides what a long RI is: an event, a weak candidate, a merge into the previous event,
-    /// or our own stall. Returns whether the interval was an outage (not a normal interval).
-    fn judge_outlier(&mut self, r: &Reply, prev: u64, ri: u64, gap: u64, step: i64, out: &mut Vec<Output>) -> bool {
+    /// or our own stall; returns how the stream statistics take it.
+    fn judge_outlier(&mut self, r: &Reply, prev: u64, ri: u64, gap: u64, step: i64, out: &mut Vec<Output>) -> Interval {
         let stall = self.longest_send_gap(prev, r.recv_mono_ns);
         if self.explained_by_stall(ri, stall) {
             self.counters.suppressed += 1;
@@ -473,11 +480,11 @@ impl Detector {
             self.covered_since_wall = Some(r.recv_wall_ns);
             self.monitored_since = r.recv_mono_ns;
             out.push(Output::Suppressed { ri_ns: ri, send_gap_ns: stall });
-            return true;
+            return Interval::Outage;
         }
         if self.same_outage_other_direction(prev) {
             self.counters.merged += 1;
-            return true;
+            return Interval::Outage;
         }
         let (confidence, p_normal, prior, evidence_confidence) = self.score(prev, ri, gap, step);
         if self.cfg.scoring == Scoring::Evidence {
@@ -497,14 +504,14 @@ impl Detector {
                 if !self.in_aftermath(prev) {
                     self.learner.learn(prev as i64);
                 }
-                self.likely_outage = true;
+                return Interval::LikelyOutage;
             }
-            return false;
+            return Interval::Normal;
         }
         if let Some(last) = self.last_event_detect_mono {
             if r.recv_mono_ns.saturating_sub(last) < self.cfg.holdoff_ns {
                 self.counters.merged += 1;
-                return true;
+                return Interval::Outage;
             }
         }
         // The path changed: the old minimum no longer bounds the new base RTT.
@@ -521,7 +528,7 @@ impl Detector {
         // made confident by the schedule itself would only reinforce it.
         self.learner.on_event(prev as i64, evidence_confidence >= LEARN_CONFIDENCE && self.cfg.scoring == Scoring::Evidence);
         out.push(Output::Reconfig(ev));
-        true
+        Interval::Outage
     }
 
     /// Whether a gap that opened at `prev` is the event's own outage seen a second time. An

@@ -170,20 +170,27 @@ impl ScheduleLearner {
             self.events.remove(0);
         }
         self.events.push(t);
-        let old = self.grid;
-        self.grid = fit(&self.events, &self.candidates);
-        match (old, self.grid) {
-            (Some(o), Some(g)) if (o.period_ns - g.period_ns).abs() < FIT_TOLERANCE_NS && g.offset(o.anchor_ns).0.abs() < FIT_TOLERANCE_NS => {}
+        let new = fit(&self.events, &self.candidates);
+        match (self.grid, new) {
+            (Some(o), Some(g)) if (o.period_ns - g.period_ns).abs() < FIT_TOLERANCE_NS && g.offset(o.anchor_ns).0.abs() < FIT_TOLERANCE_NS => self.grid = new,
             _ => {
-                // A new grid: its reliability starts from the events it explains.
-                if let Some(g) = self.grid {
-                    self.hits = g.on_grid as f64;
-                    self.misses = 0.0;
-                    self.misses_in_row = 0;
+                self.adopt(new, t);
+                if new.is_some() {
                     self.last_hit = Some(t);
                 }
-                self.next_slot = self.grid.map(|g| t - g.offset(t).0);
             }
+        }
+    }
+
+    /// Takes `grid` as a new grid at time `t`: its reliability starts from the events it
+    /// explains, its slots from `t`.
+    fn adopt(&mut self, grid: Option<Grid>, t: i64) {
+        self.grid = grid;
+        self.next_slot = grid.map(|g| t - g.offset(t).0);
+        if let Some(g) = grid {
+            self.hits = g.on_grid as f64;
+            self.misses = 0.0;
+            self.misses_in_row = 0;
         }
     }
 
@@ -229,12 +236,7 @@ impl ScheduleLearner {
             self.events.retain(|&e| keep_after.is_some_and(|k| e > k));
             self.misses_in_row = 0;
             self.last_hit = None;
-            self.grid = fit(&self.events, &self.candidates);
-            self.next_slot = self.grid.map(|g| now - g.offset(now).0);
-            if let Some(g) = self.grid {
-                self.hits = g.on_grid as f64;
-                self.misses = 0.0;
-            }
+            self.adopt(fit(&self.events, &self.candidates), now);
         }
     }
 }

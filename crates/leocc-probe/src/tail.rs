@@ -71,16 +71,7 @@ impl TailHistogram {
             return None;
         }
         let k = Self::bin(x_ns);
-        // The threshold u: the highest bin at or below x with MIN_TAIL_SAMPLES at or above it.
-        let mut at_or_above = 0.0f64;
-        let mut u = None;
-        for b in (0..BINS).rev() {
-            at_or_above += f64::from(self.bins[b]);
-            if b <= k && at_or_above >= MIN_TAIL_SAMPLES {
-                u = Some(b);
-                break;
-            }
-        }
+        let (u, at_or_above) = self.threshold_bin(k);
         let Some(u) = u else {
             // Fewer than MIN_TAIL_SAMPLES in all: as likely as the data says, no extrapolation.
             return Some((at_or_above / self.total).max(1.0 / (self.total + 1.0)).min(1.0));
@@ -96,14 +87,20 @@ impl TailHistogram {
     /// with [`MIN_TAIL_SAMPLES`] at or above it (beyond it [`Self::tail`] extrapolates); 0 while
     /// no bin has.
     pub fn tail_threshold(&self) -> u64 {
+        self.threshold_bin(BINS - 1).0.map_or(0, |b| b as u64 * BIN_NS)
+    }
+
+    /// The threshold bin u: the highest bin at or below `max_bin` with [`MIN_TAIL_SAMPLES`] at
+    /// or above it (`None` if none has), and the samples at or above it (all of them when none).
+    fn threshold_bin(&self, max_bin: usize) -> (Option<usize>, f64) {
         let mut at_or_above = 0.0f64;
         for b in (0..BINS).rev() {
             at_or_above += f64::from(self.bins[b]);
-            if at_or_above >= MIN_TAIL_SAMPLES {
-                return b as u64 * BIN_NS;
+            if b <= max_bin && at_or_above >= MIN_TAIL_SAMPLES {
+                return (Some(b), at_or_above);
             }
         }
-        0
+        (None, at_or_above)
     }
 
     /// Scale (in bins) of the exponential tail above bin u: the larger (the more cautious) of

@@ -81,20 +81,20 @@ impl ProbeNoiseModel {
     /// generator's for the path kind ([`leocc_probe::gen::outage_lost_share`]); none lost
     /// without noise (the data path holds packets through an outage too).
     fn lost_share(self) -> (f64, f64) {
+        self.path_kind().map_or((0.0, 0.0), leocc_probe::gen::outage_lost_share)
+    }
+
+    /// The generator's path kind whose fit this noise is (`None`: no noise).
+    fn path_kind(self) -> Option<PathKind> {
         match self {
-            ProbeNoiseModel::None => (0.0, 0.0),
-            ProbeNoiseModel::BentPipe => leocc_probe::gen::outage_lost_share(PathKind::BentPipe),
-            ProbeNoiseModel::Isl => leocc_probe::gen::outage_lost_share(PathKind::Isl),
+            ProbeNoiseModel::None => None,
+            ProbeNoiseModel::BentPipe => Some(PathKind::BentPipe),
+            ProbeNoiseModel::Isl => Some(PathKind::Isl),
         }
     }
 
     fn noise(self, interval_us: u64, seed: u64) -> Option<ProbeNoise> {
-        let path = match self {
-            ProbeNoiseModel::None => return None,
-            ProbeNoiseModel::BentPipe => PathKind::BentPipe,
-            ProbeNoiseModel::Isl => PathKind::Isl,
-        };
-        let g = GenConfig::new(path, seed);
+        let g = GenConfig::new(self.path_kind()?, seed);
         let jitter: Jitter = g.jitter;
         Some(ProbeNoise::new(jitter, interval_us as f64 / 1000.0, g.loss, g.burst_len, seed))
     }

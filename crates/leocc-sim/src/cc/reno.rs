@@ -38,6 +38,19 @@ impl RenoWindow {
         left
     }
 
+    /// Linux `tcp_reno_cong_avoid`: slow start up to ssthresh, then +1 packet per window
+    /// with what is left of `acked`.
+    pub(crate) fn grow(&mut self, mut acked: u32) {
+        if self.in_slow_start() {
+            acked = self.slow_start(acked);
+            if acked == 0 {
+                return;
+            }
+        }
+        let cwnd = self.cwnd;
+        self.additive_increase(cwnd, acked);
+    }
+
     /// Linux `tcp_cong_avoid_ai`: +1 packet for every `w` packets ACKed.
     pub(crate) fn additive_increase(&mut self, w: u32, acked: u32) {
         let w = w.max(1);
@@ -82,15 +95,7 @@ impl Controller for Reno {
         if !s.ca_state.may_raise_cwnd() || s.acked_sacked == 0 {
             return;
         }
-        let mut acked = s.acked_sacked;
-        if self.w.in_slow_start() {
-            acked = self.w.slow_start(acked);
-            if acked == 0 {
-                return;
-            }
-        }
-        let cwnd = self.w.cwnd;
-        self.w.additive_increase(cwnd, acked);
+        self.w.grow(s.acked_sacked);
     }
 
     fn on_congestion_event(&mut self, _now_us: u64, _in_flight: u32) {

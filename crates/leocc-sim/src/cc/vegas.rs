@@ -70,11 +70,7 @@ impl Controller for Vegas {
         }
         if s.ca_state == CaState::Loss {
             // Linux turns Vegas off outside the Open state (tcp_vegas_state) and grows as Reno.
-            let acked = self.w.slow_start(s.acked_sacked);
-            if acked > 0 {
-                let cwnd = self.w.cwnd;
-                self.w.additive_increase(cwnd, acked);
-            }
+            self.w.grow(s.acked_sacked);
             return;
         }
         let round_ended = s.prior_delivered >= self.round_end;
