@@ -13,21 +13,14 @@
 //! change to the simulator, `rerun` = [sim] drops the simulator's rows first, so the table
 //! compares this build's model with the kernel runs already measured.
 //!
-//! Both engines replay the same stretch of the trace: the emulator's flows start sending later
-//! than their configured start, by the tools' own setup (process start, iperf3's control
-//! connection: 0.7 s on a 128 ms path), so the emulator's runs go first and each simulator run
-//! starts its flows where the cell's recorded emulator runs started theirs (their mean
-//! `data_start_s`, see [`aligned`]). Unaligned, a simulated flow met trace features the
-//! kernel's never saw: on drawn path 8 a 90 ms excursion into the top RTT band 0.48 s in ended
-//! the simulator's HyStart at a quarter of the BDP, and its throughput was 0.78 of the
-//! kernel's; started where the kernel's flow started, it is at 0.86.
-//!
-//! Per cell and metric the table gives sim / emu, the ratio of the two engines' means, with a
-//! 95 % interval from the spread of the repeated runs (on the log scale: the delta method with
-//! Welch's degrees of freedom, see [`crate::stats::ratio_interval`]). Metrics: throughput, p95 RTT, mean
-//! queueing delay, and for two-flow cells (`--cc a+b`) the first flow's share of the two
-//! flows' throughput. The worst cell is the one with the largest |ln ratio| among the
-//! differences that matter (above [`floor`] in absolute terms).
+//! Both engines replay the same stretch of the trace. Run k of a cell starts its flows
+//! (k - 1) x [`START_STEP_S`] into it, so that repeated runs sample how start-up meets the
+//! trace's features (one start gives nearly the same run every time in both engines, and a
+//! different start can change the run entirely: HyStart meeting an RTT band or not). The
+//! emulator's flows then start later than that by the tools' own setup (process start,
+//! iperf3's control connection: 0.85 s on a 128 ms path), so the emulator's runs go first
+//! and each simulator run starts its flows where the emulator run of the same seed started
+//! its own (`data_start_s`, see [`aligned`]).
 
 use crate::matrix::{trace_name, Engine, RunSpec, Scenario};
 use crate::results::{self, Record};
@@ -48,6 +41,13 @@ pub const DEFAULT_CCS: &str = "reno,cubic,bbr,leocc";
 pub const DEFAULT_QUEUES: &str = crate::matrix::DEFAULT_QUEUES;
 /// Default added random loss rates.
 pub const DEFAULT_LOSSES: &str = "0,0.002";
+/// Run k of a cell starts its flows (k - 1) x this into the trace, in both engines, so that
+/// repeated runs sample how start-up meets the trace's features (a step off the 10 ms grid of
+/// trace delays and off common RTTs). Repeated at one start, both engines are nearly
+/// deterministic there (the emulator's flows started within 2 ms of each other) while a
+/// start 0.1 s later changed the simulator's CUBIC on drawn path 8 from 57 to 77 Mbit/s
+/// (HyStart meeting an RTT band or not), and the kernel's as much.
+pub const START_STEP_S: f64 = 0.37;
 
 /// What to compare.
 #[derive(Clone, Debug)]
@@ -144,6 +144,7 @@ impl Fidelity {
                         for label in &self.ccs {
                             let (scenario, flows) = cell_flows(label, self.duration_s);
                             for seed in 1..=u64::from(self.runs) {
+                                let offset = (seed - 1) as f64 * START_STEP_S;
                                 let key = format!(
                                     "{engine}|{name}|{scenario}|{label}|{seed}|d{}|q{queue}|l{}",
                                     self.duration_s,
@@ -156,8 +157,9 @@ impl Fidelity {
                                     trace_name: name.clone(),
                                     scenario,
                                     label: label.clone(),
-                                    flows: flows.clone(),
-                                    duration_s: self.duration_s,
+                                    flows: shift_flows(&flows, offset)
+                                        .expect("cell_flows writes cc@start-stop"),
+                                    duration_s: self.duration_s + offset,
                                     seed,
                                     queue,
                                     qdisc: leocc_sim::Qdisc::DropTail,
@@ -202,48 +204,65 @@ fn cell_of(key: &str) -> String {
         .join("|")
 }
 
-/// A simulator run moved to where the cell's recorded emulator runs sent: flow i starts at
-/// the mean of their flows' `data_start_s` (trace time) and keeps its configured length, and
-/// the run lasts until the last flow stops. None (the spec as it is) when `records` hold no
-/// emulator run of the cell with those starts, or for an emulator spec.
-pub fn aligned(spec: &RunSpec, records: &[Record]) -> Option<RunSpec> {
-    if spec.engine != Engine::Sim {
-        return None;
-    }
-    let cell = cell_of(&spec.key);
-    let flows: Vec<(&str, f64, f64)> = spec
-        .flows
+/// The flows of a `--flows` specification as (control, start, stop).
+fn parse_flows(flows: &str) -> Option<Vec<(&str, f64, f64)>> {
+    flows
         .split(',')
         .map(|f| {
             let (cc, span) = f.rsplit_once('@')?;
             let (a, b) = span.split_once('-')?;
             Some((cc, a.parse().ok()?, b.parse().ok()?))
         })
-        .collect::<Option<_>>()?;
-    let runs: Vec<&Record> = records
-        .iter()
-        .filter(|r| r.str("engine") == "emu" && cell_of(r.str("key")) == cell)
-        .collect();
-    if runs.is_empty() {
-        return None;
-    }
+        .collect()
+}
+
+/// The flows with each start moved to `start(i, configured start)`, each keeping its length;
+/// also the new end of the last flow.
+fn move_flows(
+    flows: &[(&str, f64, f64)],
+    mut start: impl FnMut(usize, f64) -> Option<f64>,
+) -> Option<(String, f64)> {
     let mut parts = Vec::new();
     let mut end: f64 = 0.0;
     for (i, &(cc, a, b)) in flows.iter().enumerate() {
-        let starts: Vec<f64> = runs
-            .iter()
-            .filter_map(|r| r.flows().get(i)?.get("data_start_s")?.as_f64())
-            .collect();
-        if starts.len() != runs.len() {
-            return None;
-        }
-        let s = leocc_trace::metrics::mean(&starts)?.max(a);
-        let stop = s + (b - a);
-        end = end.max(stop);
-        parts.push(format!("{cc}@{s:.3}-{stop:.3}"));
+        let s = start(i, a)?;
+        end = end.max(s + (b - a));
+        parts.push(format!("{cc}@{}-{}", fmt_s(s), fmt_s(s + (b - a))));
     }
+    Some((parts.join(","), end))
+}
+
+/// Seconds to the millisecond, without trailing zeros (`0`, `0.37`, `30.37`).
+fn fmt_s(s: f64) -> String {
+    let t = format!("{s:.3}");
+    let t = t.trim_end_matches('0').trim_end_matches('.');
+    t.to_string()
+}
+
+/// Every flow of a `--flows` specification started `by` seconds later.
+fn shift_flows(flows: &str, by: f64) -> Option<String> {
+    let parsed = parse_flows(flows)?;
+    move_flows(&parsed, |_, a| Some(a + by)).map(|(f, _)| f)
+}
+
+/// A simulator run moved to where the emulator run of the same cell and seed sent: flow i
+/// starts at that run's flows[i].`data_start_s` (trace time) and keeps its length, and the run
+/// lasts until the last flow stops. None (the spec as it is) when `records` hold no such
+/// emulator run with those starts, or for an emulator spec.
+pub fn aligned(spec: &RunSpec, records: &[Record]) -> Option<RunSpec> {
+    if spec.engine != Engine::Sim {
+        return None;
+    }
+    let cell = cell_of(&spec.key);
+    let flows = parse_flows(&spec.flows)?;
+    let run = records.iter().rev().find(|r| {
+        r.str("engine") == "emu"
+            && cell_of(r.str("key")) == cell
+            && r.num("seed") == Some(spec.seed as f64)
+    })?;
+    let (flows, end) = move_flows(&flows, |i, _| run.flows().get(i)?.get("data_start_s")?.as_f64())?;
     Some(RunSpec {
-        flows: parts.join(","),
+        flows,
         duration_s: end.max(spec.duration_s),
         ..spec.clone()
     })
@@ -777,10 +796,11 @@ mod tests {
         );
     }
 
-    /// A simulator run starts its flows where the cell's emulator runs started theirs, each
-    /// keeping its length; other cells' runs, and runs recorded without starts, do not move it.
+    /// Run k starts (k - 1) x START_STEP_S into the trace; a simulator run then starts its
+    /// flows where the emulator run of its cell and seed started theirs, each keeping its
+    /// length; other cells' and seeds' runs, and runs recorded without starts, do not move it.
     #[test]
-    fn simulator_flows_start_where_the_emulator_flows_did() {
+    fn simulator_flows_start_where_the_emulator_flows_of_the_same_run_did() {
         let f = Fidelity {
             traces: vec!["d8.trace".into()],
             ccs: vec!["cubic".into(), "leocc+cubic".into()],
@@ -792,39 +812,41 @@ mod tests {
             rerun: Vec::new(),
         };
         let specs = f.specs();
-        let sim = |label: &str| {
+        let spec = |engine: Engine, label: &str, seed: u64| {
             specs
                 .iter()
-                .find(|s| s.engine == Engine::Sim && s.label == label)
+                .find(|s| s.engine == engine && s.label == label && s.seed == seed)
                 .unwrap()
                 .clone()
         };
+        assert_eq!(spec(Engine::Emu, "cubic", 1).flows, "cubic@0-30");
+        let second = spec(Engine::Emu, "cubic", 2);
+        assert_eq!(second.flows, "cubic@0.37-30.37");
+        assert!((second.duration_s - 30.37).abs() < 1e-9);
+        assert_eq!(spec(Engine::Sim, "leocc+cubic", 2).flows, "leocc@0.37-30.37,cubic@0.37-30.37");
         let emu = |label: &str, seed: u64, starts: &[f64]| {
             Record(json!({
                 "key": format!("emu|d8|{}|{label}|{seed}|d30|q150ms|l-",
                     if label.contains('+') { "vs-cubic" } else { "single" }),
-                "engine": "emu",
+                "engine": "emu", "seed": seed,
                 "flows": starts.iter().map(|s| json!({"data_start_s": s})).collect::<Vec<_>>(),
             }))
         };
-        let one = sim("cubic");
+        let one = spec(Engine::Sim, "cubic", 2);
         assert_eq!(aligned(&one, &[]).map(|s| s.flows), None, "no emulator run: as it is");
-        let runs = [emu("cubic", 1, &[0.70]), emu("cubic", 2, &[0.74]), emu("bbr", 1, &[3.0])];
+        let runs = [emu("cubic", 1, &[0.85]), emu("cubic", 2, &[1.22]), emu("bbr", 2, &[3.0])];
         let moved = aligned(&one, &runs).expect("moved");
-        assert_eq!(moved.flows, "cubic@0.720-30.720");
-        assert!((moved.duration_s - 30.72).abs() < 1e-9);
+        assert_eq!(moved.flows, "cubic@1.22-31.22");
+        assert!((moved.duration_s - 31.22).abs() < 1e-9);
         assert_eq!(moved.key, one.key, "the run keeps its identity");
-        let old = [emu("cubic", 1, &[0.70]), Record(json!({
-            "key": "emu|d8|single|cubic|2|d30|q150ms|l-", "engine": "emu", "flows": [{}]}))];
+        let old = [emu("cubic", 1, &[0.85]), Record(json!({
+            "key": "emu|d8|single|cubic|2|d30|q150ms|l-", "engine": "emu", "seed": 2, "flows": [{}]}))];
         assert_eq!(aligned(&one, &old).map(|s| s.flows), None, "a run without its start");
-        let two = sim("leocc+cubic");
-        let runs = [emu("leocc+cubic", 1, &[0.8, 0.9]), emu("leocc+cubic", 2, &[0.8, 0.7])];
-        assert_eq!(
-            aligned(&two, &runs).unwrap().flows,
-            "leocc@0.800-30.800,cubic@0.800-30.800"
-        );
-        let e = specs.iter().find(|s| s.engine == Engine::Emu).unwrap();
-        assert!(aligned(e, &runs).is_none(), "the emulator's runs are not moved");
+        let two = spec(Engine::Sim, "leocc+cubic", 1);
+        let runs = [emu("leocc+cubic", 1, &[0.8, 0.9]), emu("leocc+cubic", 2, &[1.2, 1.2])];
+        assert_eq!(aligned(&two, &runs).unwrap().flows, "leocc@0.8-30.8,cubic@0.9-30.9");
+        let e = spec(Engine::Emu, "cubic", 1);
+        assert!(aligned(&e, &runs).is_none(), "the emulator's runs are not moved");
     }
 
     #[test]
