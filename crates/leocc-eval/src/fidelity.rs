@@ -21,6 +21,13 @@
 //! iperf3's control connection: 0.85 s on a 128 ms path), so the emulator's runs go first
 //! and each simulator run starts its flows where the emulator run of the same seed started
 //! its own (`data_start_s`, see [`aligned`]).
+//!
+//! Per cell and metric the table gives sim / emu, the ratio of the two engines' means, with a
+//! 95 % interval from the spread of the repeated runs (on the log scale: the delta method with
+//! Welch's degrees of freedom, see [`crate::stats::ratio_interval`]). Metrics: throughput, p95 RTT, mean
+//! queueing delay, and for two-flow cells (`--cc a+b`) the first flow's share of the two
+//! flows' throughput. The worst cell is the one with the largest |ln ratio| among the
+//! differences that matter (above [`floor`] in absolute terms).
 
 use crate::matrix::{trace_name, Engine, RunSpec, Scenario};
 use crate::results::{self, Record};
