@@ -29,10 +29,12 @@
 //!   unique packets there; a run with spurious retransmissions shows higher here;
 //! - goodput: what the receiver got (iperf3's `sum_received`, `leocc quic get`'s), over the
 //!   flow's configured time;
-//! - time series (`bottleneck_mbps`): the connection's departures per 100 ms bin, mapped onto
-//!   iperf3's intervals with the connection's first departure (its SYN, or QUIC's first
-//!   datagram) as iperf3's time zero, so about one RTT early; `throughput_mbps` there stays
-//!   iperf3's own interval rate, as before;
+//! - time: trace time, as the simulator's. A flow's data starts (`data_start_s`) one base RTT
+//!   after its connection's first packet crossed the bottleneck (its SYN, or QUIC's first
+//!   datagram), which is iperf3's time zero; the tools' setup puts that later than the flow's
+//!   configured start (0.7 s on a 128 ms path);
+//! - time series (`bottleneck_mbps`): the connection's departures per 100 ms bin over
+//!   iperf3's intervals; `throughput_mbps` there stays iperf3's own interval rate;
 //! - RTT: the sender's smoothed RTT (tcpi_rtt) every 100 ms from iperf3's intervals, not
 //!   per-packet samples; percentiles are over those 100 ms samples;
 //! - one-way delay: each RTT sample minus the trace's reverse-path base delay at that moment;
@@ -539,6 +541,15 @@ fn measure(
             )
         })?;
         let end = &out["end"];
+        // The connection's first packet (its SYN, QUIC's Initial) crossed the bottleneck at
+        // first_us of trace time, and its first data about one base RTT later (the
+        // handshake), which is also iperf3's time zero. That is later than the flow's
+        // configured start by the tools' own setup (process start, iperf3's control
+        // connection: 0.7 s on a 128 ms path), which the simulator, whose flows send at their
+        // start time, does not have: the time series and the base RTT that queueing delay is
+        // measured from use trace time, and `leocc bench fidelity` starts the simulator's flows
+        // at data_start_s so that both engines replay the same stretch of the trace.
+        let data_start_us = conn.first_us + fwd.delay_us(conn.first_us) + back.delay_us(conn.first_us);
         let recv_bytes = end["sum_received"]["bytes"].as_f64().unwrap_or(0.0);
         let sent_bytes = end["sum_sent"]["bytes"].as_f64().unwrap_or(0.0);
         let rtx = end["sum_sent"]["retransmits"].as_f64().unwrap_or(0.0);
@@ -548,13 +559,12 @@ fn measure(
                 continue;
             };
             let t_start = s["start"].as_f64().unwrap_or(0.0);
-            let t_end = f.start_s + s["end"].as_f64().unwrap_or(0.0);
+            let t_end = data_start_us as f64 / 1e6 + s["end"].as_f64().unwrap_or(0.0);
             let rtt_ms = s["rtt"].as_f64().unwrap_or(0.0) / 1000.0;
             let mbps = s["bits_per_second"].as_f64().unwrap_or(0.0) / 1e6;
-            // iperf3's time zero is about one RTT after the connection's first departure.
             let (a, b) = (
-                conn.first_us + (t_start * 1e6) as u64,
-                conn.first_us + (s["end"].as_f64().unwrap_or(0.0) * 1e6) as u64,
+                data_start_us + (t_start * 1e6) as u64,
+                data_start_us + (s["end"].as_f64().unwrap_or(0.0) * 1e6) as u64,
             );
             let bneck_mbps = match conn.bytes_between(a, b) {
                 Some(bytes) if b > a => format!("{:.3}", bytes * 8.0 / (b - a) as f64),
@@ -584,6 +594,7 @@ fn measure(
         let offered = offered_bits(fwd, conn.first_us, conn.last_us);
         flow_recs.push(json!({
             "flow": i, "cc": f.cc, "start_s": f.start_s, "stop_s": f.stop_s,
+            "data_start_s": data_start_us as f64 / 1e6,
             "throughput_mbps": thr,
             "goodput_mbps": recv_bytes * 8.0 / active_s / 1e6,
             "utilization": if offered > 0.0 { wire_bytes * 8.0 / offered } else { 0.0 },

@@ -13,6 +13,15 @@
 //! change to the simulator, `rerun` = [sim] drops the simulator's rows first, so the table
 //! compares this build's model with the kernel runs already measured.
 //!
+//! Both engines replay the same stretch of the trace. Run k of a cell starts its flows
+//! (k - 1) x [`START_STEP_S`] into it, so that repeated runs sample how start-up meets the
+//! trace's features (one start gives nearly the same run every time in both engines, and a
+//! different start can change the run entirely: HyStart meeting an RTT band or not). The
+//! emulator's flows then start later than that by the tools' own setup (process start,
+//! iperf3's control connection: 0.85 s on a 128 ms path), so the emulator's runs go first
+//! and each simulator run starts its flows where the emulator run of the same seed started
+//! its own (`data_start_s`, see [`aligned`]).
+//!
 //! Per cell and metric the table gives sim / emu, the ratio of the two engines' means, with a
 //! 95 % interval from the spread of the repeated runs (on the log scale: the delta method with
 //! Welch's degrees of freedom, see [`crate::stats::ratio_interval`]). Metrics: throughput, p95 RTT, mean
@@ -39,6 +48,13 @@ pub const DEFAULT_CCS: &str = "reno,cubic,bbr,leocc";
 pub const DEFAULT_QUEUES: &str = crate::matrix::DEFAULT_QUEUES;
 /// Default added random loss rates.
 pub const DEFAULT_LOSSES: &str = "0,0.002";
+/// Run k of a cell starts its flows (k - 1) x this into the trace, in both engines, so that
+/// repeated runs sample how start-up meets the trace's features (a step off the 10 ms grid of
+/// trace delays and off common RTTs). Repeated at one start, both engines are nearly
+/// deterministic there (the emulator's flows started within 2 ms of each other) while a
+/// start 0.1 s later changed the simulator's CUBIC on drawn path 8 from 57 to 77 Mbit/s
+/// (HyStart meeting an RTT band or not), and the kernel's as much.
+pub const START_STEP_S: f64 = 0.37;
 
 /// What to compare.
 #[derive(Clone, Debug)]
@@ -119,11 +135,11 @@ impl Fidelity {
         Ok(())
     }
 
-    /// Every run, simulator runs first (they are quick), in a stable order. Keys are the ones
-    /// `leocc eval` gives the same run.
+    /// Every run, emulator runs first (the simulator's runs start where they did, see
+    /// [`aligned`]), in a stable order. Keys are the ones `leocc eval` gives the same run.
     pub fn specs(&self) -> Vec<RunSpec> {
         let mut out = Vec::new();
-        for engine in [Engine::Sim, Engine::Emu] {
+        for engine in [Engine::Emu, Engine::Sim] {
             if !self.engines.contains(&engine) {
                 continue;
             }
@@ -135,6 +151,7 @@ impl Fidelity {
                         for label in &self.ccs {
                             let (scenario, flows) = cell_flows(label, self.duration_s);
                             for seed in 1..=u64::from(self.runs) {
+                                let offset = (seed - 1) as f64 * START_STEP_S;
                                 let key = format!(
                                     "{engine}|{name}|{scenario}|{label}|{seed}|d{}|q{queue}|l{}",
                                     self.duration_s,
@@ -147,8 +164,9 @@ impl Fidelity {
                                     trace_name: name.clone(),
                                     scenario,
                                     label: label.clone(),
-                                    flows: flows.clone(),
-                                    duration_s: self.duration_s,
+                                    flows: shift_flows(&flows, offset)
+                                        .expect("cell_flows writes cc@start-stop"),
+                                    duration_s: self.duration_s + offset,
                                     seed,
                                     queue,
                                     qdisc: leocc_sim::Qdisc::DropTail,
@@ -180,6 +198,81 @@ fn cell_flows(label: &str, d: f64) -> (Scenario, String) {
         ),
         l => (Scenario::Single, Scenario::Single.flows_spec(l, d)),
     }
+}
+
+/// A key's cell: the key without its engine and seed (`emu|d8|single|cubic|2|d30|q150ms|l-`
+/// and `sim|d8|single|cubic|1|d30|q150ms|l-` are one cell).
+fn cell_of(key: &str) -> String {
+    key.split('|')
+        .enumerate()
+        .filter(|&(i, _)| i != 0 && i != 4)
+        .map(|(_, p)| p)
+        .collect::<Vec<_>>()
+        .join("|")
+}
+
+/// The flows of a `--flows` specification as (control, start, stop).
+fn parse_flows(flows: &str) -> Option<Vec<(&str, f64, f64)>> {
+    flows
+        .split(',')
+        .map(|f| {
+            let (cc, span) = f.rsplit_once('@')?;
+            let (a, b) = span.split_once('-')?;
+            Some((cc, a.parse().ok()?, b.parse().ok()?))
+        })
+        .collect()
+}
+
+/// The flows with each start moved to `start(i, configured start)`, each keeping its length;
+/// also the new end of the last flow.
+fn move_flows(
+    flows: &[(&str, f64, f64)],
+    mut start: impl FnMut(usize, f64) -> Option<f64>,
+) -> Option<(String, f64)> {
+    let mut parts = Vec::new();
+    let mut end: f64 = 0.0;
+    for (i, &(cc, a, b)) in flows.iter().enumerate() {
+        let s = start(i, a)?;
+        end = end.max(s + (b - a));
+        parts.push(format!("{cc}@{}-{}", fmt_s(s), fmt_s(s + (b - a))));
+    }
+    Some((parts.join(","), end))
+}
+
+/// Seconds to the millisecond, without trailing zeros (`0`, `0.37`, `30.37`).
+fn fmt_s(s: f64) -> String {
+    let t = format!("{s:.3}");
+    let t = t.trim_end_matches('0').trim_end_matches('.');
+    t.to_string()
+}
+
+/// Every flow of a `--flows` specification started `by` seconds later.
+fn shift_flows(flows: &str, by: f64) -> Option<String> {
+    let parsed = parse_flows(flows)?;
+    move_flows(&parsed, |_, a| Some(a + by)).map(|(f, _)| f)
+}
+
+/// A simulator run moved to where the emulator run of the same cell and seed sent: flow i
+/// starts at that run's flows[i].`data_start_s` (trace time) and keeps its length, and the run
+/// lasts until the last flow stops. None (the spec as it is) when `records` hold no such
+/// emulator run with those starts, or for an emulator spec.
+pub fn aligned(spec: &RunSpec, records: &[Record]) -> Option<RunSpec> {
+    if spec.engine != Engine::Sim {
+        return None;
+    }
+    let cell = cell_of(&spec.key);
+    let flows = parse_flows(&spec.flows)?;
+    let run = records.iter().rev().find(|r| {
+        r.str("engine") == "emu"
+            && cell_of(r.str("key")) == cell
+            && r.num("seed") == Some(spec.seed as f64)
+    })?;
+    let (flows, end) = move_flows(&flows, |i, _| run.flows().get(i)?.get("data_start_s")?.as_f64())?;
+    Some(RunSpec {
+        flows,
+        duration_s: end.max(spec.duration_s),
+        ..spec.clone()
+    })
 }
 
 /// An exclusive hold on [`EMU_LOCK`], released on drop (the kernel drops it if we die).
@@ -288,6 +381,13 @@ pub fn run(f: &Fidelity, runner: &Runner) -> Result<RunOutcome> {
             } else {
                 None
             };
+            let moved = aligned(spec, &results::read(&results_file).unwrap_or_default());
+            if runner.progress {
+                if let Some(m) = &moved {
+                    eprintln!("fidelity: {} starts where the emulator's flows did: {}", spec.key, m.flows);
+                }
+            }
+            let spec = moved.as_ref().unwrap_or(spec);
             let out = runner
                 .command(spec)
                 .output()
@@ -703,6 +803,59 @@ mod tests {
         );
     }
 
+    /// Run k starts (k - 1) x START_STEP_S into the trace; a simulator run then starts its
+    /// flows where the emulator run of its cell and seed started theirs, each keeping its
+    /// length; other cells' and seeds' runs, and runs recorded without starts, do not move it.
+    #[test]
+    fn simulator_flows_start_where_the_emulator_flows_of_the_same_run_did() {
+        let f = Fidelity {
+            traces: vec!["d8.trace".into()],
+            ccs: vec!["cubic".into(), "leocc+cubic".into()],
+            queues: vec![QueueLimit::Time(150_000)],
+            losses: vec![0.0],
+            duration_s: 30.0,
+            runs: 2,
+            engines: vec![Engine::Sim, Engine::Emu],
+            rerun: Vec::new(),
+        };
+        let specs = f.specs();
+        let spec = |engine: Engine, label: &str, seed: u64| {
+            specs
+                .iter()
+                .find(|s| s.engine == engine && s.label == label && s.seed == seed)
+                .unwrap()
+                .clone()
+        };
+        assert_eq!(spec(Engine::Emu, "cubic", 1).flows, "cubic@0-30");
+        let second = spec(Engine::Emu, "cubic", 2);
+        assert_eq!(second.flows, "cubic@0.37-30.37");
+        assert!((second.duration_s - 30.37).abs() < 1e-9);
+        assert_eq!(spec(Engine::Sim, "leocc+cubic", 2).flows, "leocc@0.37-30.37,cubic@0.37-30.37");
+        let emu = |label: &str, seed: u64, starts: &[f64]| {
+            Record(json!({
+                "key": format!("emu|d8|{}|{label}|{seed}|d30|q150ms|l-",
+                    if label.contains('+') { "vs-cubic" } else { "single" }),
+                "engine": "emu", "seed": seed,
+                "flows": starts.iter().map(|s| json!({"data_start_s": s})).collect::<Vec<_>>(),
+            }))
+        };
+        let one = spec(Engine::Sim, "cubic", 2);
+        assert_eq!(aligned(&one, &[]).map(|s| s.flows), None, "no emulator run: as it is");
+        let runs = [emu("cubic", 1, &[0.85]), emu("cubic", 2, &[1.22]), emu("bbr", 2, &[3.0])];
+        let moved = aligned(&one, &runs).expect("moved");
+        assert_eq!(moved.flows, "cubic@1.22-31.22");
+        assert!((moved.duration_s - 31.22).abs() < 1e-9);
+        assert_eq!(moved.key, one.key, "the run keeps its identity");
+        let old = [emu("cubic", 1, &[0.85]), Record(json!({
+            "key": "emu|d8|single|cubic|2|d30|q150ms|l-", "engine": "emu", "seed": 2, "flows": [{}]}))];
+        assert_eq!(aligned(&one, &old).map(|s| s.flows), None, "a run without its start");
+        let two = spec(Engine::Sim, "leocc+cubic", 1);
+        let runs = [emu("leocc+cubic", 1, &[0.8, 0.9]), emu("leocc+cubic", 2, &[1.2, 1.2])];
+        assert_eq!(aligned(&two, &runs).unwrap().flows, "leocc@0.8-30.8,cubic@0.9-30.9");
+        let e = spec(Engine::Emu, "cubic", 1);
+        assert!(aligned(&e, &runs).is_none(), "the emulator's runs are not moved");
+    }
+
     #[test]
     fn specs_pair_the_engines_with_eval_keys() {
         let f = Fidelity {
@@ -718,10 +871,10 @@ mod tests {
         let s = f.specs();
         assert_eq!(s.len(), 2 * 2 * 3 * 3);
         assert!(
-            s[..18].iter().all(|r| r.engine == Engine::Sim),
-            "simulator runs first"
+            s[..18].iter().all(|r| r.engine == Engine::Emu),
+            "emulator runs first"
         );
-        assert_eq!(s[0].key, "sim|starlink-down-60s|single|bbr|1|d30|q150ms|l-");
+        assert_eq!(s[18].key, "sim|starlink-down-60s|single|bbr|1|d30|q150ms|l-");
         assert!(s
             .iter()
             .any(|r| r.key == "emu|starlink-down-60s|vs-bbr|leocc+bbr|3|d30|q150ms|l0.002"));

@@ -192,6 +192,10 @@ fn eval_emulator_engine_runs_kernel_tcp() {
         // The uplink trace offers about 45 Mbit/s at about 20 ms base RTT.
         assert!(thr > 1.0 && util <= 1.05, "{r}");
         assert!((15.0..1000.0).contains(&rtt), "{r}");
+        // Where the flow's data began in trace time: after its configured start (0 s) by the
+        // tools' setup and the handshake, well inside the run.
+        let start = r["flows"][0]["data_start_s"].as_f64().unwrap();
+        assert!((0.02..3.0).contains(&start), "data_start_s {start}: {r}");
     }
     let leocc = recs.iter().find(|r| r["label"] == "leocc").unwrap();
     assert!(leocc["utilization"].as_f64().unwrap() > 0.5, "LeoCC should fill most of the uplink: {leocc}");

@@ -301,7 +301,10 @@ fn run_ablation(a: BenchAblationArgs) -> anyhow::Result<()> {
 #[command(after_help = "Each run is the one `leocc eval` makes for the cell (leocc sim --json, or \
 leocc emu-run with kernel TCP through iperf3), recorded in DIR/results.jsonl as it finishes; a \
 rerun into DIR resumes. Emulator runs need root and each holds flock /tmp/leocc-emu.lock. After \
-a simulator change, --rerun sim measures the model again against the kernel runs already in DIR.")]
+a simulator change, --rerun sim measures the model again against the kernel runs already in DIR. \
+Run k of a cell starts its flows (k-1) x 0.37 s into the trace in both engines; emulator runs go \
+first, and each simulator run starts its flows where the emulator run of the same seed started \
+sending (the tools' setup puts that 0.5-1.1 s later), so both replay the same stretch of trace.")]
 pub struct BenchFidelityArgs {
     /// Traces (repeatable, or several after one --trace).
     #[arg(long, num_args = 1.., required = true)]
@@ -318,7 +321,8 @@ pub struct BenchFidelityArgs {
     /// Seconds per run.
     #[arg(long, default_value_t = 30.0)]
     pub duration: f64,
-    /// Emulator runs per cell, and simulator seeds 1..=RUNS.
+    /// Emulator runs per cell, and simulator seeds 1..=RUNS; run k starts (k-1) x 0.37 s
+    /// into the trace.
     #[arg(long, default_value_t = 3)]
     pub runs: u32,
     /// Engines: sim,emu (both), or one of them.
