@@ -31,8 +31,9 @@
 //!   flow's configured time;
 //! - time: trace time, as the simulator's. A flow's data starts (`data_start_s`) one base RTT
 //!   after its connection's first packet crossed the bottleneck (its SYN, or QUIC's first
-//!   datagram), which is iperf3's time zero; the tools' setup puts that later than the flow's
-//!   configured start (0.7 s on a 128 ms path);
+//!   datagram), which is iperf3's time zero; the tools' setup (process start, iperf3's
+//!   control connection) puts that later than the flow's configured start (0.85 s on a 128 ms
+//!   path), and `leocc bench fidelity` starts the simulator's flows there;
 //! - time series (`bottleneck_mbps`): the connection's departures per 100 ms bin over
 //!   iperf3's intervals; `throughput_mbps` there stays iperf3's own interval rate;
 //! - RTT: the sender's smoothed RTT (tcpi_rtt) every 100 ms from iperf3's intervals, not
@@ -541,14 +542,8 @@ fn measure(
             )
         })?;
         let end = &out["end"];
-        // The connection's first packet (its SYN, QUIC's Initial) crossed the bottleneck at
-        // first_us of trace time, and its first data about one base RTT later (the
-        // handshake), which is also iperf3's time zero. That is later than the flow's
-        // configured start by the tools' own setup (process start, iperf3's control
-        // connection: 0.7 s on a 128 ms path), which the simulator, whose flows send at their
-        // start time, does not have: the time series and the base RTT that queueing delay is
-        // measured from use trace time, and `leocc bench fidelity` starts the simulator's flows
-        // at data_start_s so that both engines replay the same stretch of the trace.
+        // iperf3's time zero, in trace time: the handshake's base RTT after the connection's
+        // first packet crossed the bottleneck (see "time" in the module doc).
         let data_start_us = conn.first_us + fwd.delay_us(conn.first_us) + back.delay_us(conn.first_us);
         let recv_bytes = end["sum_received"]["bytes"].as_f64().unwrap_or(0.0);
         let sent_bytes = end["sum_sent"]["bytes"].as_f64().unwrap_or(0.0);
@@ -559,12 +554,13 @@ fn measure(
                 continue;
             };
             let t_start = s["start"].as_f64().unwrap_or(0.0);
-            let t_end = data_start_us as f64 / 1e6 + s["end"].as_f64().unwrap_or(0.0);
+            let iv_end = s["end"].as_f64().unwrap_or(0.0);
+            let t_end = data_start_us as f64 / 1e6 + iv_end;
             let rtt_ms = s["rtt"].as_f64().unwrap_or(0.0) / 1000.0;
             let mbps = s["bits_per_second"].as_f64().unwrap_or(0.0) / 1e6;
             let (a, b) = (
                 data_start_us + (t_start * 1e6) as u64,
-                data_start_us + (s["end"].as_f64().unwrap_or(0.0) * 1e6) as u64,
+                data_start_us + (iv_end * 1e6) as u64,
             );
             let bneck_mbps = match conn.bytes_between(a, b) {
                 Some(bytes) if b > a => format!("{:.3}", bytes * 8.0 / (b - a) as f64),

@@ -34,7 +34,7 @@ use crate::results::{self, Record};
 use crate::runner::Runner;
 use crate::stats::{fmt_ratio, ratio_interval, Stat};
 use anyhow::{anyhow, bail, Context, Result};
-use leocc_sim::QueueLimit;
+use leocc_sim::{FlowSpec, QueueLimit};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -164,8 +164,11 @@ impl Fidelity {
                                     trace_name: name.clone(),
                                     scenario,
                                     label: label.clone(),
-                                    flows: shift_flows(&flows, offset)
-                                        .expect("cell_flows writes cc@start-stop"),
+                                    flows: move_flows(&flows, self.duration_s, |_, f| {
+                                        Some(f.start_us + (offset * 1e6).round() as u64)
+                                    })
+                                    .expect("cell_flows writes valid flows")
+                                    .0,
                                     duration_s: self.duration_s + offset,
                                     seed,
                                     queue,
@@ -211,45 +214,26 @@ fn cell_of(key: &str) -> String {
         .join("|")
 }
 
-/// The flows of a `--flows` specification as (control, start, stop).
-fn parse_flows(flows: &str) -> Option<Vec<(&str, f64, f64)>> {
-    flows
-        .split(',')
-        .map(|f| {
-            let (cc, span) = f.rsplit_once('@')?;
-            let (a, b) = span.split_once('-')?;
-            Some((cc, a.parse().ok()?, b.parse().ok()?))
-        })
-        .collect()
-}
-
-/// The flows with each start moved to `start(i, configured start)`, each keeping its length;
-/// also the new end of the last flow.
+/// `flows` (the `--flows` syntax, within `duration_s`) with flow i moved to start at
+/// `start_us(i, flow)` and keep its length, written back in that syntax; also the end of the
+/// last flow, s.
 fn move_flows(
-    flows: &[(&str, f64, f64)],
-    mut start: impl FnMut(usize, f64) -> Option<f64>,
+    flows: &str,
+    duration_s: f64,
+    mut start_us: impl FnMut(usize, &FlowSpec) -> Option<u64>,
 ) -> Option<(String, f64)> {
+    let specs = crate::emu_quic::parse_flows(flows, "cubic", (duration_s * 1e6).round() as u64).ok()?;
+    // Whole milliseconds, written as seconds (`us_as_ms` of a count of ms): `0.37`, `30`.
+    let secs = |us: u64| leocc_trace::text::us_as_ms(us / 1000);
     let mut parts = Vec::new();
-    let mut end: f64 = 0.0;
-    for (i, &(cc, a, b)) in flows.iter().enumerate() {
-        let s = start(i, a)?;
-        end = end.max(s + (b - a));
-        parts.push(format!("{cc}@{}-{}", fmt_s(s), fmt_s(s + (b - a))));
+    let mut end_us = 0;
+    for (i, f) in specs.iter().enumerate() {
+        let s = start_us(i, f)?;
+        let stop = s + (f.stop_us - f.start_us);
+        end_us = end_us.max(stop);
+        parts.push(format!("{}@{}-{}", f.cc, secs(s), secs(stop)));
     }
-    Some((parts.join(","), end))
-}
-
-/// Seconds to the millisecond, without trailing zeros (`0`, `0.37`, `30.37`).
-fn fmt_s(s: f64) -> String {
-    let t = format!("{s:.3}");
-    let t = t.trim_end_matches('0').trim_end_matches('.');
-    t.to_string()
-}
-
-/// Every flow of a `--flows` specification started `by` seconds later.
-fn shift_flows(flows: &str, by: f64) -> Option<String> {
-    let parsed = parse_flows(flows)?;
-    move_flows(&parsed, |_, a| Some(a + by)).map(|(f, _)| f)
+    Some((parts.join(","), end_us as f64 / 1e6))
 }
 
 /// A simulator run moved to where the emulator run of the same cell and seed sent: flow i
@@ -261,13 +245,15 @@ pub fn aligned(spec: &RunSpec, records: &[Record]) -> Option<RunSpec> {
         return None;
     }
     let cell = cell_of(&spec.key);
-    let flows = parse_flows(&spec.flows)?;
     let run = records.iter().rev().find(|r| {
         r.str("engine") == "emu"
             && cell_of(r.str("key")) == cell
             && r.num("seed") == Some(spec.seed as f64)
     })?;
-    let (flows, end) = move_flows(&flows, |i, _| run.flows().get(i)?.get("data_start_s")?.as_f64())?;
+    let (flows, end) = move_flows(&spec.flows, spec.duration_s, |i, _| {
+        let s = run.flows().get(i)?.get("data_start_s")?.as_f64()?;
+        Some((s * 1e6).round() as u64)
+    })?;
     Some(RunSpec {
         flows,
         duration_s: end.max(spec.duration_s),
@@ -359,6 +345,9 @@ pub fn run(f: &Fidelity, runner: &Runner) -> Result<RunOutcome> {
         );
     }
     let (results_file, todo, o) = runner.pending(&specs)?;
+    // What the folder holds, and each run as it finishes: the simulator's runs align to the
+    // emulator's (`aligned`).
+    let mut records = results::read(&results_file)?;
     let mut outcome = RunOutcome {
         skipped: o.skipped,
         ..Default::default()
@@ -381,7 +370,7 @@ pub fn run(f: &Fidelity, runner: &Runner) -> Result<RunOutcome> {
             } else {
                 None
             };
-            let moved = aligned(spec, &results::read(&results_file).unwrap_or_default());
+            let moved = aligned(spec, &records);
             if runner.progress {
                 if let Some(m) = &moved {
                     eprintln!("fidelity: {} starts where the emulator's flows did: {}", spec.key, m.flows);
@@ -400,6 +389,7 @@ pub fn run(f: &Fidelity, runner: &Runner) -> Result<RunOutcome> {
             let mut rec = runner.finish(spec, exit, &out.stdout, &out.stderr)?;
             rec["loss_added"] = spec.loss.unwrap_or(0.0).into();
             results::append(&results_file, &rec)?;
+            records.push(Record(rec.clone()));
             Ok(rec)
         })();
         if runner.progress {
@@ -803,21 +793,26 @@ mod tests {
         );
     }
 
+    /// Both engines on one trace with 150 ms of buffer for 30 s.
+    fn both_engines(trace: &str, ccs: &[&str], losses: &[f64], runs: u32) -> Fidelity {
+        Fidelity {
+            traces: vec![trace.into()],
+            ccs: ccs.iter().map(|c| c.to_string()).collect(),
+            queues: vec![QueueLimit::Time(150_000)],
+            losses: losses.to_vec(),
+            duration_s: 30.0,
+            runs,
+            engines: vec![Engine::Sim, Engine::Emu],
+            rerun: Vec::new(),
+        }
+    }
+
     /// Run k starts (k - 1) x START_STEP_S into the trace; a simulator run then starts its
     /// flows where the emulator run of its cell and seed started theirs, each keeping its
     /// length; other cells' and seeds' runs, and runs recorded without starts, do not move it.
     #[test]
     fn simulator_flows_start_where_the_emulator_flows_of_the_same_run_did() {
-        let f = Fidelity {
-            traces: vec!["d8.trace".into()],
-            ccs: vec!["cubic".into(), "leocc+cubic".into()],
-            queues: vec![QueueLimit::Time(150_000)],
-            losses: vec![0.0],
-            duration_s: 30.0,
-            runs: 2,
-            engines: vec![Engine::Sim, Engine::Emu],
-            rerun: Vec::new(),
-        };
+        let f = both_engines("d8.trace", &["cubic", "leocc+cubic"], &[0.0], 2);
         let specs = f.specs();
         let spec = |engine: Engine, label: &str, seed: u64| {
             specs
@@ -858,16 +853,12 @@ mod tests {
 
     #[test]
     fn specs_pair_the_engines_with_eval_keys() {
-        let f = Fidelity {
-            traces: vec!["traces/starlink-down-60s.trace".into()],
-            ccs: vec!["bbr".into(), "leocc+bbr".into(), "cubic+bbr".into()],
-            queues: vec![QueueLimit::Time(150_000)],
-            losses: vec![0.0, 0.002],
-            duration_s: 30.0,
-            runs: 3,
-            engines: vec![Engine::Sim, Engine::Emu],
-            rerun: Vec::new(),
-        };
+        let f = both_engines(
+            "traces/starlink-down-60s.trace",
+            &["bbr", "leocc+bbr", "cubic+bbr"],
+            &[0.0, 0.002],
+            3,
+        );
         let s = f.specs();
         assert_eq!(s.len(), 2 * 2 * 3 * 3);
         assert!(
