@@ -618,6 +618,7 @@ mod tests {
         assert!(pid >= 0);
         if pid == 0 {
             unsafe {
+                close_inherited(fds[1]);
                 let status: i32 = if libc::setgroups(0, std::ptr::null()) != 0 || libc::setgid(uid) != 0 || libc::setuid(uid) != 0 {
                     -1
                 } else {
@@ -645,6 +646,23 @@ mod tests {
         assert_eq!(n, 4);
         assert_ne!(status, -1, "the child could not become uid {uid}");
         (pid, if status == 0 { Ok(()) } else { Err(status) })
+    }
+
+    /// In a forked child: closes every descriptor but stdio and `keep`. The child inherits
+    /// the sockets that tests on other threads hold; kept open here until the child is killed,
+    /// their peers would never see them close (a flaky failure of the cap test).
+    ///
+    /// # Safety
+    /// Only raw system calls, so it is safe after fork in a multithreaded process.
+    unsafe fn close_inherited(keep: i32) {
+        let all = libc::c_uint::MAX;
+        let keep = keep as libc::c_uint;
+        unsafe {
+            if keep > 3 {
+                libc::syscall(libc::SYS_close_range, 3 as libc::c_uint, keep - 1, 0 as libc::c_uint);
+            }
+            libc::syscall(libc::SYS_close_range, keep + 1, all, 0 as libc::c_uint);
+        }
     }
 
     fn kill(pid: libc::pid_t) {
