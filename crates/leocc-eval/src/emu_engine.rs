@@ -41,8 +41,12 @@
 //! - one-way delay: each RTT sample minus the trace's reverse-path base delay at that moment;
 //! - queueing delay: RTT sample minus the trace's base RTT at that moment;
 //! - loss: the emulator's drops (queue and random) over packets that entered the data
-//!   direction; retransmissions: iperf3's retransmit count over segments sent.
+//!   direction; retransmissions: iperf3's retransmit count over segments sent;
+//! - model state (`pacing_mbps`, `state`, LeoCC flows only): the kernel LeoCC's own view of
+//!   the flow, read from its stats map every 50 ms (`kernel_state`), the last read at or
+//!   before each row's time, with the simulator's names.
 
+use crate::kernel_state;
 use anyhow::{anyhow, bail, Context, Result};
 use leocc_emu::flows::{FlowCount, FlowKey};
 use leocc_emu::owned::die_with_parent;
@@ -289,6 +293,8 @@ pub fn run(r: &EmuRun) -> Result<Value> {
         set_sndbuf(&emu, send_side, b)?;
     }
     let mut children: Vec<Child> = Vec::new();
+    let kernel_leocc = ccs.iter().any(|c| c == "leocc");
+    let mut sampler = None;
     let result = (|| -> Result<Vec<Value>> {
         for f in &flows {
             if crate::emu_quic::quic_name(&f.cc).is_some() {
@@ -318,7 +324,6 @@ pub fn run(r: &EmuRun) -> Result<Value> {
                 .context("starting iperf3 -s")?;
             children.push(c);
         }
-        let kernel_leocc = ccs.iter().any(|c| c == "leocc");
         let quic_leocc = ccs.iter().any(|c| c == "quic:leocc");
         if kernel_leocc || quic_leocc {
             let mut cmd = emu.command(Side::Client, &r.leocc_exe.to_string_lossy());
@@ -345,6 +350,10 @@ pub fn run(r: &EmuRun) -> Result<Value> {
             children.push(c);
         }
         std::thread::sleep(Duration::from_millis(300));
+        if kernel_leocc {
+            let ports = flows.iter().filter(|f| f.cc == "leocc").map(|f| f.port).collect();
+            sampler = Some(kernel_state::Sampler::start(emu.clock(), recv_addr, ports));
+        }
         let t0 = Instant::now();
         let handles: Vec<_> = flows
             .iter()
@@ -425,6 +434,7 @@ pub fn run(r: &EmuRun) -> Result<Value> {
         }
         Ok(outs)
     })();
+    let states = sampler.map(kernel_state::Sampler::finish).unwrap_or_default();
     for mut c in children {
         let _ = c.kill();
         let _ = c.wait();
@@ -454,7 +464,10 @@ pub fn run(r: &EmuRun) -> Result<Value> {
         recv: recv_addr,
         flows: &data.flows,
     };
-    let mut rec = measure(&flows, &outs, &fwd, &back, r, loss_rate, &bneck)?;
+    if kernel_leocc && states.is_empty() {
+        eprintln!("emu-run: no LeoCC state could be read from the kernel's stats map ({} failed reads); the time series' state column stays empty", states.failed_reads);
+    }
+    let mut rec = measure(&flows, &outs, &fwd, &back, r, loss_rate, &bneck, &states)?;
     // Everything that left the bottleneck in the data direction, the flows' connections and
     // whatever else crossed (iperf3's control connections): what the flows' counts add up to.
     rec["bottleneck_departed_bytes"] = data.departed_bytes.into();
@@ -523,12 +536,13 @@ fn measure(
     r: &EmuRun,
     loss_rate: f64,
     bneck: &Bottleneck,
+    states: &kernel_state::States,
 ) -> Result<Value> {
     let mut all_rtt = Vec::new();
     let mut all_owd = Vec::new();
     let mut all_q = Vec::new();
     let mut flow_recs = Vec::new();
-    let mut ts = String::from("t_s,flow,flow_cc,throughput_mbps,rtt_ms,cwnd,bottleneck_mbps\n");
+    let mut ts = String::from("t_s,flow,flow_cc,throughput_mbps,rtt_ms,cwnd,bottleneck_mbps,pacing_mbps,state\n");
     let (mut sent_segs, mut retrans, mut total_bytes, mut total_goodput_bytes) =
         (0.0, 0.0, 0.0, 0.0);
     let mut served: Option<(u64, u64)> = None;
@@ -566,10 +580,14 @@ fn measure(
                 Some(bytes) if b > a => format!("{:.3}", bytes * 8.0 / (b - a) as f64),
                 _ => String::new(),
             };
+            let (pacing, state) = states
+                .at(f.port, (t_end * 1e6) as u64)
+                .map(kernel_state::cells)
+                .unwrap_or_default();
             let _ = std::fmt::Write::write_fmt(
                 &mut ts,
                 format_args!(
-                    "{t_end:.3},{i},{},{mbps:.3},{rtt_ms:.3},{},{bneck_mbps}\n",
+                    "{t_end:.3},{i},{},{mbps:.3},{rtt_ms:.3},{},{bneck_mbps},{pacing},{state}\n",
                     f.cc,
                     s["snd_cwnd"].as_f64().unwrap_or(0.0) / MSS_BYTES
                 ),

@@ -40,6 +40,13 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+/// The simulator's probe noise in a fidelity run: the emulator's PoP answers the detector's
+/// pings through the trace's path with no noise of its own, so the simulator's probe stream
+/// must have none either, or the two engines' LeoCC see different detectors. (With the
+/// simulator's default bent-pipe noise, drawn path 1 with 0.2 % loss got false events at 10
+/// and 15 s and a competing mode a quarter of the time that the kernel's flow never had.)
+pub const EMU_PROBE_NOISE: &str = "none";
+
 /// The lock every emulator run on this machine is taken under (`flock /tmp/leocc-emu.lock`).
 pub const EMU_LOCK: &str = "/tmp/leocc-emu.lock";
 /// Default controls: the four the kernel runs here.
@@ -176,6 +183,7 @@ impl Fidelity {
                                     loss,
                                     oracle_reconfig: false,
                                     params: Vec::new(),
+                                    probe_noise: (engine == Engine::Sim).then_some(EMU_PROBE_NOISE),
                                 });
                             }
                         }
@@ -871,6 +879,13 @@ mod tests {
             .any(|r| r.key == "emu|starlink-down-60s|vs-bbr|leocc+bbr|3|d30|q150ms|l0.002"));
         let two = s.iter().find(|r| r.label == "cubic+bbr").unwrap();
         assert_eq!(two.flows, "cubic@0-30,bbr@0-30");
+        // The simulator's detector gets a probe stream as clean as the emulator's PoP gives.
+        let runner = crate::runner::Runner { exe: "leocc".into(), out_dir: "out".into(), jobs: 1, progress: false };
+        for r in &s {
+            let args: Vec<String> = runner.command(r).get_args().map(|a| a.to_string_lossy().into_owned()).collect();
+            let noise = args.iter().position(|a| a == "--probe-noise").map(|i| args[i + 1].as_str());
+            assert_eq!(noise, (r.engine == Engine::Sim).then_some("none"), "{args:?}");
+        }
         let mut keys: Vec<_> = s.iter().map(|r| &r.key).collect();
         keys.sort();
         keys.dedup();

@@ -17,6 +17,7 @@ pub mod detector;
 pub mod emu_engine;
 pub mod emu_quic;
 pub mod fidelity;
+pub mod kernel_state;
 pub mod leotp;
 pub mod matrix;
 pub mod pathdelay;

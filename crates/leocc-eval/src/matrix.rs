@@ -264,6 +264,9 @@ pub struct RunSpec {
     pub oracle_reconfig: bool,
     /// `CC.NAME=VALUE` parameter settings of a sweep (empty: the controls' defaults).
     pub params: Vec<String>,
+    /// The simulator's PoP probe noise (`leocc sim --probe-noise`); None: its default. Not
+    /// part of the key.
+    pub probe_noise: Option<&'static str>,
 }
 
 impl RunSpec {
@@ -359,6 +362,7 @@ impl Matrix {
                                     loss: self.loss,
                                     oracle_reconfig: self.oracle_reconfig,
                                     params: Vec::new(),
+                                    probe_noise: None,
                                 });
                             }
                         }

@@ -296,6 +296,9 @@ impl Runner {
         if spec.oracle_reconfig {
             cmd.arg("--oracle-reconfig");
         }
+        if let (Engine::Sim, Some(noise)) = (spec.engine, spec.probe_noise) {
+            cmd.arg("--probe-noise").arg(noise);
+        }
         for p in &spec.params {
             cmd.arg("--param").arg(p);
         }

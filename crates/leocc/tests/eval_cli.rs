@@ -199,6 +199,27 @@ fn eval_emulator_engine_runs_kernel_tcp() {
     }
     let leocc = recs.iter().find(|r| r["label"] == "leocc").unwrap();
     assert!(leocc["utilization"].as_f64().unwrap() > 0.5, "LeoCC should fill most of the uplink: {leocc}");
+
+    // A kernel LeoCC flow's time series carries the model's own state, as the simulator's does.
+    let ts = out.join("leocc-ts.csv");
+    let o = Command::new(env!("CARGO_BIN_EXE_leocc"))
+        .args(["emu-run", "--trace", "traces/starlink-up-60s.trace", "--flows", "leocc@0-4", "--duration", "4", "--queue", "500", "--timeseries"])
+        .arg(&ts)
+        .current_dir(root())
+        .output()
+        .expect("run leocc emu-run");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&ts).unwrap();
+    let mut rows = text.lines();
+    let header: Vec<&str> = rows.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap_or_else(|| panic!("no {name} column: {header:?}"));
+    let (t, state, pacing) = (col("t_s"), col("state"), col("pacing_mbps"));
+    let rows: Vec<Vec<&str>> = rows.map(|l| l.split(',').collect()).filter(|c: &Vec<&str>| c[t].parse::<f64>().unwrap() > 1.5).collect();
+    assert!(rows.len() >= 15, "{text}");
+    let with_state = rows.iter().filter(|c| c[state].starts_with("mode=") && c[state].contains(";competing=")).count();
+    assert!(with_state * 10 >= rows.len() * 9, "{with_state} of {} rows carry the kernel's state:\n{text}", rows.len());
+    assert!(rows.iter().any(|c| c[state].starts_with("mode=2;")), "the flow reached cruise:\n{text}");
+    assert!(rows.iter().any(|c| c[pacing].parse::<f64>().is_ok_and(|p| p > 1.0)), "{text}");
     std::fs::remove_dir_all(&out).unwrap();
 }
 

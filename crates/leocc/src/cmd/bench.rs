@@ -300,7 +300,9 @@ fn run_ablation(a: BenchAblationArgs) -> anyhow::Result<()> {
 #[derive(Args, Debug)]
 #[command(after_help = "Each run is the one `leocc eval` makes for the cell (leocc sim --json, or \
 leocc emu-run with kernel TCP through iperf3), recorded in DIR/results.jsonl as it finishes; a \
-rerun into DIR resumes. Emulator runs need root and each holds flock /tmp/leocc-emu.lock. After \
+rerun into DIR resumes. Emulator runs need root and each holds flock /tmp/leocc-emu.lock. The \
+simulator runs with --probe-noise none: the emulator's PoP adds no noise to the detector's probe \
+stream, and both engines' LeoCC must face the same detector. After \
 a simulator change, --rerun sim measures the model again against the kernel runs already in DIR. \
 Run k of a cell starts its flows (k-1) x 0.37 s into the trace in both engines; emulator runs go \
 first, and each simulator run starts its flows where the emulator run of the same seed started \
