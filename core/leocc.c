@@ -43,8 +43,9 @@
  *             round trip of packets sent under the cap is measured and the band range rebuilt
  *             from it. If that round delivered clearly less than the capped inflight would at
  *             the old base RTT, a second round with the cap at 0.5 x measured rate x old
- *             base RTT tells a slower link (RTT falls or the rate holds: rate*_target = measured rate,
- *             straight back to Cruise) from a longer path (the rate falls with the cap).
+ *             base RTT tells a slower link (RTT falls or the rate holds: rate*_target =
+ *             measured rate, straight back to Cruise) from a longer path (the rate falls with
+ *             the cap).
  *             Step 1: bBW_a = bBW_m = rate*_target, the new bandwidth is probed at
  *             ra_probe_gain until it stops growing 25 % per round; back to Cruise in the
  *             drain phase, which removes the probe's queue.

@@ -34,6 +34,7 @@ use crate::results::{self, Record};
 use crate::runner::Runner;
 use crate::stats::{fmt_ratio, ratio_interval, Stat};
 use anyhow::{anyhow, bail, Context, Result};
+use leocc_sim::detector::ProbeNoiseModel;
 use leocc_sim::{FlowSpec, QueueLimit};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -45,7 +46,7 @@ use std::time::Instant;
 /// must have none either, or the two engines' LeoCC see different detectors. (With the
 /// simulator's default bent-pipe noise, drawn path 1 with 0.2 % loss got false events at 10
 /// and 15 s and a competing mode a quarter of the time that the kernel's flow never had.)
-pub const EMU_PROBE_NOISE: &str = "none";
+pub const EMU_PROBE_NOISE: ProbeNoiseModel = ProbeNoiseModel::None;
 
 /// The lock every emulator run on this machine is taken under (`flock /tmp/leocc-emu.lock`).
 pub const EMU_LOCK: &str = "/tmp/leocc-emu.lock";

@@ -47,7 +47,7 @@ impl Sampler {
                         let t_us = clock.now_us();
                         for f in flows {
                             if f.remote.ip() == IpAddr::V4(receiver) && ports.contains(&f.remote.port()) {
-                                states.by_port.entry(f.remote.port()).or_default().push((t_us, f));
+                                states.push(f.remote.port(), t_us, f);
                             }
                         }
                     }

@@ -266,7 +266,7 @@ pub struct RunSpec {
     pub params: Vec<String>,
     /// The simulator's PoP probe noise (`leocc sim --probe-noise`); None: its default. Not
     /// part of the key.
-    pub probe_noise: Option<&'static str>,
+    pub probe_noise: Option<leocc_sim::detector::ProbeNoiseModel>,
 }
 
 impl RunSpec {

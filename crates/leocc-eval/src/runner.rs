@@ -297,7 +297,7 @@ impl Runner {
             cmd.arg("--oracle-reconfig");
         }
         if let (Engine::Sim, Some(noise)) = (spec.engine, spec.probe_noise) {
-            cmd.arg("--probe-noise").arg(noise);
+            cmd.arg("--probe-noise").arg(noise.name());
         }
         for p in &spec.params {
             cmd.arg("--param").arg(p);

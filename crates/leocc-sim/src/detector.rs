@@ -77,6 +77,15 @@ impl ProbeNoiseModel {
         }
     }
 
+    /// The name [`ProbeNoiseModel::parse`] takes (`leocc sim --probe-noise NAME`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ProbeNoiseModel::None => "none",
+            ProbeNoiseModel::BentPipe => "bentpipe",
+            ProbeNoiseModel::Isl => "isl",
+        }
+    }
+
     /// The range of an outage's share whose probes are lost, the rest being held: the
     /// generator's for the path kind ([`leocc_probe::gen::outage_lost_share`]); none lost
     /// without noise (the data path holds packets through an outage too).
@@ -636,5 +645,13 @@ mod tests {
         assert_eq!(ProbeNoiseModel::parse("bentpipe"), Ok(ProbeNoiseModel::BentPipe));
         assert_eq!(ProbeNoiseModel::parse("none"), Ok(ProbeNoiseModel::None));
         assert!(ProbeNoiseModel::parse("x").unwrap_err().contains("bentpipe"));
+    }
+
+    #[test]
+    fn every_noise_model_parses_back_from_its_name() {
+        for m in [ProbeNoiseModel::None, ProbeNoiseModel::BentPipe, ProbeNoiseModel::Isl] {
+            assert_eq!(ProbeNoiseModel::parse(m.name()), Ok(m));
+            assert!(ProbeNoiseModel::NAMES.contains(m.name()));
+        }
     }
 }
