@@ -29,13 +29,14 @@
 //! flows' throughput. The worst cell is the one with the largest |ln ratio| among the
 //! differences that matter (above [`floor`] in absolute terms).
 
+use crate::align::{aligned, move_flows};
 use crate::matrix::{trace_name, Engine, RunSpec, Scenario};
 use crate::results::{self, Record};
 use crate::runner::Runner;
 use crate::stats::{fmt_ratio, ratio_interval, Stat};
 use anyhow::{anyhow, bail, Context, Result};
 use leocc_sim::detector::ProbeNoiseModel;
-use leocc_sim::{FlowSpec, QueueLimit};
+use leocc_sim::QueueLimit;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -210,64 +211,6 @@ fn cell_flows(label: &str, d: f64) -> (Scenario, String) {
         ),
         l => (Scenario::Single, Scenario::Single.flows_spec(l, d)),
     }
-}
-
-/// A key's cell: the key without its engine and seed (`emu|d8|single|cubic|2|d30|q150ms|l-`
-/// and `sim|d8|single|cubic|1|d30|q150ms|l-` are one cell).
-fn cell_of(key: &str) -> String {
-    key.split('|')
-        .enumerate()
-        .filter(|&(i, _)| i != 0 && i != 4)
-        .map(|(_, p)| p)
-        .collect::<Vec<_>>()
-        .join("|")
-}
-
-/// `flows` (the `--flows` syntax, within `duration_s`) with flow i moved to start at
-/// `start_us(i, flow)` and keep its length, written back in that syntax; also the end of the
-/// last flow, s.
-fn move_flows(
-    flows: &str,
-    duration_s: f64,
-    mut start_us: impl FnMut(usize, &FlowSpec) -> Option<u64>,
-) -> Option<(String, f64)> {
-    let specs = crate::emu_quic::parse_flows(flows, "cubic", (duration_s * 1e6).round() as u64).ok()?;
-    // Whole milliseconds, written as seconds (`us_as_ms` of a count of ms): `0.37`, `30`.
-    let secs = |us: u64| leocc_trace::text::us_as_ms(us / 1000);
-    let mut parts = Vec::new();
-    let mut end_us = 0;
-    for (i, f) in specs.iter().enumerate() {
-        let s = start_us(i, f)?;
-        let stop = s + (f.stop_us - f.start_us);
-        end_us = end_us.max(stop);
-        parts.push(format!("{}@{}-{}", f.cc, secs(s), secs(stop)));
-    }
-    Some((parts.join(","), end_us as f64 / 1e6))
-}
-
-/// A simulator run moved to where the emulator run of the same cell and seed sent: flow i
-/// starts at that run's flows[i].`data_start_s` (trace time) and keeps its length, and the run
-/// lasts until the last flow stops. None (the spec as it is) when `records` hold no such
-/// emulator run with those starts, or for an emulator spec.
-pub fn aligned(spec: &RunSpec, records: &[Record]) -> Option<RunSpec> {
-    if spec.engine != Engine::Sim {
-        return None;
-    }
-    let cell = cell_of(&spec.key);
-    let run = records.iter().rev().find(|r| {
-        r.str("engine") == "emu"
-            && cell_of(r.str("key")) == cell
-            && r.num("seed") == Some(spec.seed as f64)
-    })?;
-    let (flows, end) = move_flows(&spec.flows, spec.duration_s, |i, _| {
-        let s = run.flows().get(i)?.get("data_start_s")?.as_f64()?;
-        Some((s * 1e6).round() as u64)
-    })?;
-    Some(RunSpec {
-        flows,
-        duration_s: end.max(spec.duration_s),
-        ..spec.clone()
-    })
 }
 
 /// An exclusive hold on [`EMU_LOCK`], released on drop (the kernel drops it if we die).

@@ -12,6 +12,7 @@
 //! fidelity`.
 
 pub mod ablation;
+pub mod align;
 pub mod across;
 pub mod detector;
 pub mod emu_engine;

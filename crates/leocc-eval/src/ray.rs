@@ -127,6 +127,8 @@ impl Runner {
         if todo.is_empty() {
             return Ok(outcome);
         }
+        let todo = self.aligned_to_emulator(&results_file, todo)?;
+        let todo: Vec<&RunSpec> = todo.iter().map(|s| s.as_ref()).collect();
         let dir = driver_dir()?;
         let driver = dir.join("ray_driver.py");
         leocc_trace::write_atomic(&driver, DRIVER.as_bytes())?;

@@ -78,6 +78,42 @@ fn eval_runs_the_matrix_writes_the_report_and_resumes() {
     std::fs::remove_dir_all(&out).unwrap();
 }
 
+/// A simulator eval into a folder that holds emulator runs of the same cells and seeds starts
+/// each run's flows where the emulator run's did (its `data_start_s`), so that both engines'
+/// rows replay the same stretch of the trace; cells without an emulator run stay as asked.
+#[test]
+fn simulator_eval_starts_where_the_folders_emulator_runs_did() {
+    let out = std::env::temp_dir().join(format!("leocc-eval-align-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    std::fs::create_dir_all(&out).unwrap();
+    let run = |cc: &str| {
+        Command::new(env!("CARGO_BIN_EXE_leocc"))
+            .args(["eval", "--engine", "sim", "--trace", "traces/starlink-down-60s.trace", "--cc", cc])
+            .args(["--queue", "150ms", "--runs", "1", "--duration", "5", "-o"])
+            .arg(&out)
+            .current_dir(root())
+            .output()
+            .expect("run leocc eval")
+    };
+    // An emulator run of the cubic cell, seed 1, whose flow began 0.85 s into the trace (what
+    // `leocc eval --engine emu` records; its metrics do not matter here).
+    let key = "emu|starlink-down-60s|single|cubic|1|d5|q150ms|l-";
+    let emu = serde_json::json!({"key": key, "engine": "emu", "trace": "starlink-down-60s",
+        "scenario": "single", "label": "cubic", "seed": 1, "queue": "150ms",
+        "flows": [{"cc": "cubic", "data_start_s": 0.85}]});
+    std::fs::write(out.join("results.jsonl"), format!("{emu}\n")).unwrap();
+    let o = run("cubic,bbr");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("1 simulator runs start their flows where the emulator run"), "{err}");
+    let recs = lines(&out.join("results.jsonl"));
+    let sim = |label: &str| recs.iter().find(|r| r["engine"] == "sim" && r["label"] == label).unwrap().clone();
+    assert_eq!(sim("cubic")["flows_spec"], "cubic@0.85-5.85", "moved to the emulator's start");
+    assert_eq!(sim("cubic")["key"], key.replacen("emu", "sim", 1), "and keeps its identity");
+    assert_eq!(sim("bbr")["flows_spec"], "bbr@0-5", "no emulator run of this cell: as asked");
+    std::fs::remove_dir_all(&out).unwrap();
+}
+
 #[test]
 fn eval_runs_once_per_queue_discipline_and_the_report_names_it() {
     let out = std::env::temp_dir().join(format!("leocc-eval-qdisc-{}", std::process::id()));

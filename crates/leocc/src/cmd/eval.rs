@@ -16,7 +16,11 @@ pub const ALL_CCS: &str = "leocc,leocc-ref,cubic,reno,vegas,bbr,bbr3,copa,vivace
 
 #[derive(Args)]
 pub struct EvalArgs {
-    /// Engine: sim (the simulator, every control) or emu (the emulator with kernel TCP).
+    /// Engine: sim (the simulator, every control) or emu (the emulator with kernel TCP). To put
+    /// the two side by side, run emu first and then sim into the same folder: each simulator
+    /// run then starts its flows where the emulator run of its cell and seed started its own
+    /// (the tools' setup delays the emulator's by about a second), so both replay the same
+    /// stretch of the trace.
     #[arg(long, default_value = "sim")]
     engine: Engine,
     /// Trace files (our format or mahimahi); one or more (or --traces-from).
