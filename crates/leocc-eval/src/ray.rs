@@ -128,7 +128,6 @@ impl Runner {
             return Ok(outcome);
         }
         let todo = self.aligned_to_emulator(&results_file, todo)?;
-        let todo: Vec<&RunSpec> = todo.iter().map(|s| s.as_ref()).collect();
         let dir = driver_dir()?;
         let driver = dir.join("ray_driver.py");
         leocc_trace::write_atomic(&driver, DRIVER.as_bytes())?;
@@ -184,7 +183,7 @@ impl Runner {
                     anyhow!("the Ray driver answered for an unknown or finished run: `{line}`")
                 })?;
                 finished[id] = true;
-                let spec = todo[id];
+                let spec = &todo[id];
                 let result = self
                     .record_of(spec, &msg)
                     .and_then(|rec| results::append(&results_file, &rec));

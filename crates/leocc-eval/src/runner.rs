@@ -2,11 +2,9 @@
 //! appending each result to results.jsonl as soon as it finishes, with progress and an ETA.
 
 use crate::matrix::{Engine, RunSpec};
-use crate::results::Record;
 use crate::{align, results, tsstore};
 use anyhow::{anyhow, bail, Context, Result};
 use serde_json::Value;
-use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -77,7 +75,7 @@ impl Runner {
     pub fn run(&self, specs: &[RunSpec]) -> Result<Outcome> {
         let (results_file, todo, mut outcome) = self.pending(specs)?;
         let todo = self.aligned_to_emulator(&results_file, todo)?;
-        let todo: VecDeque<&RunSpec> = todo.iter().map(|s| s.as_ref()).collect();
+        let todo: VecDeque<&RunSpec> = todo.iter().collect();
         let total = todo.len();
         let jobs = if specs.iter().any(|s| s.engine == Engine::Emu) {
             1
@@ -112,26 +110,25 @@ impl Runner {
         Ok(outcome)
     }
 
-    /// `todo` with each simulator run whose cell and seed results.jsonl holds an emulator run
+    /// `todo`, with each simulator run whose cell and seed results.jsonl holds an emulator run
     /// of moved to start its flows where that run's did ([`align::aligned`]); says how many.
-    pub(crate) fn aligned_to_emulator<'a>(
-        &self,
-        results_file: &Path,
-        todo: Vec<&'a RunSpec>,
-    ) -> Result<Vec<Cow<'a, RunSpec>>> {
-        let emu_runs: Vec<Record> = if todo.iter().any(|s| s.engine == Engine::Sim) {
+    pub(crate) fn aligned_to_emulator(&self, results_file: &Path, todo: Vec<&RunSpec>) -> Result<Vec<RunSpec>> {
+        let records = if todo.iter().any(|s| s.engine == Engine::Sim) {
             results::read(results_file)?
-                .into_iter()
-                .filter(|r| r.str("engine") == "emu")
-                .collect()
         } else {
             Vec::new()
         };
-        let todo: Vec<Cow<RunSpec>> = todo
+        let mut moved = 0;
+        let todo = todo
             .into_iter()
-            .map(|spec| align::aligned(spec, &emu_runs).map_or(Cow::Borrowed(spec), Cow::Owned))
+            .map(|spec| match align::aligned(spec, &records) {
+                Some(m) => {
+                    moved += 1;
+                    m
+                }
+                None => spec.clone(),
+            })
             .collect();
-        let moved = todo.iter().filter(|s| matches!(s, Cow::Owned(_))).count();
         if moved > 0 && self.progress {
             eprintln!(
                 "eval: {moved} simulator runs start their flows where the emulator run of their cell and seed in {} did",
