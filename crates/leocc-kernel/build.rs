@@ -48,8 +48,10 @@ fn main() {
     }
 
     let clang = env::var("CLANG").unwrap_or_else(|_| "clang".to_string());
+    let object = out.join("leocc.bpf.o");
     let result = SkeletonBuilder::new()
         .source(&src)
+        .obj(&object)
         .clang(&clang)
         .clang_args([
             "-I".as_ref(),
@@ -64,6 +66,10 @@ fn main() {
         // A compile error in the BPF program or the core is a real error: fail loudly.
         panic!("building {} failed: {e:#}", src.display());
     }
+    // The loader compares this with what the registered program was built from, so that a
+    // newer binary does not go on running an older registration (`leocc kernel load`).
+    let bytes = fs::read(&object).unwrap_or_else(|e| panic!("{}: {e}", object.display()));
+    println!("cargo::rustc-env=LEOCC_BPF_BUILD={:016x}", fnv1a64(&bytes));
 
     // The scriptable peer of the option carrier's tests (lab::TestPeer): only its object,
     // embedded and opened with libbpf's generic API.
@@ -128,8 +134,16 @@ fn find_bpftool() -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// FNV-1a, 64 bits: a fingerprint of the object, not a defence against anyone.
+fn fnv1a64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
 fn no_bpf(reason: &str) {
     println!("cargo::warning=leocc-kernel built WITHOUT the BPF program: {reason}");
     println!("cargo::rustc-cfg=leocc_no_bpf");
     println!("cargo::rustc-env=LEOCC_NO_BPF_REASON={reason}");
+    println!("cargo::rustc-env=LEOCC_BPF_BUILD=none");
 }

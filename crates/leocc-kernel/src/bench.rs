@@ -186,7 +186,7 @@ pub fn run(opts: &BenchOptions, mut progress: impl FnMut(&str)) -> Result<BenchR
         if available.iter().any(|c| c == "bbr") { "bbr" } else { "cubic" }.to_string()
     });
     let we_loaded = match loader::load(&loader::LoadOptions::default()).map_err(|e| e.to_string())? {
-        loader::LoadOutcome::Loaded => true,
+        loader::LoadOutcome::Loaded | loader::LoadOutcome::Replaced => true,
         loader::LoadOutcome::AlreadyLoaded => false,
     };
     let stats_were_on = loader::bpf_stats_enabled().unwrap_or(false);

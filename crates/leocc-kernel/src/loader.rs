@@ -37,6 +37,12 @@ const DEFAULT_CC: &str = "/proc/sys/net/ipv4/tcp_congestion_control";
 const BPF_STATS: &str = "/proc/sys/kernel/bpf_stats_enabled";
 /// Prefix of every program in bpf/leocc.bpf.c (kernel names are cut at 15 characters).
 const PROG_PREFIX: &str = "leocc_";
+/// Which build of the BPF object the registered "leocc" came from (a fingerprint of the
+/// object, written at load). bpffs holds no plain files, so it lives in /run, which a reboot
+/// clears as it clears the pins.
+pub const BUILD_STAMP: &str = "/run/leocc/kernel-build";
+/// This binary's fingerprint of its embedded object (build.rs).
+const THIS_BUILD: &str = env!("LEOCC_BPF_BUILD");
 
 /// How to load.
 #[derive(Clone, Debug, Default)]
@@ -50,11 +56,16 @@ pub struct LoadOptions {
 pub enum LoadOutcome {
     /// "leocc" is now registered and pinned.
     Loaded,
-    /// It already was; nothing changed.
+    /// It already was, from this build's object; nothing changed.
     AlreadyLoaded,
+    /// Another build's "leocc" was registered (a different object, or one from before the
+    /// params map or the build stamp); it was unregistered and this build's loaded. Flows
+    /// that were running keep the old one until they close.
+    Replaced,
 }
 
-/// Registers "leocc" and pins it under [`PIN_DIR`]. Idempotent.
+/// Registers "leocc" and pins it under [`PIN_DIR`]. Idempotent for one build; a
+/// registration from another build is replaced, so that what runs is this binary's LeoCC.
 pub fn load(opts: &LoadOptions) -> Result<LoadOutcome, KernelError> {
     if let Some(reason) = missing_bpf_reason() {
         return Err(KernelError::NotBuilt(reason));
@@ -72,18 +83,21 @@ pub fn load(opts: &LoadOptions) -> Result<LoadOutcome, KernelError> {
         source,
     })?;
 
+    let mut outcome = LoadOutcome::Loaded;
     if Path::new(LINK_PIN).exists() {
         if Link::open(LINK_PIN).is_ok() && is_registered() {
-            if Path::new(PARAMS_PIN).exists() {
+            if Path::new(PARAMS_PIN).exists() && loaded_build().as_deref() == Some(THIS_BUILD) {
                 return Ok(LoadOutcome::AlreadyLoaded);
             }
-            // Ours, but from a build before the params map: replace it, so that what runs is
-            // this build's LeoCC (tests on a machine with an old registration tested the old).
-            unload()?;
-            return load(opts);
+            // Ours, but another build's: replace it, so that what runs is this build's LeoCC
+            // (a binary rebuilt with a changed core otherwise measured the old one, silently).
+            // The signal map stays pinned, for a detector daemon that holds it.
+            unregister()?;
+            outcome = LoadOutcome::Replaced;
+        } else {
+            // A pin left by a kernel that has since dropped the registration: start afresh.
+            remove_if_present(Path::new(LINK_PIN))?;
         }
-        // A pin left by a kernel that has since dropped the registration: start afresh.
-        remove_if_present(Path::new(LINK_PIN))?;
     }
     if is_registered() {
         return Err(KernelError::ForeignLeocc(LINK_PIN.to_string()));
@@ -103,7 +117,43 @@ pub fn load(opts: &LoadOptions) -> Result<LoadOutcome, KernelError> {
         let _ = crate::option::remove_all();
         return Err(e);
     }
-    Ok(LoadOutcome::Loaded)
+    write_build_stamp()?;
+    Ok(outcome)
+}
+
+/// The fingerprint of the object the registered "leocc" was loaded from, if a stamp is there.
+pub fn loaded_build() -> Option<String> {
+    fs::read_to_string(BUILD_STAMP).ok().map(|s| s.trim().to_string())
+}
+
+/// Records that this build's object is the one registered (temporary file, then rename).
+fn write_build_stamp() -> Result<(), KernelError> {
+    let io = |path: &str| {
+        let path = PathBuf::from(path);
+        move |source| KernelError::Io { path, source }
+    };
+    let dir = Path::new(BUILD_STAMP).parent().expect("a file in a directory");
+    fs::create_dir_all(dir).map_err(io(BUILD_STAMP))?;
+    let tmp = format!("{BUILD_STAMP}.tmp");
+    fs::write(&tmp, format!("{THIS_BUILD}\n")).map_err(io(&tmp))?;
+    fs::rename(&tmp, BUILD_STAMP).map_err(io(BUILD_STAMP))
+}
+
+/// Removes the registration's pins but the signal map's, and waits for "leocc" to go.
+fn unregister() -> Result<(), KernelError> {
+    crate::option::remove_all()?;
+    for pin in [LINK_PIN, STATS_PIN, PARAMS_PIN, BUILD_STAMP] {
+        remove_if_present(Path::new(pin))?;
+    }
+    wait_unregistered();
+    Ok(())
+}
+
+fn wait_unregistered() {
+    let deadline = Instant::now() + UNREGISTER_WAIT;
+    while is_registered() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 #[cfg(leocc_no_bpf)]
@@ -197,14 +247,13 @@ pub fn unload() -> Result<bool, KernelError> {
     }
     let was_loaded = Path::new(LINK_PIN).exists();
     crate::option::remove_all()?;
-    for pin in [LINK_PIN, STATS_PIN, PARAMS_PIN, SIGNAL_PIN] {
+    for pin in [LINK_PIN, STATS_PIN, PARAMS_PIN, SIGNAL_PIN, BUILD_STAMP] {
         remove_if_present(Path::new(pin))?;
     }
     // Only our pins: leave the directory if something else was put there.
     let _ = fs::remove_dir(PIN_DIR);
-    let deadline = Instant::now() + UNREGISTER_WAIT;
-    while was_loaded && is_registered() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
+    if was_loaded {
+        wait_unregistered();
     }
     Ok(was_loaded)
 }
@@ -369,6 +418,8 @@ pub struct Status {
     pub struct_ops: Option<bool>,
     /// Whether bpffs is mounted at /sys/fs/bpf.
     pub bpffs_mounted: bool,
+    /// Whether the registered "leocc" was loaded from this binary's object ([`BUILD_STAMP`]).
+    pub same_build: bool,
     /// Whether our link pin exists.
     pub link_pinned: bool,
     /// Whether "leocc" is in tcp_available_congestion_control.
@@ -419,6 +470,7 @@ pub fn status(btf: Option<&Path>) -> Status {
         link_pinned: Path::new(LINK_PIN).exists(),
         registered: is_registered(),
         available: available_ccs(),
+        same_build: loaded_build().as_deref() == Some(THIS_BUILD),
         default_cc: read_trimmed(DEFAULT_CC).unwrap_or_default(),
         programs: if root { leocc_programs() } else { Vec::new() },
         flows: crate::stats::read_stats().ok().map(|s| s.len()),
@@ -434,7 +486,8 @@ pub fn status(btf: Option<&Path>) -> Status {
 impl fmt::Display for Status {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = match (self.link_pinned, self.registered) {
-            (true, true) => "loaded (pinned at ".to_string() + LINK_PIN + ")",
+            (true, true) if self.same_build => "loaded (pinned at ".to_string() + LINK_PIN + ")",
+            (true, true) => "loaded from ANOTHER build's object (`leocc kernel load` replaces it with this binary's)".to_string(),
             // /sys/fs/bpf is root-only: without root the pin is invisible, not absent.
             (false, true) if !self.root => "registered (whether by this loader needs root to check: run `sudo leocc kernel status`)".to_string(),
             (false, true) => "registered, but NOT by this loader (no pin)".to_string(),

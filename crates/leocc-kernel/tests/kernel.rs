@@ -388,8 +388,28 @@ fn load_replaces_a_registration_from_a_build_without_the_params_map() {
     load();
     // What an older build's registration looks like: ours (the link pin), no params map.
     std::fs::remove_file(leocc_kernel::params::PARAMS_PIN).unwrap();
-    assert_eq!(loader::load(&LoadOptions::default()).unwrap(), LoadOutcome::Loaded, "replaced, not kept");
+    assert_eq!(loader::load(&LoadOptions::default()).unwrap(), LoadOutcome::Replaced, "replaced, not kept");
     assert!(Path::new(leocc_kernel::params::PARAMS_PIN).exists());
     assert_eq!(loader::load(&LoadOptions::default()).unwrap(), LoadOutcome::AlreadyLoaded);
     assert!(loader::unload().unwrap());
+}
+
+#[test]
+fn load_replaces_a_registration_from_another_build() {
+    let Some(_x) = exclusive("load_replaces_a_registration_from_another_build") else { return };
+    load();
+    let signal_before = std::fs::metadata(signal::SIGNAL_PIN).unwrap();
+    // What another build's registration looks like: ours, with another object's fingerprint.
+    std::fs::write(loader::BUILD_STAMP, "0123456789abcdef\n").unwrap();
+    assert!(!loader::status(None).same_build);
+    assert!(loader::status(None).to_string().contains("ANOTHER build"));
+    assert_eq!(loader::load(&LoadOptions::default()).unwrap(), LoadOutcome::Replaced);
+    assert!(loader::is_registered());
+    assert!(loader::status(None).same_build, "the stamp now names this build");
+    // A detector daemon's signal map survives the replacement.
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(std::fs::metadata(signal::SIGNAL_PIN).unwrap().ino(), signal_before.ino());
+    assert_eq!(loader::load(&LoadOptions::default()).unwrap(), LoadOutcome::AlreadyLoaded);
+    assert!(loader::unload().unwrap());
+    assert!(!Path::new(loader::BUILD_STAMP).exists(), "unload removes the stamp");
 }

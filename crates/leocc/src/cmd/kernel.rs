@@ -202,6 +202,9 @@ fn load(a: LoadArgs) -> anyhow::Result<()> {
     match outcome {
         loader::LoadOutcome::Loaded => println!("leocc loaded"),
         loader::LoadOutcome::AlreadyLoaded => println!("leocc is already loaded"),
+        loader::LoadOutcome::Replaced => println!(
+            "leocc loaded, replacing a registration from another build (flows already running keep it until they close)"
+        ),
     }
     if let Some(role) = a.role.role() {
         let cgroup = match a.cgroup {
