@@ -47,8 +47,9 @@
  *             measured rate, straight back to Cruise) from a longer path (the rate falls with
  *             the cap).
  *             Step 1: bBW_a = bBW_m = rate*_target, the new bandwidth is probed at
- *             ra_probe_gain until it stops growing 25 % per round; back to Cruise in the
- *             drain phase, which removes the probe's queue.
+ *             ra_probe_gain until it stops growing 25 % per round, or at once when the RTT
+ *             leaves the range; back to Cruise in the drain phase, which removes the probe's
+ *             queue.
  *
  * Loss (section 4.2.1 relies on delay, not loss): a loss while the RTT is inside the band range
  * is random satellite loss and changes nothing; the first loss of a cycle while congested (RTT
@@ -1273,16 +1274,23 @@ LEOCC_INTERNAL void run_reconf(struct leocc_state *s, const struct leocc_ack_sam
 		}
 		return;
 	}
-	/* Probe: continue while the bandwidth grows by full_bw_growth_pct per round. The first
-	 * round only fills the pipe at the probe rate: its rate samples still span packets sent
-	 * before the probe, so growth is judged from the second round on; and as the estimate
-	 * lags the probe by a round, one round without growth may be that lag, two are not. */
+	/* Probe: continue while the bandwidth grows by full_bw_growth_pct per round; end as soon
+	 * as the RTT leaves the range (eq. 4's test, on any ACK: checked only at the end of the
+	 * round in which the probe's queue showed, the probe went on queueing for up to a round
+	 * more, which is most of what a false event cost; test false_event_probe_queue). The first
+	 * round only fills the pipe at the probe rate: its RTTs and rate samples still span packets
+	 * sent before the probe, so both tests start with the second; and as the estimate lags the
+	 * probe by a round, one round without growth may be that lag, two are not. */
+	if (s->ra_probe_rounds >= 1 && is_congested(s)) {
+		enter_cruise(s, a->now_us, PHASE_DRAIN);
+		return;
+	}
 	if (!s->round_started)
 		return;
 	s->ra_probe_rounds++;
 	if (s->ra_probe_rounds == 1)
 		return;
-	if (is_congested(s) || s->ra_probe_rounds >= s->p.ra_probe_max_rounds) {
+	if (s->ra_probe_rounds >= s->p.ra_probe_max_rounds) {
 		enter_cruise(s, a->now_us, PHASE_DRAIN);
 		return;
 	}

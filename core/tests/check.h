@@ -42,6 +42,7 @@ void test_band_switch(void);
 void test_no_detector(void);
 void test_bottleneck_discrimination(void);
 void test_event_guards(void);
+void test_false_event_probe_queue(void);
 void test_clock_backwards(void);
 void test_loss_drains_once_per_cycle(void);
 void test_competing_hysteresis(void);

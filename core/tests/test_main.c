@@ -35,6 +35,7 @@ static const struct test tests[] = {
 	{"no_detector", test_no_detector},
 	{"bottleneck_discrimination", test_bottleneck_discrimination},
 	{"event_guards", test_event_guards},
+	{"false_event_probe_queue", test_false_event_probe_queue},
 	{"clock_backwards", test_clock_backwards},
 	{"loss_drains_once_per_cycle", test_loss_drains_once_per_cycle},
 	{"competing_hysteresis", test_competing_hysteresis},

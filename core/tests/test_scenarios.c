@@ -74,6 +74,16 @@ static struct window_stats run_window(struct sim *s, uint64_t from, uint64_t to)
 	return w;
 }
 
+/* Milliseconds of the window whose queueing delay was at least `ms`. */
+static unsigned ms_above(const struct window_stats *w, unsigned ms)
+{
+	unsigned n = 0, i;
+
+	for (i = ms; i <= QHIST_MS; i++)
+		n += w->qhist[i];
+	return n;
+}
+
 static double mean_q_ms(const struct window_stats *w)
 {
 	return w->samples ? (double)w->sum_qdelay_us / (double)w->samples / 1000.0 : 0;
@@ -515,6 +525,34 @@ void test_event_guards(void)
 	CHECK(util(&w, 6 * SEC, 8 * SEC, MBPS(50)) >= 0.85, "3-5 s after a 40 -> 100 ms move: "
 	      "utilisation %.3f (bRTT_l %u)", util(&w, 6 * SEC, 8 * SEC, MBPS(50)), s->cc.brtt_l);
 	free(s);
+}
+
+/* A false event (the path did not change) costs a capped round and a probe at 1.5x. The probe
+ * ends as soon as its queue shows in the RTT (run_reconf), not at the end of the round in which
+ * it shows: the queue then stays above one probe round's worth ((gain - 1) x the base RTT, 20 ms
+ * here) for at most 1.5 base RTTs, the feedback delay and the drain that follows. Checked at
+ * the end of the round, it stayed there for 84 ms. */
+void test_false_event_probe_queue(void)
+{
+	struct sim *s = new_sim(MBPS(50), 40000, 21), *n = new_sim(MBPS(50), 40000, 21);
+	struct leocc_reconfig_event e = {8 * SEC, 100, LEOCC_CONF_FULL, 0};
+	struct window_stats w, calm;
+
+	s->path_probe = 1;
+	n->path_probe = 1;
+	run_window(s, 0, 8 * SEC);
+	run_window(n, 0, 8 * SEC);
+	CHECK(leocc_on_reconfig(&s->cc, &e) == LEOCC_RCF_ADAPT, "the false event is acted on");
+	w = run_window(s, 8 * SEC, 10 * SEC);
+	calm = run_window(n, 8 * SEC, 10 * SEC);
+	show("false event", s, &w, util(&w, 8 * SEC, 10 * SEC, MBPS(50)));
+	CHECK(ms_above(&calm, 20) == 0, "no queue above 20 ms without the event: %u ms",
+	      ms_above(&calm, 20));
+	CHECK(ms_above(&w, 20) <= 60, "queue above 20 ms for %u ms after a false event (largest "
+	      "%.1f ms, without the event %.1f ms)", ms_above(&w, 20), w.max_qdelay_us / 1000.0,
+	      calm.max_qdelay_us / 1000.0);
+	free(s);
+	free(n);
 }
 
 /* A Starlink-like minute: reconfigurations every 15 s (80 ms outages) that move the capacity
