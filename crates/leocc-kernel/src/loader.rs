@@ -145,15 +145,11 @@ fn unregister() -> Result<(), KernelError> {
     for pin in [LINK_PIN, STATS_PIN, PARAMS_PIN, BUILD_STAMP] {
         remove_if_present(Path::new(pin))?;
     }
-    wait_unregistered();
-    Ok(())
-}
-
-fn wait_unregistered() {
     let deadline = Instant::now() + UNREGISTER_WAIT;
     while is_registered() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
+    Ok(())
 }
 
 #[cfg(leocc_no_bpf)]
@@ -246,15 +242,10 @@ pub fn unload() -> Result<bool, KernelError> {
         });
     }
     let was_loaded = Path::new(LINK_PIN).exists();
-    crate::option::remove_all()?;
-    for pin in [LINK_PIN, STATS_PIN, PARAMS_PIN, SIGNAL_PIN, BUILD_STAMP] {
-        remove_if_present(Path::new(pin))?;
-    }
+    unregister()?;
+    remove_if_present(Path::new(SIGNAL_PIN))?;
     // Only our pins: leave the directory if something else was put there.
     let _ = fs::remove_dir(PIN_DIR);
-    if was_loaded {
-        wait_unregistered();
-    }
     Ok(was_loaded)
 }
 
