@@ -80,9 +80,7 @@
  * queue never emptied switch eq. 4 off (target bBW_a, full bco, no one-BDP cwnd, the range the
  * flow's own) until as many cycles in a row in which it empties (judge_standing_queue): read
  * against the probe's range, that flow's queue is congestion for ever and LeoCC hands it the
- * link. For the same reason, while competing, cwnd covers the RTT the flow sees, not the band
- * range (cwnd_rtt_us), and a loss does not drain (run_cruise): both would hold the flow below
- * what a loss-blind BBRv1 next to it takes.
+ * link.
  *
  * Guards: an event graded below rcf_min_confidence, inside an adaptation, closer than
  * rcf_min_spacing_us to the last one, or over the adaptation budget (rcf_budget_pct of the
@@ -977,9 +975,8 @@ LEOCC_INTERNAL void check_drain(struct leocc_state *s, leocc_u64 now_us)
  * a flow that went back to delay mode on one such cycle was then starved for the two cycles
  * the test needs to compete again, over and over: 0.35 of an equal share next to BBRv1 on
  * drawn path 20). While competing: eq. 4 off (compute_target, cruise_gain), no one-BDP cwnd
- * and cwnd over the RTT seen (set_output, cwnd_rtt_us), no drain on loss (run_cruise), its own
- * range (refresh_rtt_range), no link-limited verdict in an adaptation (ra_link_limited), and
- * the drain toward the path's own RTT (drain_floor_us).
+ * (set_output), its own range (refresh_rtt_range), no link-limited verdict in an adaptation
+ * (ra_link_limited), and the drain toward the path's own RTT (drain_floor_us).
  * The test is taken in the first steady phase, whose ACKs are those of the packets sent while
  * draining. It replaced, for this job, the failed-drain switch (check_drain), which missed
  * BBRv1 (the drain does lower the RTT when a rate-paced flow shares the queue) and, on a
@@ -1111,18 +1108,14 @@ LEOCC_INTERNAL void run_cruise(struct leocc_state *s, const struct leocc_ack_sam
 	leocc_u64 elapsed = a->now_us - s->phase_start_us;
 	leocc_u32 l = rtt_l(s), queue_free;
 
-	if (a->losses && is_congested(s) && !s->competing && s->cycle_phase != PHASE_DRAIN &&
-	    !s->loss_drained) {
+	if (a->losses && is_congested(s) && s->cycle_phase != PHASE_DRAIN && !s->loss_drained) {
 		/* Loss with the RTT above the band range now: the queue overflowed; drain now.
 		 * (The latched verdict would not do: random loss would then restart the drain
 		 * phase before the verdict is taken again, and the rate would spiral down.) Once
 		 * per cycle: one drain removes what this flow queued; where losses go on (a
 		 * shallow buffer that BBRv1 keeps overflowing: 7-13 % loss) a drain at every loss
 		 * never let the cycle reach its burst, and the flow's rate fell to a tenth of an
-		 * equal share (drawn path 3 in bench robust). Not while competing: the queue that
-		 * overflowed is the other flow's as much as this one's, BBRv1 does not answer the
-		 * losses, and a drain per cycle handed it the link (drawn paths 22 and 29: LeoCC
-		 * lost 12-19 % of its packets and got 0.4 of an equal share). */
+		 * equal share (drawn path 3 in bench robust). */
 		s->loss_drained = 1;
 		set_phase(s, PHASE_DRAIN, a->now_us);
 		return;
@@ -1326,19 +1319,6 @@ LEOCC_INTERNAL void compute_target(struct leocc_state *s)
 	s->target_rate = s->congested && !s->competing && m > 0 ? m : a;
 }
 
-/* The RTT cwnd covers: the top of the band range; while competing, the RTT the flow sees
- * (bRTT_latest), if longer. The other flow's standing queue lies in that RTT, so a cwnd sized
- * for the band range would hold this flow to target x bRTT_h / RTT, below its own pacing rate:
- * its delivery-rate samples, and bBW_a with them, would fall in every cycle while BBRv1's max
- * filter kept what this flow gave up (drawn path 33 of bench robust, next to BBRv1 in 2.7 BDP:
- * bBW_a from 104 to 18 Mbit/s in 20 s). */
-LEOCC_INTERNAL leocc_u32 cwnd_rtt_us(const struct leocc_state *s)
-{
-	if (s->competing && s->mode == LEOCC_MODE_CRUISE && s->rtt_kal.valid)
-		return max_u32(rtt_h(s), (leocc_u32)s->rtt_kal.x);
-	return rtt_h(s);
-}
-
 LEOCC_INTERNAL void set_output(struct leocc_state *s, const struct leocc_ack_sample *a,
 			       struct leocc_output *out)
 {
@@ -1380,7 +1360,7 @@ LEOCC_INTERNAL void set_output(struct leocc_state *s, const struct leocc_ack_sam
 	if (s->cwnd_capped)
 		cwnd_gain = s->p.cwnd_gain_congested;
 	rate = rate * (100 - min_u32(s->p.pacing_margin_pct, 99)) / 100;
-	target_cwnd_bytes = apply_gain(bdp_bytes(base, cwnd_rtt_us(s)), cwnd_gain);
+	target_cwnd_bytes = apply_gain(bdp_bytes(base, rtt_h(s)), cwnd_gain);
 	target = bytes_to_pkts(target_cwnd_bytes, s->mss) + s->p.cwnd_headroom;
 	if (s->mode == LEOCC_MODE_RECONF && s->ra_step == 0) {
 		cwnd = bytes_to_pkts(s->ra_cap_bytes, s->mss);

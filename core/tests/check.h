@@ -46,7 +46,6 @@ void test_false_event_probe_queue(void);
 void test_clock_backwards(void);
 void test_loss_drains_once_per_cycle(void);
 void test_competing_hysteresis(void);
-void test_competing_cwnd_covers_the_rtt(void);
 void test_cycles_share_the_grid(void);
 void test_starlink_like(void);
 void test_param_ranges(void);

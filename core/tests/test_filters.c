@@ -417,57 +417,6 @@ void test_loss_drains_once_per_cycle(void)
 	run_cruise(&s, &a);
 	CHECK(s.cycle_phase == PHASE_DRAIN, "the next burst's loss drains again (phase %u)",
 	      s.cycle_phase);
-
-	/* Next to a buffer-filling flow the overflow is both flows', and BBRv1 ignores it. */
-	s.competing = 1;
-	set_phase(&s, PHASE_BURST, 5000);
-	a.now_us = 5100;
-	run_cruise(&s, &a);
-	CHECK(s.cycle_phase == PHASE_BURST, "while competing a loss does not drain (phase %u)",
-	      s.cycle_phase);
-}
-
-/* cwnd covers the band range alone, and the RTT the flow sees while competing: another flow's
- * standing queue must not hold this one below its pacing rate. */
-void test_competing_cwnd_covers_the_rtt(void)
-{
-	struct leocc_params p;
-	struct leocc_state s;
-	struct leocc_ack_sample a;
-	struct leocc_output out;
-	const leocc_u64 rate = 1250000; /* 10 Mbit/s */
-	leocc_u32 alone, competing, expect;
-
-	leocc_default_params(&p);
-	leocc_init(&s, &p, 0);
-	s.mode = LEOCC_MODE_CRUISE;
-	s.mss = 1500;
-	s.brtt_l = 40000;
-	s.brtt_h = 45000;
-	s.target_rate = rate;
-	set_phase(&s, PHASE_FIRST_STEADY, 0);
-	kal_seed(&s.rtt_kal, 120000, p.kal_p0); /* a standing queue of 75 ms above the range */
-	memset(&a, 0, sizeof(a));
-	a.mss = 1500;
-	s.cwnd = 100000; /* already large: cwnd shrinks to its target at once */
-
-	set_output(&s, &a, &out);
-	alone = out.cwnd;
-	expect = bytes_to_pkts(apply_gain(bdp_bytes(rate, 45000), p.cwnd_gain), 1500) +
-		 p.cwnd_headroom;
-	CHECK(alone == expect, "alone, cwnd covers the band range: %u (expected %u)", alone,
-	      expect);
-
-	s.competing = 1;
-	s.cwnd = 100000;
-	set_output(&s, &a, &out);
-	competing = out.cwnd;
-	expect = bytes_to_pkts(apply_gain(bdp_bytes(rate, 120000), p.cwnd_gain), 1500) +
-		 p.cwnd_headroom;
-	CHECK(competing == expect, "competing, cwnd covers the 120 ms RTT: %u (expected %u)",
-	      competing, expect);
-	CHECK(competing * 1500ull * USEC_PER_SEC_U64 / 120000 >= rate,
-	      "competing, cwnd lets the target rate through at the RTT seen");
 }
 
 /* Competing starts after competing_cycles cycles in a row whose queue stood, and ends only

@@ -39,7 +39,6 @@ static const struct test tests[] = {
 	{"clock_backwards", test_clock_backwards},
 	{"loss_drains_once_per_cycle", test_loss_drains_once_per_cycle},
 	{"competing_hysteresis", test_competing_hysteresis},
-	{"competing_cwnd_covers_the_rtt", test_competing_cwnd_covers_the_rtt},
 	{"cycles_share_the_grid", test_cycles_share_the_grid},
 	{"starlink_like", test_starlink_like},
 	{"param_ranges", test_param_ranges},
