@@ -249,12 +249,17 @@ pub struct Group {
 
 impl Group {
     /// The index of the best setting: the largest throughput gain above zero whose latency
-    /// inflation stays under [`MAX_INFLATION_PCT`].
+    /// inflation stays under [`MAX_INFLATION_PCT`]. Where the runs give the gain an interval,
+    /// only a gain beyond the run-to-run noise counts: a within-noise "best" would send the
+    /// fairness runs, and the reader, after a setting no better than the defaults. (Single
+    /// runs, such as the simulator's deterministic ones, have no verdict and count by their
+    /// means.)
     pub fn best(&self) -> Option<usize> {
         self.points
             .iter()
             .enumerate()
             .filter(|(_, p)| p.inflation_pct < MAX_INFLATION_PCT && p.gain_pct > 0.0)
+            .filter(|(_, p)| p.gain.is_none_or(|c| c.noise != Noise::Within))
             .max_by(|a, b| a.1.gain_pct.total_cmp(&b.1.gain_pct))
             .map(|(i, _)| i)
     }
@@ -596,7 +601,7 @@ fn page_html(
          on the same traces, buffers and seeds {same_runs}. Gain and inflation are \
          of the means over seeds, each with the 95 % interval of the ratio of the two means and whether it is beyond the \
          run-to-run noise (the interval excludes 0 %: log scale, delta method, Welch's degrees of freedom, which is Welch's \
-         t-test at 5 % on the log of the means; bold when beyond, grey when not); ★ marks the largest throughput gain whose p95 RTT inflation stays under \
+         t-test at 5 % on the log of the means; bold when beyond, grey when not); ★ marks the largest throughput gain (beyond the run-to-run noise, where the runs give an interval) whose p95 RTT inflation stays under \
          {MAX_INFLATION_PCT} % (seed 004's choice). The other runs: <a href=\"report.html\">report.html</a>.</p>",
         esc(command_line),
         cc = esc(sweep.cc())
@@ -651,12 +656,12 @@ fn page_html(
                 if p.gain.is_some_and(|c| c.noise == Noise::Beyond) {
                     ""
                 } else {
-                    " Its gain is not beyond the run-to-run noise: the choice rests on the means alone."
+                    " Its gain has no interval (single runs): the choice rests on the means alone."
                 }
             );
         }
         if best.is_none() {
-            let _ = write!(h, "<p>No setting gains throughput with less than {MAX_INFLATION_PCT} % latency inflation here.</p>");
+            let _ = write!(h, "<p>No setting gains throughput (beyond the run-to-run noise, where the runs give an interval) with less than {MAX_INFLATION_PCT} % latency inflation here.</p>");
         }
     }
     h.push_str("<h2>Fairness against Cubic</h2>");
@@ -756,8 +761,9 @@ pub fn table(sweep: &Sweep, g: &Group) -> String {
     if best.is_none() {
         let _ = writeln!(
             s,
-            "no setting chosen: none raises throughput while keeping the p95 RTT within \
-             {MAX_INFLATION_PCT:.0} % of the defaults'"
+            "no setting chosen: none raises throughput (beyond the run-to-run noise, where the runs \
+             give an interval) while keeping the p95 RTT within {MAX_INFLATION_PCT:.0} % of the \
+             defaults'"
         );
     }
     s
@@ -1016,6 +1022,41 @@ mod tests {
             !html.contains("the choice rests on the means alone"),
             "{html}"
         );
+    }
+
+    #[test]
+    fn a_gain_within_the_noise_is_not_chosen() {
+        let s = sweep();
+        let b = ["bbr3.probe_rtt_interval_ms=5000", "bbr3.loss_thresh=0.08"];
+        let mut records = Vec::new();
+        for (seed, d) in [(1, -1.0), (2, 0.0), (3, 1.0)] {
+            let mut r = |label: &str, params: &[&str], thr: f64, rtt: f64| {
+                let mut x = rec(label, params, thr, rtt);
+                x.0["key"] = format!("{label}{params:?}{seed}").into();
+                records.push(x);
+            };
+            r("bbr3", &[], 100.0 + d, 50.0 + d);
+            // +2 % on the mean, but the runs spread over +-10 %.
+            r("bbr3{b}", &b, 102.0 + 10.0 * d, 50.0 + d);
+        }
+        let g = &analyse(&s, &records)[0];
+        assert_eq!(g.points[0].gain.unwrap().noise, Noise::Within);
+        assert!(g.points[0].gain_pct > 0.0);
+        assert_eq!(g.best(), None, "a within-noise gain is no choice");
+        assert!(table(&s, g).contains("no setting chosen"));
+        let html = page_html(
+            &s,
+            Engine::Sim,
+            std::slice::from_ref(g),
+            &records,
+            None,
+            "leocc eval",
+        );
+        assert!(
+            html.contains("No setting gains throughput (beyond the run-to-run noise"),
+            "{html}"
+        );
+        assert!(!html.contains("★ bbr3{"), "{html}");
     }
 
     #[test]
