@@ -897,6 +897,25 @@ mod tests {
         )
     }
 
+    /// One cell of three seeds: `(label, params, throughput, its spread, p95 RTT, its spread)`
+    /// per setting; seed i's value is the base plus (i - 2) x the spread.
+    fn three_seeds(cells: &[(&str, &[&str], f64, f64, f64, f64)]) -> Vec<Record> {
+        let mut records = Vec::new();
+        for (seed, d) in [(1, -1.0), (2, 0.0), (3, 1.0)] {
+            for &(label, params, thr, thr_d, rtt, rtt_d) in cells {
+                let mut x = rec(label, params, thr + thr_d * d, rtt + rtt_d * d);
+                x.0["key"] = format!("{label}{params:?}{seed}").into();
+                records.push(x);
+            }
+        }
+        records
+    }
+
+    /// The simulator's sweep page of one group.
+    fn page(s: &Sweep, g: &Group, records: &[Record]) -> String {
+        page_html(s, Engine::Sim, std::slice::from_ref(g), records, None, "leocc eval")
+    }
+
     #[test]
     fn best_is_the_largest_gain_within_the_latency_budget() {
         let s = sweep();
@@ -966,20 +985,14 @@ mod tests {
         let s = sweep();
         let a = ["bbr3.probe_rtt_interval_ms=1000", "bbr3.loss_thresh=0.02"];
         let b = ["bbr3.probe_rtt_interval_ms=5000", "bbr3.loss_thresh=0.08"];
-        let mut records = Vec::new();
-        for (seed, d) in [(1, -1.0), (2, 0.0), (3, 1.0)] {
-            let mut r = |label: &str, params: &[&str], thr: f64, rtt: f64| {
-                let mut x = rec(label, params, thr, rtt);
-                x.0["key"] = format!("{label}{params:?}{seed}").into();
-                records.push(x);
-            };
+        let records = three_seeds(&[
             // Defaults [99, 100, 101] Mbit/s, [49, 50, 51] ms.
-            r("bbr3", &[], 100.0 + d, 50.0 + d);
+            ("bbr3", &[], 100.0, 1.0, 50.0, 1.0),
             // A: +20 % throughput, far outside the spread; +2 % p95 RTT inside a wide one.
-            r("bbr3{a}", &a, 120.0 + d, 51.0 + 8.0 * d);
+            ("bbr3{a}", &a, 120.0, 1.0, 51.0, 8.0),
             // B: +2 % throughput with a wide spread, within the noise.
-            r("bbr3{b}", &b, 102.0 + 10.0 * d, 50.0 + d);
-        }
+            ("bbr3{b}", &b, 102.0, 10.0, 50.0, 1.0),
+        ]);
         let g = &analyse(&s, &records)[0];
         let pa = g.points.iter().find(|p| p.setting[0].1 == "1000").unwrap();
         let pb = g.points.iter().find(|p| p.setting[0].1 == "5000").unwrap();
@@ -994,14 +1007,7 @@ mod tests {
         assert!(t.contains("+20.0 % [+17, +23] %, beyond noise"), "{t}");
         assert!(t.contains("+2.0 % ["), "{t}");
         assert!(t.contains("within noise, n=3"), "{t}");
-        let html = page_html(
-            &s,
-            Engine::Sim,
-            std::slice::from_ref(g),
-            &records,
-            None,
-            "leocc eval",
-        );
+        let html = page(&s, g, &records);
         assert!(
             html.contains("<caption>mean ± 95 % CI, n=3</caption>"),
             "{html}"
@@ -1028,30 +1034,17 @@ mod tests {
     fn a_gain_within_the_noise_is_not_chosen() {
         let s = sweep();
         let b = ["bbr3.probe_rtt_interval_ms=5000", "bbr3.loss_thresh=0.08"];
-        let mut records = Vec::new();
-        for (seed, d) in [(1, -1.0), (2, 0.0), (3, 1.0)] {
-            let mut r = |label: &str, params: &[&str], thr: f64, rtt: f64| {
-                let mut x = rec(label, params, thr, rtt);
-                x.0["key"] = format!("{label}{params:?}{seed}").into();
-                records.push(x);
-            };
-            r("bbr3", &[], 100.0 + d, 50.0 + d);
+        let records = three_seeds(&[
+            ("bbr3", &[], 100.0, 1.0, 50.0, 1.0),
             // +2 % on the mean, but the runs spread over +-10 %.
-            r("bbr3{b}", &b, 102.0 + 10.0 * d, 50.0 + d);
-        }
+            ("bbr3{b}", &b, 102.0, 10.0, 50.0, 1.0),
+        ]);
         let g = &analyse(&s, &records)[0];
         assert_eq!(g.points[0].gain.unwrap().noise, Noise::Within);
         assert!(g.points[0].gain_pct > 0.0);
         assert_eq!(g.best(), None, "a within-noise gain is no choice");
         assert!(table(&s, g).contains("no setting chosen"));
-        let html = page_html(
-            &s,
-            Engine::Sim,
-            std::slice::from_ref(g),
-            &records,
-            None,
-            "leocc eval",
-        );
+        let html = page(&s, g, &records);
         assert!(
             html.contains("No setting gains throughput (beyond the run-to-run noise"),
             "{html}"
