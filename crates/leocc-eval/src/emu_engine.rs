@@ -54,8 +54,8 @@ use leocc_emu::{EmuConfig, Emulator, QueueLimit, Side};
 use leocc_trace::{metrics, signal, Dir, LinkModel, Trace};
 use serde_json::{json, Value};
 use std::net::Ipv4Addr;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::PathBuf;
+use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -84,7 +84,8 @@ pub struct EmuRun {
     pub qdisc: leocc_sim::Qdisc,
     pub loss: Option<f64>,
     pub timeseries: Option<PathBuf>,
-    /// The `leocc` binary (to start the detector and load the kernel module).
+    /// The `leocc` binary, run inside the namespaces (the detector daemon, QUIC endpoints);
+    /// LeoCC itself is loaded into the kernel through `leocc_kernel`, this build's object.
     pub leocc_exe: PathBuf,
     /// `leocc.NAME=VALUE` settings for this run's LeoCC flows (a sweep's); the kernel's other
     /// controls take none.
@@ -109,8 +110,8 @@ fn set_sndbuf(emu: &Emulator, side: Side, bytes: u64) -> Result<()> {
 }
 
 /// Checks what the run needs before any namespace exists: root, iperf3, the controls; loads
-/// this binary's LeoCC into the kernel when a control needs it.
-pub(crate) fn preflight(ccs: &[String], exe: &Path) -> Result<()> {
+/// this build's LeoCC into the kernel when a control needs it.
+pub(crate) fn preflight(ccs: &[String]) -> Result<()> {
     // SAFETY: geteuid has no preconditions and cannot fail.
     if unsafe { libc::geteuid() } != 0 {
         bail!("the emulator engine needs root (network namespaces and TUN)");
@@ -131,26 +132,14 @@ pub(crate) fn preflight(ccs: &[String], exe: &Path) -> Result<()> {
             );
         }
         if cc == "leocc" && !reloaded {
-            // Always this binary's LeoCC: a leocc left loaded by another build would be measured
+            // Always this build's LeoCC: a leocc left loaded by another build would be measured
             // under this build's name otherwise. Unloading with live flows is safe.
             if available.split_whitespace().any(|a| a == "leocc") {
-                let st = Command::new(exe)
-                    .args(["kernel", "unload"])
-                    .stdout(Stdio::null())
-                    .status()
-                    .context("running leocc kernel unload")?;
-                if !st.success() {
-                    bail!("`leocc kernel unload` failed before reloading this build's LeoCC");
-                }
+                leocc_kernel::unload()
+                    .map_err(|e| anyhow!("unloading the registered leocc before loading this build's: {e}"))?;
             }
-            let st = Command::new(exe)
-                .args(["kernel", "load"])
-                .stdout(Stdio::null())
-                .status()
-                .context("running leocc kernel load")?;
-            if !st.success() {
-                bail!("`leocc kernel load` failed");
-            }
+            leocc_kernel::load(&leocc_kernel::LoadOptions::default())
+                .map_err(|e| anyhow!("loading LeoCC into the kernel: {e}"))?;
             reloaded = true;
         }
     }
@@ -235,7 +224,7 @@ pub fn run(r: &EmuRun) -> Result<Value> {
     } else {
         None
     };
-    preflight(&ccs, &r.leocc_exe)?;
+    preflight(&ccs)?;
     let _params = kernel_params(&r.params, &ccs)?;
 
     let data_dir = trace.meta.direction.primary();

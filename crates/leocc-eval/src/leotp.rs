@@ -273,7 +273,7 @@ pub fn run(r: &Run, exe: &Path, scratch: &Path) -> Result<Value> {
         let _ = leocc_emu::netns::remove(&ns);
     }
     let _kernel_lock = match &r.variant {
-        Variant::Tcp(cc) if cc == "leocc" => Some(ensure_leocc(exe)?),
+        Variant::Tcp(cc) if cc == "leocc" => Some(ensure_leocc()?),
         _ => None,
     };
     let chain = Chain::start(&cfg).map_err(|e| anyhow!("{e}"))?;
@@ -571,19 +571,13 @@ pub fn bottleneck_mbps(hops: &[HopConfig], duration_s: f64) -> f64 {
 /// LeoCC must be registered in the kernel: if it is not, load this build's (holding the
 /// kernel lab lock, as `emu_engine` does, so no test unloads it under the flow). It is left
 /// loaded: other users of this machine may be using it.
-fn ensure_leocc(exe: &Path) -> Result<leocc_kernel::lab::GlobalLock> {
+fn ensure_leocc() -> Result<leocc_kernel::lab::GlobalLock> {
     let lock = leocc_kernel::lab::GlobalLock::acquire().context("taking the kernel lab lock")?;
     let avail = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
         .unwrap_or_default();
     if !avail.split_whitespace().any(|c| c == "leocc") {
-        let st = Command::new(exe)
-            .args(["kernel", "load"])
-            .stdout(Stdio::null())
-            .status()
-            .context("running leocc kernel load")?;
-        if !st.success() {
-            bail!("`leocc kernel load` failed: LeoCC cannot run end to end here");
-        }
+        leocc_kernel::load(&leocc_kernel::LoadOptions::default())
+            .map_err(|e| anyhow!("loading LeoCC into the kernel: {e}: LeoCC cannot run end to end here"))?;
     }
     Ok(lock)
 }

@@ -157,7 +157,7 @@ pub fn run(plan: &VideoPlan) -> Result<Vec<Value>> {
         }
         Engine::Emu => {
             // Root, the kernel's controls, and this build's LeoCC loaded, as for flow runs.
-            crate::emu_engine::preflight(&plan.ccs, &plan.leocc_exe)?;
+            crate::emu_engine::preflight(&plan.ccs)?;
             let sessions = plan.sessions();
             for (i, s) in sessions.iter().enumerate() {
                 let out = dir.join(&s.file);
