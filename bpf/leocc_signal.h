@@ -2,8 +2,9 @@
 /*
  * leocc_signal.h — the layout of the maps that leocc's BPF congestion control pins under
  * /sys/fs/bpf/leocc/, shared by the BPF program (bpf/leocc.bpf.c), the Rust loader
- * (crates/leocc-kernel, which mirrors struct leocc_signal with #[repr(C)] and checks the mirror
- * against the compiled object's BTF in a test) and the reconfiguration detector daemon.
+ * (crates/leocc-kernel), the Rust mirror of struct leocc_signal (crates/leocc-signal, tested
+ * against this header compiled for the host, and against the compiled object's BTF in
+ * leocc-kernel) and the reconfiguration detector daemon.
  *
  * The detector signal is ONE entry of a BPF_MAP_TYPE_ARRAY (key 0), written by the daemon with
  * an ordinary map update and read by every flow on its ACK path:

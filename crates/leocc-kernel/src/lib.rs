@@ -25,8 +25,11 @@ pub mod lab;
 pub mod loader;
 pub mod option;
 pub mod params;
-pub mod signal;
 pub mod stats;
+
+/// The detector signal's map layout, pins, reader and writer: the `leocc-signal` crate, which
+/// needs no BPF program (the daemon and QUIC use it directly).
+pub use leocc_signal as signal;
 
 use std::path::PathBuf;
 
@@ -91,13 +94,8 @@ pub enum KernelError {
         reason: String,
     },
     /// The signal map could not be used.
-    #[error("signal map {}: {reason}", path.display())]
-    SignalMap {
-        /// Where it should be pinned.
-        path: PathBuf,
-        /// What went wrong.
-        reason: String,
-    },
+    #[error(transparent)]
+    Signal(#[from] leocc_signal::SignalError),
     /// The params map could not be used.
     #[error("LeoCC's parameter map {}: {reason}", path.display())]
     ParamsMap {
@@ -131,4 +129,24 @@ pub enum KernelError {
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The signal's Rust mirror (leocc-signal, held to the header there) against the compiled
+    /// BPF object's own BTF: the generated skeleton's type.
+    #[cfg(not(leocc_no_bpf))]
+    #[test]
+    fn signal_layout_is_the_compiled_objects() {
+        use crate::signal::Signal;
+        use crate::skel::types::leocc_signal as C;
+        use std::mem::{offset_of, size_of};
+        assert_eq!(size_of::<C>(), size_of::<Signal>());
+        assert_eq!(offset_of!(C, reconfig_time_ns), offset_of!(Signal, reconfig_time_ns));
+        assert_eq!(offset_of!(C, seq), offset_of!(Signal, seq));
+        assert_eq!(offset_of!(C, probe_time_ns), offset_of!(Signal, probe_time_ns));
+        assert_eq!(offset_of!(C, term_pop_rtt_us), offset_of!(Signal, term_pop_rtt_us));
+        assert_eq!(offset_of!(C, flags), offset_of!(Signal, flags));
+        assert_eq!(offset_of!(C, check), offset_of!(Signal, check));
+    }
 }

@@ -20,6 +20,7 @@
 //! - [`sim`]: the probe stream simulated over a trace's link model, scored against its truth;
 //! - [`net`]: raw sockets and clocks; [`discover`]: TTL-limited PoP discovery;
 //! - [`instance`]: the single-instance lock, pid and state files; [`daemon`]: the loop;
+//! - `kernel_map` (feature `kernel-map`): the publisher that writes the kernel's signal map;
 //! - [`trigger`]: expressions over the measurement stream that run a command (`--trigger`).
 
 pub mod bench;
@@ -30,6 +31,8 @@ pub mod gen;
 pub mod icmp;
 pub mod input;
 pub mod instance;
+#[cfg(feature = "kernel-map")]
+pub mod kernel_map;
 pub mod learn;
 pub mod net;
 pub mod replay;

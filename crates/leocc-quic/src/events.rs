@@ -192,7 +192,7 @@ fn subscriber_loop(path: &Path, sub: Weak<Subscription>) {
 /// a bpf() lookup (two syscalls), too much per ACK batch; the detector publishes every 50 ms.
 pub const MAP_POLL: Duration = Duration::from_millis(10);
 
-/// Polls the pinned kernel signal map (`leocc_kernel::signal::read_signal`).
+/// Polls the pinned kernel signal map (`leocc_signal::read_signal`).
 #[derive(Debug, Default)]
 pub struct PinnedMap {
     cache: Mutex<Option<(Instant, Option<Signal>)>>,
@@ -206,7 +206,7 @@ impl EventSource for PinnedMap {
                 return s;
             }
         }
-        let s = leocc_kernel::read_signal().ok().filter(|s| s.is_valid()).map(|k| Signal {
+        let s = leocc_signal::read_signal().ok().filter(|s| s.is_valid()).map(|k| Signal {
             reconfig_time_ns: k.reconfig_time_ns,
             seq: k.seq,
             probe_time_ns: k.probe_time_ns,

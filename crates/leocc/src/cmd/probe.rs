@@ -409,38 +409,10 @@ fn run_daemon(a: RunArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Writes the detector signal into the pinned BPF map that every LeoCC flow reads, through
-/// a descriptor held open between publishes ([`leocc_kernel::signal::SignalWriter`]: reopened
-/// only when a write fails or the pin names a new map), so that publishing never needs a new
-/// descriptor.
-struct KernelMap {
-    writer: leocc_kernel::signal::SignalWriter,
-}
-
-impl daemon::Publisher for KernelMap {
-    fn describe(&self) -> String {
-        format!("kernel signal map {}", self.writer.path().display())
-    }
-
-    fn current_seq(&mut self) -> Option<u64> {
-        // Only the standard pin can be read back through the kernel crate.
-        if self.writer.path() != std::path::Path::new(leocc_kernel::signal::SIGNAL_PIN) {
-            return None;
-        }
-        leocc_kernel::read_signal().ok().filter(|s| s.is_valid()).map(|s| s.seq)
-    }
-
-    fn publish(&mut self, s: &daemon::SignalUpdate) -> Result<(), String> {
-        let sig = leocc_kernel::Signal::new(s.reconfig_time_ns, s.seq, s.probe_time_ns, s.term_pop_rtt_us);
-        let sig = sig.with_confidence(s.confidence);
-        self.writer.write(&sig).map_err(|e| e.to_string())
-    }
-}
-
-/// The kernel publisher; the map may be absent (LeoCC not loaded), which the daemon reports
-/// once and retries.
+/// The kernel publisher (leocc_probe::kernel_map); the map may be absent (LeoCC not loaded),
+/// which the daemon reports once and retries.
 fn kernel_publisher(path: PathBuf) -> Option<Box<dyn daemon::Publisher>> {
-    Some(Box::new(KernelMap { writer: leocc_kernel::signal::SignalWriter::new(&path) }))
+    Some(Box::new(leocc_probe::kernel_map::KernelMap::new(&path)))
 }
 
 fn status(run_dir: Option<PathBuf>, json: bool) -> anyhow::Result<()> {

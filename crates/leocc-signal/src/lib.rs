@@ -1,12 +1,28 @@
 //! The detector signal: one `struct leocc_signal` (bpf/leocc_signal.h) in a pinned BPF ARRAY
 //! map, written by the reconfiguration detector daemon and read by every LeoCC flow on its ACK
-//! path. This module is the Rust mirror of that header and the daemon's writing end.
+//! path, and by user-space transports (QUIC) that poll it.
+//!
+//! This crate is the one owner of that contract on the Rust side: the `#[repr(C)]` mirror of
+//! the header with its check and confidence, the pins, the reader and the daemon's writing end.
+//! It needs no BPF program: the daemon and the QUIC crate use it without building one
+//! (`leocc-kernel`, which loads the program that creates the map, re-exports it as
+//! `leocc_kernel::signal`). The tests hold the mirror to the header as the host compiler lays it
+//! out (build.rs compiles abi.c, which includes the header), field by field and for the
+//! header's own `leocc_signal_check` and `leocc_signal_confidence`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use libbpf_rs::{MapCore, MapFlags, MapHandle};
 
-use crate::KernelError;
+/// Why the signal map could not be used, with where it should be pinned.
+#[derive(Debug, thiserror::Error)]
+#[error("signal map {}: {reason}", path.display())]
+pub struct SignalError {
+    /// Where the map should be pinned.
+    pub path: PathBuf,
+    /// What went wrong.
+    pub reason: String,
+}
 
 /// bpffs directory holding everything the loader pins (LEOCC_PIN_DIR).
 pub const PIN_DIR: &str = "/sys/fs/bpf/leocc";
@@ -142,8 +158,8 @@ pub fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-fn open_signal_map(path: &Path) -> Result<MapHandle, KernelError> {
-    MapHandle::from_pinned_path(path).map_err(|e| KernelError::SignalMap {
+fn open_signal_map(path: &Path) -> Result<MapHandle, SignalError> {
+    MapHandle::from_pinned_path(path).map_err(|e| SignalError {
         path: path.to_path_buf(),
         reason: format!("{e} (is leocc loaded? `leocc kernel load` creates it)"),
     })
@@ -153,17 +169,17 @@ fn open_signal_map(path: &Path) -> Result<MapHandle, KernelError> {
 /// recomputed, so callers only fill the four data fields. Every LeoCC flow sees it on its
 /// next ACK. The map is opened on each call, so a reload of leocc never leaves the daemon
 /// writing into an orphaned map.
-pub fn write_signal(signal: &Signal) -> Result<(), KernelError> {
+pub fn write_signal(signal: &Signal) -> Result<(), SignalError> {
     write_signal_at(Path::new(SIGNAL_PIN), signal)
 }
 
 /// [`write_signal`] to a map pinned elsewhere.
-pub fn write_signal_at(path: &Path, signal: &Signal) -> Result<(), KernelError> {
+pub fn write_signal_at(path: &Path, signal: &Signal) -> Result<(), SignalError> {
     let map = open_signal_map(path)?;
     let mut s = *signal;
     s.check = s.expected_check();
     map.update(&0u32.to_ne_bytes(), &s.to_bytes(), MapFlags::ANY)
-        .map_err(|e| KernelError::SignalMap {
+        .map_err(|e| SignalError {
             path: path.to_path_buf(),
             reason: format!("update failed: {e}"),
         })?;
@@ -182,7 +198,7 @@ pub fn write_signal_at(path: &Path, signal: &Signal) -> Result<(), KernelError> 
 /// (device and inode on bpffs) is checked with stat(2), which needs no descriptor.
 #[derive(Debug)]
 pub struct SignalWriter {
-    path: std::path::PathBuf,
+    path: PathBuf,
     map: Option<(MapHandle, PinId)>,
     opens: u64,
 }
@@ -190,9 +206,9 @@ pub struct SignalWriter {
 /// A pin's identity on bpffs: (device, inode).
 type PinId = (u64, u64);
 
-fn pin_id(path: &Path) -> Result<PinId, KernelError> {
+fn pin_id(path: &Path) -> Result<PinId, SignalError> {
     use std::os::unix::fs::MetadataExt;
-    let m = std::fs::metadata(path).map_err(|e| KernelError::SignalMap {
+    let m = std::fs::metadata(path).map_err(|e| SignalError {
         path: path.to_path_buf(),
         reason: format!("{e} (is leocc loaded? `leocc kernel load` creates it)"),
     })?;
@@ -217,7 +233,7 @@ impl SignalWriter {
     }
 
     /// Writes `signal` (the check is recomputed, as in [`write_signal_at`]).
-    pub fn write(&mut self, signal: &Signal) -> Result<(), KernelError> {
+    pub fn write(&mut self, signal: &Signal) -> Result<(), SignalError> {
         let id = match pin_id(&self.path) {
             Ok(id) => id,
             Err(e) => {
@@ -237,7 +253,7 @@ impl SignalWriter {
         self.map = None;
         let map = open_signal_map(&self.path)?;
         self.opens += 1;
-        map.update(&0u32.to_ne_bytes(), &bytes, MapFlags::ANY).map_err(|e| KernelError::SignalMap {
+        map.update(&0u32.to_ne_bytes(), &bytes, MapFlags::ANY).map_err(|e| SignalError {
             path: self.path.clone(),
             reason: format!("update failed: {e}"),
         })?;
@@ -247,17 +263,17 @@ impl SignalWriter {
 }
 
 /// Reads the signal currently in the pinned map at [`SIGNAL_PIN`].
-pub fn read_signal() -> Result<Signal, KernelError> {
+pub fn read_signal() -> Result<Signal, SignalError> {
     let path = Path::new(SIGNAL_PIN);
     let map = open_signal_map(path)?;
     let bytes = map
         .lookup(&0u32.to_ne_bytes(), MapFlags::ANY)
-        .map_err(|e| KernelError::SignalMap {
+        .map_err(|e| SignalError {
             path: path.to_path_buf(),
             reason: format!("lookup failed: {e}"),
         })?
         .unwrap_or_default();
-    Signal::from_bytes(&bytes).ok_or_else(|| KernelError::SignalMap {
+    Signal::from_bytes(&bytes).ok_or_else(|| SignalError {
         path: path.to_path_buf(),
         reason: format!(
             "value is {} bytes, expected {} (a different leocc version pinned it)",
@@ -271,52 +287,91 @@ pub fn read_signal() -> Result<Signal, KernelError> {
 mod tests {
     use super::*;
 
-    const HEADER: &str = include_str!("../../../bpf/leocc_signal.h");
+    use std::ffi::{c_char, CStr};
+
+    // abi.c: bpf/leocc_signal.h compiled for the host (build.rs).
+    extern "C" {
+        fn leocc_signal_abi_size() -> usize;
+        fn leocc_signal_abi_off_reconfig_time_ns() -> usize;
+        fn leocc_signal_abi_off_seq() -> usize;
+        fn leocc_signal_abi_off_probe_time_ns() -> usize;
+        fn leocc_signal_abi_off_term_pop_rtt_us() -> usize;
+        fn leocc_signal_abi_off_flags() -> usize;
+        fn leocc_signal_abi_off_check() -> usize;
+        fn leocc_signal_abi_pin_dir() -> *const c_char;
+        fn leocc_signal_abi_link_pin() -> *const c_char;
+        fn leocc_signal_abi_signal_pin() -> *const c_char;
+        fn leocc_signal_abi_stats_pin() -> *const c_char;
+        fn leocc_signal_abi_stale_ns() -> u64;
+        fn leocc_signal_abi_magic() -> u64;
+        fn leocc_signal_abi_conf_given() -> u32;
+        fn leocc_signal_abi_conf_mask() -> u32;
+        fn leocc_signal_abi_conf_full() -> u32;
+        fn leocc_signal_abi_check(s: *const Signal) -> u64;
+        fn leocc_signal_abi_confidence(s: *const Signal) -> u32;
+    }
+
+    fn c_str(p: *const c_char) -> &'static str {
+        // SAFETY: abi.c returns pointers to the header's string literals (static, NUL-terminated).
+        unsafe { CStr::from_ptr(p) }.to_str().expect("ASCII paths")
+    }
 
     #[test]
     fn layout_is_the_headers() {
-        assert_eq!(std::mem::size_of::<Signal>(), 40);
-        assert_eq!(std::mem::offset_of!(Signal, seq), 8);
-        assert_eq!(std::mem::offset_of!(Signal, probe_time_ns), 16);
-        assert_eq!(std::mem::offset_of!(Signal, term_pop_rtt_us), 24);
-        assert_eq!(std::mem::offset_of!(Signal, check), 32);
-    }
-
-    /// The mirror against the compiled object's own BTF (the skeleton's generated type).
-    #[cfg(not(leocc_no_bpf))]
-    #[test]
-    fn layout_is_the_compiled_objects() {
-        use crate::skel::types::leocc_signal as C;
         use std::mem::{offset_of, size_of};
-        assert_eq!(size_of::<C>(), size_of::<Signal>());
-        assert_eq!(offset_of!(C, reconfig_time_ns), offset_of!(Signal, reconfig_time_ns));
-        assert_eq!(offset_of!(C, seq), offset_of!(Signal, seq));
-        assert_eq!(offset_of!(C, probe_time_ns), offset_of!(Signal, probe_time_ns));
-        assert_eq!(offset_of!(C, term_pop_rtt_us), offset_of!(Signal, term_pop_rtt_us));
-        assert_eq!(offset_of!(C, flags), offset_of!(Signal, flags));
-        assert_eq!(offset_of!(C, check), offset_of!(Signal, check));
+        // SAFETY: the abi_* functions take no arguments and only return constants.
+        unsafe {
+            assert_eq!(size_of::<Signal>(), leocc_signal_abi_size());
+            assert_eq!(offset_of!(Signal, reconfig_time_ns), leocc_signal_abi_off_reconfig_time_ns());
+            assert_eq!(offset_of!(Signal, seq), leocc_signal_abi_off_seq());
+            assert_eq!(offset_of!(Signal, probe_time_ns), leocc_signal_abi_off_probe_time_ns());
+            assert_eq!(offset_of!(Signal, term_pop_rtt_us), leocc_signal_abi_off_term_pop_rtt_us());
+            assert_eq!(offset_of!(Signal, flags), leocc_signal_abi_off_flags());
+            assert_eq!(offset_of!(Signal, check), leocc_signal_abi_off_check());
+        }
     }
 
     #[test]
-    fn constants_match_the_header() {
-        assert!(HEADER.contains(&format!("#define LEOCC_PIN_DIR \"{PIN_DIR}\"")));
-        for (name, path) in [
-            ("LEOCC_LINK_PIN", LINK_PIN),
-            ("LEOCC_SIGNAL_PIN", SIGNAL_PIN),
-            ("LEOCC_STATS_PIN", STATS_PIN),
-        ] {
-            let leaf = path.strip_prefix(PIN_DIR).unwrap();
-            assert!(
-                HEADER.contains(&format!("#define {name} LEOCC_PIN_DIR \"{leaf}\"")),
-                "{name}"
-            );
+    fn constants_are_the_headers() {
+        // SAFETY: as above.
+        unsafe {
+            assert_eq!(PIN_DIR, c_str(leocc_signal_abi_pin_dir()));
+            assert_eq!(LINK_PIN, c_str(leocc_signal_abi_link_pin()));
+            assert_eq!(SIGNAL_PIN, c_str(leocc_signal_abi_signal_pin()));
+            assert_eq!(STATS_PIN, c_str(leocc_signal_abi_stats_pin()));
+            assert_eq!(SIGNAL_STALE_NS, leocc_signal_abi_stale_ns());
+            assert_eq!(SIGNAL_MAGIC, leocc_signal_abi_magic());
+            assert_eq!(SIGNAL_CONF_GIVEN, leocc_signal_abi_conf_given());
+            assert_eq!(SIGNAL_CONF_MASK, leocc_signal_abi_conf_mask());
+            assert_eq!(SIGNAL_CONF_FULL, leocc_signal_abi_conf_full());
         }
-        assert!(HEADER.contains(&format!("#define LEOCC_SIGNAL_STALE_NS {SIGNAL_STALE_NS}ULL")));
-        assert!(HEADER.contains(&format!("#define LEOCC_SIGNAL_MAGIC {SIGNAL_MAGIC:#x}ULL")));
-        assert!(HEADER.contains("#define LEOCC_SIGNAL_CONF_GIVEN (1u << 8)"));
-        assert_eq!(SIGNAL_CONF_GIVEN, 1 << 8);
-        assert!(HEADER.contains(&format!("#define LEOCC_SIGNAL_CONF_MASK {SIGNAL_CONF_MASK:#x}u")));
-        assert!(HEADER.contains(&format!("#define LEOCC_SIGNAL_CONF_FULL {SIGNAL_CONF_FULL}u")));
+    }
+
+    /// The check and the confidence the BPF program computes (the header's inline functions),
+    /// against the mirror's, on entries with every field's bits spread out.
+    #[test]
+    fn check_and_confidence_are_the_headers() {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for i in 0..1000 {
+            let mut s = Signal::new(next(), next(), next(), next() as u32);
+            s.flags = match i % 4 {
+                0 => 0,
+                1 => SIGNAL_CONF_GIVEN | (next() as u32 & SIGNAL_CONF_MASK),
+                2 => next() as u32,
+                _ => SIGNAL_CONF_GIVEN | 250,
+            };
+            s.check = next();
+            // SAFETY: `s` is a live #[repr(C)] value whose layout is the header's (tested above).
+            let (check, conf) = unsafe { (leocc_signal_abi_check(&s), leocc_signal_abi_confidence(&s)) };
+            assert_eq!(s.expected_check(), check, "{s:?}");
+            assert_eq!(s.confidence(), conf, "{s:?}");
+        }
     }
 
     #[test]
