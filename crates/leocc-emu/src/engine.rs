@@ -97,12 +97,12 @@ impl Hist {
     }
 
     /// Upper edge, µs, of the bucket holding the p-th percentile (0..=100) by nearest rank
-    /// ([`leocc_trace::metrics::nearest_rank`]).
+    /// ([`leocc_base::metrics::nearest_rank`]).
     pub fn percentile_us(&self, p: f64) -> Option<u64> {
         if self.count == 0 {
             return None;
         }
-        let want = leocc_trace::metrics::nearest_rank(self.count as usize, p / 100.0) as u64;
+        let want = leocc_base::metrics::nearest_rank(self.count as usize, p / 100.0) as u64;
         let mut seen = 0;
         for (i, n) in self.buckets.iter().enumerate() {
             seen += n;

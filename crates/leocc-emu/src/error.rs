@@ -33,8 +33,8 @@ impl fmt::Display for EmuError {
 
 impl std::error::Error for EmuError {}
 
-impl From<leocc_trace::TraceError> for EmuError {
-    fn from(e: leocc_trace::TraceError) -> EmuError {
+impl From<leocc_base::FileError> for EmuError {
+    fn from(e: leocc_base::FileError) -> EmuError {
         EmuError { msg: e.to_string() }
     }
 }

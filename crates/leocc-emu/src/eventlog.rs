@@ -11,7 +11,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use leocc_trace::OutFile;
+use leocc_base::OutFile;
 
 /// Bytes of one delivery opportunity as the log prints it.
 const OPPORTUNITY_LOG_BYTES: u32 = leocc_trace::OPPORTUNITY_BYTES;

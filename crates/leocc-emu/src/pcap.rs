@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use crate::error::{EmuError, Result};
-use leocc_trace::OutFile;
+use leocc_base::OutFile;
 
 /// pcap magic for microsecond timestamps, written in native byte order.
 const PCAP_MAGIC_US: u32 = 0xa1b2_c3d4;

@@ -32,7 +32,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use leocc_trace::signal::Handler;
+use leocc_base::signal::Handler;
 
 /// How long to wait for --server-cmd to open a socket before starting CMD anyway.
 pub const SERVER_READY_TIMEOUT_MS: u64 = 3000;
@@ -55,7 +55,7 @@ extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut
 
 pub(crate) fn install_signal_handlers() {
     // The handler only stores into atomics, which is async-signal-safe.
-    leocc_trace::signal::install(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP], Handler::Info(on_signal), true);
+    leocc_base::signal::install(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP], Handler::Info(on_signal), true);
 }
 
 /// What to run.

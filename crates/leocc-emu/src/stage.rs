@@ -487,10 +487,10 @@ impl<P: AsRef<[u8]>> CoDelQueue for StageFifo<'_, P> {
 }
 
 /// p-th percentile (0..=100) of `v` (sorted in place) at the rounded position
-/// ([`leocc_trace::metrics::quantile_rounded`]); `None` if empty.
+/// ([`leocc_base::metrics::quantile_rounded`]); `None` if empty.
 pub fn percentile(v: &mut [u32], p: f64) -> Option<u32> {
     v.sort_unstable();
-    leocc_trace::metrics::quantile_rounded(v, p / 100.0)
+    leocc_base::metrics::quantile_rounded(v, p / 100.0)
 }
 
 #[cfg(test)]

@@ -286,7 +286,7 @@ pub fn run(plan: &Plan, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<Vec<
 }
 
 fn summarise(plan: &Plan, jobs: &[Job], results: &[RunResult]) -> Vec<Row> {
-    let mean = |xs: &[f64]| leocc_trace::metrics::mean(xs).unwrap_or(f64::NAN);
+    let mean = |xs: &[f64]| leocc_base::metrics::mean(xs).unwrap_or(f64::NAN);
     let by_job: std::collections::HashMap<&Job, &RunResult> = jobs.iter().zip(results).collect();
     let find = |variant: Option<usize>,
                 trace: usize,

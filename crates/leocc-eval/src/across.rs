@@ -13,7 +13,7 @@ use crate::report::{cc_color, DELAY_RIVALS, THROUGHPUT_RIVALS};
 use crate::results::{stat, CellKey, Record, Stat};
 use crate::stats::{self, Change, Noise};
 use leocc_plot::{esc, Axis, Chart, Series, Style};
-use leocc_trace::metrics::quantile_nearest_rank;
+use leocc_base::metrics::quantile_nearest_rank;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 

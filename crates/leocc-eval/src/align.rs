@@ -31,7 +31,7 @@ pub fn move_flows(
 ) -> Option<(String, f64)> {
     let specs = crate::emu_quic::parse_flows(flows, "cubic", (duration_s * 1e6).round() as u64).ok()?;
     // Whole milliseconds, written as seconds (`us_as_ms` of a count of ms): `0.37`, `30`.
-    let secs = |us: u64| leocc_trace::text::us_as_ms(us / 1000);
+    let secs = |us: u64| leocc_base::text::us_as_ms(us / 1000);
     let mut parts = Vec::new();
     let mut end_us = 0;
     for (i, f) in specs.iter().enumerate() {

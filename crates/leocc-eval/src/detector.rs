@@ -76,7 +76,7 @@ pub fn emulate(
     let score = score_log(&text, t0, &truth_us, end_us).map_err(anyhow::Error::msg)?;
     let kept_log = match keep_log {
         Some(dest) => {
-            leocc_trace::write_atomic(dest, text.as_bytes())
+            leocc_base::write_atomic(dest, text.as_bytes())
                 .with_context(|| format!("keeping the log as {}", dest.display()))?;
             Some((dest.to_path_buf(), t0))
         }

@@ -51,7 +51,8 @@ use anyhow::{anyhow, bail, Context, Result};
 use leocc_emu::flows::{FlowCount, FlowKey};
 use leocc_emu::owned::die_with_parent;
 use leocc_emu::{EmuConfig, Emulator, QueueLimit, Side};
-use leocc_trace::{metrics, signal, Dir, LinkModel, Trace};
+use leocc_base::{metrics, signal};
+use leocc_trace::{Dir, LinkModel, Trace};
 use serde_json::{json, Value};
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
@@ -627,7 +628,7 @@ fn measure(
         .filter_map(|f| f["throughput_mbps"].as_f64())
         .collect();
     if let Some(p) = &r.timeseries {
-        leocc_trace::write_atomic(p, ts.as_bytes())?;
+        leocc_base::write_atomic(p, ts.as_bytes())?;
     }
     let cc: Vec<&str> = flows.iter().map(|f| f.cc.as_str()).collect();
     Ok(json!({

@@ -268,7 +268,7 @@ fn drop_engine_rows(path: &Path, engines: &[Engine]) -> Result<usize> {
         text.push_str(&serde_json::to_string(&r.0)?);
         text.push('\n');
     }
-    leocc_trace::write_atomic(path, text.as_bytes())?;
+    leocc_base::write_atomic(path, text.as_bytes())?;
     Ok(recs.len() - keep.len())
 }
 
@@ -703,7 +703,7 @@ pub fn summarise(out_dir: &Path) -> Result<Vec<Cell>> {
     let recs = results::read(&crate::runner::results_path(out_dir))?;
     let cells = cells(&recs);
     let text = serde_json::to_string_pretty(&cells_json(&cells))? + "\n";
-    leocc_trace::write_atomic(&out_dir.join("fidelity.json"), text.as_bytes())
+    leocc_base::write_atomic(&out_dir.join("fidelity.json"), text.as_bytes())
         .map_err(|e| anyhow!("{e}"))?;
     Ok(cells)
 }

@@ -24,7 +24,7 @@ use leocc_emu::chain::{node_addr, Chain, ChainConfig, HopConfig};
 use leocc_emu::owned::{die_with_parent, own_group, terminate_group};
 use leocc_emu::QueueLimit;
 use leocc_trace::isl::{self, ChainSpec};
-use leocc_trace::metrics::{mean, quantile_nearest_rank, quantile_rounded, sorted};
+use leocc_base::metrics::{mean, quantile_nearest_rank, quantile_rounded, sorted};
 use leocc_trace::{Dir, LinkModel};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -501,7 +501,7 @@ fn combine(flows: Vec<Value>, owd_method: &str) -> Value {
             "owd_p95_ms": mean_of("owd_p95_ms"),
             "retransmits": flows.iter().filter_map(|f| f["retransmits"].as_u64()).sum::<u64>(),
             "flow_mbps": thr,
-            "jain": leocc_trace::metrics::jain(&thr),
+            "jain": leocc_base::metrics::jain(&thr),
             "flows_detail": flows,
         })
     };
@@ -679,13 +679,13 @@ pub fn report(rows: &[Value], out: &Path) -> Result<PathBuf> {
                     .push(Series::new(l.clone(), color(i), Style::Points, pts));
             }
             let svg = c.svg();
-            leocc_trace::out::write_atomic(&out.join(format!("{e}-scatter.svg")), svg.as_bytes())
+            leocc_base::out::write_atomic(&out.join(format!("{e}-scatter.svg")), svg.as_bytes())
                 .map_err(|e| anyhow!("{e}"))?;
             md.push_str(&format!(
                 "![{e}: throughput against mean one-way delay]({e}-scatter.svg)\n\n"
             ));
             let svg = retx_cdf(rows, e, &ls);
-            leocc_trace::out::write_atomic(&out.join(format!("{e}-retx-owd.svg")), svg.as_bytes())
+            leocc_base::out::write_atomic(&out.join(format!("{e}-retx-owd.svg")), svg.as_bytes())
                 .map_err(|e| anyhow!("{e}"))?;
             md.push_str(&format!(
                 "![{e}: one-way delay of retransmitted packets]({e}-retx-owd.svg)\n\n"
@@ -707,7 +707,7 @@ pub fn report(rows: &[Value], out: &Path) -> Result<PathBuf> {
             ("owd", "mean delay", "ms", delays),
         ] {
             let svg = bars(&format!("{e}: {title} ({unit})"), unit, &ls, &series);
-            leocc_trace::out::write_atomic(&out.join(format!("{e}-{name}.svg")), svg.as_bytes())
+            leocc_base::out::write_atomic(&out.join(format!("{e}-{name}.svg")), svg.as_bytes())
                 .map_err(|e| anyhow!("{e}"))?;
             md.push_str(&format!("![{e} {title}]({e}-{name}.svg)\n"));
         }
@@ -794,7 +794,7 @@ pub fn report(rows: &[Value], out: &Path) -> Result<PathBuf> {
             charts.push(c3);
         }
         let svg = leocc_plot::stack(&format!("LEOTP vs kernel TCP: {e}"), &charts);
-        leocc_trace::out::write_atomic(&out.join(format!("{e}.svg")), svg.as_bytes())
+        leocc_base::out::write_atomic(&out.join(format!("{e}.svg")), svg.as_bytes())
             .map_err(|e| anyhow!("{e}"))?;
         md.push_str(&format!("![{e}]({e}.svg)\n\n"));
     }
@@ -829,11 +829,11 @@ pub fn report(rows: &[Value], out: &Path) -> Result<PathBuf> {
             jains.push(j.map(|v| (v, v, v)));
         }
         let svg = bars(&format!("{e}: Jain's index of two flows (1 = equal shares)"), "Jain's index", &ls, &[("Jain".to_string(), jains)]);
-        leocc_trace::out::write_atomic(&out.join(format!("{e}.svg")), svg.as_bytes()).map_err(|e| anyhow!("{e}"))?;
+        leocc_base::out::write_atomic(&out.join(format!("{e}.svg")), svg.as_bytes()).map_err(|e| anyhow!("{e}"))?;
         md.push_str(&format!("\n![{e}]({e}.svg)\n\n"));
     }
     let p = out.join("summary.md");
-    leocc_trace::out::write_atomic(&p, md.as_bytes()).map_err(|e| anyhow!("{e}"))?;
+    leocc_base::out::write_atomic(&p, md.as_bytes()).map_err(|e| anyhow!("{e}"))?;
     Ok(p)
 }
 
@@ -953,7 +953,7 @@ pub fn evaluate(cfg: &EvalConfig, out: &Path) -> Result<PathBuf> {
         };
         rows.push(row);
         let text: String = rows.iter().map(|r| format!("{r}\n")).collect();
-        leocc_trace::out::write_atomic(&out.join("results.jsonl"), text.as_bytes())
+        leocc_base::out::write_atomic(&out.join("results.jsonl"), text.as_bytes())
             .map_err(|e| anyhow!("{e}"))?;
     }
     for k in 0..FAIRNESS_FLOWS.max(1) {
@@ -1000,7 +1000,7 @@ pub fn report_from(files: &[PathBuf], experiments: &[String], out: &Path) -> Res
         );
     }
     let text: String = rows.iter().map(|r| format!("{r}\n")).collect();
-    leocc_trace::out::write_atomic(&out.join("results.jsonl"), text.as_bytes())
+    leocc_base::out::write_atomic(&out.join("results.jsonl"), text.as_bytes())
         .map_err(|e| anyhow!("{e}"))?;
     report(&rows, out)
 }

@@ -130,7 +130,7 @@ impl Runner {
         let todo = self.aligned_to_emulator(&results_file, todo)?;
         let dir = driver_dir()?;
         let driver = dir.join("ray_driver.py");
-        leocc_trace::write_atomic(&driver, DRIVER.as_bytes())?;
+        leocc_base::write_atomic(&driver, DRIVER.as_bytes())?;
         let mut cmd = Command::new(&ray.python);
         cmd.arg(&driver)
             .arg("--address")
@@ -232,7 +232,7 @@ impl Runner {
             .as_i64()
             .ok_or_else(|| anyhow!("the Ray driver's result has no exit code"))?;
         if let Some(ts) = msg["timeseries"].as_str() {
-            leocc_trace::write_atomic(&timeseries_path(&self.out_dir, spec), ts.as_bytes())?;
+            leocc_base::write_atomic(&timeseries_path(&self.out_dir, spec), ts.as_bytes())?;
         }
         let text = |k: &str| msg[k].as_str().unwrap_or("").as_bytes().to_vec();
         let exit = if code == 0 {

@@ -16,7 +16,7 @@ use crate::stats::{self, ci_caption, fmt_ratio, ratio_interval, Noise, CI_LEGEND
 use crate::tsstore::Store;
 use anyhow::{Context, Result};
 use leocc_plot::{bars, color, esc, Axis, BarSeries, Chart, Marker, MarkerKind, Series, Style};
-use leocc_trace::metrics::{jain, quantile_floor};
+use leocc_base::metrics::{jain, quantile_floor};
 use leocc_trace::{Dir, Trace};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
@@ -304,7 +304,7 @@ pub fn write(out_dir: &Path, records: &[Record], command_line: &str) -> Result<P
     }
     html.push_str("</body></html>\n");
     let path = out_dir.join("report.html");
-    leocc_trace::write_atomic(&path, html.as_bytes())?;
+    leocc_base::write_atomic(&path, html.as_bytes())?;
     Ok(path)
 }
 

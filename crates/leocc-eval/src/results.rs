@@ -136,7 +136,7 @@ pub fn repair(path: &Path) -> Result<()> {
         return Ok(());
     }
     let keep = text.rfind('\n').map_or(0, |i| i + 1);
-    Ok(leocc_trace::write_atomic(path, &text.as_bytes()[..keep])?)
+    Ok(leocc_base::write_atomic(path, &text.as_bytes()[..keep])?)
 }
 
 /// The keys of the runs already in the file.

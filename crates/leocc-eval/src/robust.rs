@@ -30,7 +30,7 @@ use std::sync::{Arc, Mutex};
 
 use leocc_sim::{parse_flows, Qdisc, QueueLimit, RunResult, Scenario, TsRow};
 use leocc_trace::draw::PathDraw;
-use leocc_trace::metrics;
+use leocc_base::metrics;
 use leocc_trace::{Dir, LinkModel, Trace};
 use serde::Serialize;
 
@@ -271,7 +271,7 @@ impl Setting {
 /// Seconds as the shortest text that parses back, to the ms (`us_as_ms` of a count of ms
 /// writes it in seconds).
 fn secs(s: f64) -> String {
-    leocc_trace::text::us_as_ms((s * 1000.0).round() as u64)
+    leocc_base::text::us_as_ms((s * 1000.0).round() as u64)
 }
 
 /// A drawn path and its trace.
@@ -1289,7 +1289,7 @@ pub fn write_out(
 ) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let write = |name: &str, data: &[u8]| {
-        leocc_trace::write_atomic(&dir.join(name), data).map_err(|e| e.to_string())
+        leocc_base::write_atomic(&dir.join(name), data).map_err(|e| e.to_string())
     };
     write("paths.csv", csv(rows)?.as_bytes())?;
     let mut jsonl = String::new();

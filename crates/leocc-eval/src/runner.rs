@@ -246,7 +246,7 @@ impl Runner {
             .out_dir
             .join("logs")
             .join(format!("{}.stderr", spec.file_id()));
-        leocc_trace::write_atomic(&log, stderr)?;
+        leocc_base::write_atomic(&log, stderr)?;
         if let Err(status) = exit {
             let tail: String = String::from_utf8_lossy(stderr)
                 .lines()

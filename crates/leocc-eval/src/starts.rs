@@ -9,7 +9,7 @@ use crate::results::Record;
 use anyhow::{Context, Result};
 use leocc_probe::trigger::Expr;
 use leocc_probe::when;
-use leocc_trace::metrics::median;
+use leocc_base::metrics::median;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};

@@ -32,7 +32,7 @@ impl Stat {
             return None;
         }
         let n = values.len();
-        let mean = leocc_trace::metrics::mean(values)?;
+        let mean = leocc_base::metrics::mean(values)?;
         let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n as f64;
         Some(Stat {
             mean,

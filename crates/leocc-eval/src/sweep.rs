@@ -328,7 +328,7 @@ pub fn analyse(sweep: &Sweep, records: &[Record]) -> Vec<Group> {
     if groups.len() > 1 {
         let avg = |f: &dyn Fn(&Point) -> f64, ps: &[&Point]| {
             // 0 when empty.
-            leocc_trace::metrics::mean(&ps.iter().map(|p| f(p)).collect::<Vec<_>>()).unwrap_or(0.0)
+            leocc_base::metrics::mean(&ps.iter().map(|p| f(p)).collect::<Vec<_>>()).unwrap_or(0.0)
         };
         let mut points = Vec::new();
         for s in sweep.settings() {
@@ -447,7 +447,7 @@ pub fn run(s: &SweepRun, trace_duration_s: impl Fn(&Path) -> f64) -> Result<(Vec
     groups = analyse(s.sweep, &all);
     crate::report::write(&s.runner.out_dir, &all, s.command_line)?;
     let page = s.runner.out_dir.join("sweep.html");
-    leocc_trace::write_atomic(
+    leocc_base::write_atomic(
         &page,
         page_html(
             s.sweep,

@@ -109,7 +109,7 @@ pub fn fold_finished(out_dir: &Path) -> Result<Compacted> {
 }
 
 /// Removes the temporary files that writers killed mid-write (`kill -9` during an eval)
-/// left in `out_dir/ts`: names of [`leocc_trace::out::temp_owner`]'s form whose process is
+/// left in `out_dir/ts`: names of [`leocc_base::out::temp_owner`]'s form whose process is
 /// gone. A live process's temporary (a run still writing, or another eval) is kept; a pid
 /// reused since only keeps a dead file a little longer. Returns the files removed.
 pub fn remove_stale_temps(out_dir: &Path) -> Result<Vec<PathBuf>> {
@@ -122,7 +122,7 @@ pub fn remove_stale_temps(out_dir: &Path) -> Result<Vec<PathBuf>> {
     let mut removed = Vec::new();
     for e in entries.filter_map(|e| e.ok()) {
         let name = e.file_name();
-        let Some(pid) = name.to_str().and_then(leocc_trace::out::temp_owner) else {
+        let Some(pid) = name.to_str().and_then(leocc_base::out::temp_owner) else {
             continue;
         };
         if process_alive(pid) {
@@ -277,7 +277,7 @@ fn write_part(path: &Path, tables: &BTreeMap<String, (Csv, PathBuf)>) -> Result<
         .iter()
         .flat_map(|(k, (t, _))| (0..t.rows.len()).map(move |i| (k.as_str(), t, i)))
         .collect();
-    let mut out = leocc_trace::OutFile::create(path).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut out = leocc_base::OutFile::create(path).map_err(|e| anyhow::anyhow!("{e}"))?;
     {
         let mut w = SerializedFileWriter::new(&mut out, schema, Arc::new(props))?;
         for group in rows.chunks(ROW_GROUP_ROWS) {

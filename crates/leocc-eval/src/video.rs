@@ -203,7 +203,7 @@ pub fn run(plan: &VideoPlan) -> Result<Vec<Value>> {
         text.push('\n');
     }
     let jsonl = plan.out_dir.join("video.jsonl");
-    leocc_trace::out::write_atomic(&jsonl, text.as_bytes()).map_err(|e| anyhow::anyhow!("{e}"))?;
+    leocc_base::out::write_atomic(&jsonl, text.as_bytes()).map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(rows)
 }
 

@@ -68,7 +68,7 @@ extern "C" fn on_hup(_: libc::c_int) {
 }
 
 fn install_signal_handlers() {
-    use leocc_trace::signal::{install, Handler};
+    use leocc_base::signal::{install, Handler};
     // The handlers only store to atomics, which is async-signal-safe. No SA_RESTART, so
     // poll() returns EINTR and the loop sees the flag at once.
     install(&[libc::SIGTERM, libc::SIGINT], Handler::Plain(on_stop), false);

@@ -24,7 +24,7 @@
 //! docs/detector.md, "Generated streams"): the ISL profile to `ping-isl`, the bent-pipe profile
 //! to the two `ping-bentpipe` files. The recordings themselves are not part of the project.
 
-use leocc_trace::rng::Rng;
+use leocc_base::rng::Rng;
 
 use crate::replay::PingLine;
 
@@ -558,7 +558,7 @@ pub fn stream_stats(replies: &[PingLine]) -> Option<StreamStats> {
     let mut gaps: Vec<f64> = sends.windows(2).map(|w| ms(w[1] - w[0])).collect();
     gaps.sort_by(f64::total_cmp);
     // At the rounded position; every list here has at least 99 values.
-    let pct = |v: &[f64], p: f64| leocc_trace::metrics::quantile_rounded(v, p / 100.0).unwrap_or(f64::NAN);
+    let pct = |v: &[f64], p: f64| leocc_base::metrics::quantile_rounded(v, p / 100.0).unwrap_or(f64::NAN);
     let rtts: Vec<f64> = replies.iter().map(|r| ms(r.rtt_ns as f64)).collect();
     let mut res = Vec::with_capacity(rtts.len());
     for i in HALF_WINDOW..rtts.len() - HALF_WINDOW {
@@ -566,7 +566,7 @@ pub fn stream_stats(replies: &[PingLine]) -> Option<StreamStats> {
         w.sort_by(f64::total_cmp);
         res.push(rtts[i] - w[HALF_WINDOW]);
     }
-    let mean = leocc_trace::metrics::mean(&res).unwrap_or(f64::NAN);
+    let mean = leocc_base::metrics::mean(&res).unwrap_or(f64::NAN);
     let var = res.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / res.len() as f64;
     let ac1 = res.windows(2).map(|w| (w[0] - mean) * (w[1] - mean)).sum::<f64>() / (res.len() - 1) as f64 / var.max(1e-12);
     let mut sorted_res = res.clone();

@@ -441,7 +441,7 @@ mod tests {
 
     #[test]
     fn random_bytes_never_panic() {
-        let mut r = leocc_trace::rng::Rng::new(3);
+        let mut r = leocc_base::rng::Rng::new(3);
         let alphabet = b"0123456789.,-{}[]\":#\n etruhsimqb=ePING";
         for _ in 0..3000 {
             let n = r.below(200) as usize;

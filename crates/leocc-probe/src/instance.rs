@@ -89,7 +89,7 @@ fn read_pid(dir: &Path) -> Option<u32> {
 
 /// Writes `bytes` to `path` atomically, through the project's one output helper.
 fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    leocc_trace::write_atomic(path, bytes).map_err(io::Error::other)
+    leocc_base::write_atomic(path, bytes).map_err(io::Error::other)
 }
 
 impl Instance {

@@ -289,11 +289,11 @@ pub fn score_generated(stream: &crate::gen::Stream, cfg: DetectorConfig) -> Repl
 }
 
 /// The p-th percentile (0..=100) of `v` by nearest rank
-/// ([`leocc_trace::metrics::quantile_nearest_rank`]), or None when empty.
+/// ([`leocc_base::metrics::quantile_nearest_rank`]), or None when empty.
 pub fn percentile(v: &[i64], p: f64) -> Option<i64> {
     let mut s = v.to_vec();
     s.sort_unstable();
-    leocc_trace::metrics::quantile_nearest_rank(&s, p / 100.0)
+    leocc_base::metrics::quantile_nearest_rank(&s, p / 100.0)
 }
 
 #[cfg(test)]

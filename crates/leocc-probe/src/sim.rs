@@ -196,7 +196,7 @@ mod tests {
     }
 
     #[global_allocator]
-    static ALLOC: leocc_trace::alloc_count::Counting = leocc_trace::alloc_count::Counting;
+    static ALLOC: leocc_base::alloc_count::Counting = leocc_base::alloc_count::Counting;
 
     /// `1\n604799999\n` (11 bytes, 7 days): the probe stream is fed as it is generated, so
     /// memory stays small (the whole timeline was 1.5 GB at 10 ms).
@@ -204,7 +204,7 @@ mod tests {
     fn week_long_sparse_trace_runs_in_bounded_memory() {
         let trace = leocc_trace::mahimahi::trace_from_capacity_file(std::path::Path::new("t"), b"1\n604799999\n").unwrap();
         let cfg = SimConfig { interval_us: 100_000, seed: 1, detector: DetectorConfig::default() };
-        let used = leocc_trace::alloc_count::peak_during(|| simulate(&trace, &cfg));
+        let used = leocc_base::alloc_count::peak_during(|| simulate(&trace, &cfg));
         assert!(used < 8 << 20, "peak {used} bytes");
     }
 

@@ -225,7 +225,7 @@ mod tests {
         // Exponential samples of mean 5 ms: the extrapolated tail at 80 ms should be close to
         // exp(-16) in order of magnitude, far below 1/n.
         let mut h = TailHistogram::new(1 << 20);
-        let mut r = leocc_trace::rng::Rng::new(1);
+        let mut r = leocc_base::rng::Rng::new(1);
         for _ in 0..20_000 {
             h.add((r.exp(5.0) * MS as f64) as u64);
         }
@@ -243,7 +243,7 @@ mod tests {
         // Before any data: a 2 % burst rate, q = 1/3: five lost probes are 1 in 4050.
         assert!((young.tail(5) - 0.02 / 81.0).abs() < 1e-9);
         let mut l = LossRuns::new(1 << 20);
-        let mut r = leocc_trace::rng::Rng::new(2);
+        let mut r = leocc_base::rng::Rng::new(2);
         // Bursts start with probability 0.01 and continue with 0.5.
         for _ in 0..200_000 {
             let mut k = 0;

@@ -19,7 +19,7 @@ pub const ALPN: &[u8] = b"leocc-quic-bulk/1";
 pub fn make_server_config(cert_out: &Path, transport: quinn::TransportConfig) -> Result<quinn::ServerConfig> {
     let ck = rcgen::generate_simple_self_signed(vec![SERVER_NAME.to_string()]).context("generating a certificate")?;
     let cert = CertificateDer::from(ck.cert.der().to_vec());
-    leocc_trace::write_atomic(cert_out, cert.as_ref()).map_err(|e| anyhow::anyhow!("{e}")).with_context(|| format!("writing the certificate to {}", cert_out.display()))?;
+    leocc_base::write_atomic(cert_out, cert.as_ref()).map_err(|e| anyhow::anyhow!("{e}")).with_context(|| format!("writing the certificate to {}", cert_out.display()))?;
     let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(ck.signing_key.serialize_der()));
     let mut tls = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
         .with_protocol_versions(&[&rustls::version::TLS13])

@@ -507,7 +507,7 @@ impl Detector {
             matched: s.matched,
             precision: s.precision,
             recall: s.recall,
-            delay_p50_ms: leocc_trace::metrics::quantile_nearest_rank(&delays, 0.5).map(|d| d as f64 / 1000.0),
+            delay_p50_ms: leocc_base::metrics::quantile_nearest_rank(&delays, 0.5).map(|d| d as f64 / 1000.0),
             confidence_avg: (!self.confidences.is_empty())
                 .then(|| self.confidences.iter().map(|&c| f64::from(c)).sum::<f64>() / self.confidences.len() as f64),
         }

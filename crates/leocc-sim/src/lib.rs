@@ -28,7 +28,7 @@ pub mod detector;
 pub mod event;
 pub mod metrics;
 pub use leocc_trace::qdisc::{Qdisc, QDISC_HELP, QDISC_NAMES};
-pub use leocc_trace::rng;
+pub use leocc_base::rng;
 pub mod sim;
 pub mod tcp;
 

@@ -78,13 +78,13 @@ impl Histogram {
         if self.n == 0 { 0.0 } else { self.sum / self.n as f64 }
     }
 
-    /// The q-quantile (0 ≤ q ≤ 1), nearest rank ([`leocc_trace::metrics::nearest_rank`]) over
+    /// The q-quantile (0 ≤ q ≤ 1), nearest rank ([`leocc_base::metrics::nearest_rank`]) over
     /// the buckets; 0 when empty.
     pub fn quantile(&self, q: f64) -> f64 {
         if self.n == 0 {
             return 0.0;
         }
-        let rank = leocc_trace::metrics::nearest_rank(self.n as usize, q) as u64;
+        let rank = leocc_base::metrics::nearest_rank(self.n as usize, q) as u64;
         let mut acc = 0u64;
         for (i, &c) in self.counts.iter().enumerate() {
             acc += c as u64;

@@ -18,7 +18,7 @@
 use std::collections::VecDeque;
 
 use leocc_trace::link::{Cursor, Held};
-use leocc_trace::metrics::jain;
+use leocc_base::metrics::jain;
 use leocc_trace::qdisc::{CoDel, CoDelParams, CoDelQueue};
 use leocc_trace::{Dir, LinkModel, OPPORTUNITY_BYTES};
 

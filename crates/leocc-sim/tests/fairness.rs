@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use leocc_sim::{parse_flows, run, RunResult, Scenario};
-use leocc_trace::metrics::mean;
+use leocc_base::metrics::mean;
 use leocc_trace::Trace;
 
 const S: u64 = 1_000_000;

@@ -14,19 +14,20 @@
 //! `down` → down); a path that names neither is taken as a downlink and the index says so
 //! (`direction_known = false`). Every pair is parsed in full, line by line (a file is never read
 //! whole: memory follows what a trace holds, and a binary file is named from its first bytes,
-//! see [`crate::text::for_each_line`]): a bad one is reported with its file and line and
+//! see [`leocc_base::text::for_each_line`]): a bad one is reported with its file and line and
 //! skipped; nothing of it reaches the output. So is a file that cannot be read at all (a
 //! symbolic link in a loop or to nothing). The output directory is written whole
-//! and swapped in (see [`crate::OutDir`]), so an interrupted import leaves no partial dataset.
+//! and swapped in (see [`leocc_base::OutDir`]), so an interrupted import leaves no partial dataset.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use crate::mahimahi::{self, ImportSpec};
-use crate::rng::Rng;
+use leocc_base::rng::Rng;
 use crate::stats;
-use crate::{Dir, Trace, TraceError};
+use crate::{Dir, Trace};
+use leocc_base::FileError;
 
 /// The index file inside an imported dataset.
 pub const INDEX_FILE: &str = "index.csv";
@@ -126,21 +127,21 @@ pub const COLUMNS: [&str; 17] = [
 /// (a link cycle would never end); other symbolic links count as files even when they lead
 /// nowhere (a loop, a missing target), so that their pair is listed as skipped with the
 /// reason instead of vanishing; hidden entries are ignored.
-pub fn discover(root: &Path) -> Result<Vec<Pair>, TraceError> {
+pub fn discover(root: &Path) -> Result<Vec<Pair>, FileError> {
     if !root.is_dir() {
-        return Err(TraceError::whole(root, "not a directory"));
+        return Err(FileError::whole(root, "not a directory"));
     }
     let mut pairs = Vec::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
         let mut files = Vec::new();
-        for e in std::fs::read_dir(&dir).map_err(|e| TraceError::io(&dir, &e))? {
-            let e = e.map_err(|e| TraceError::io(&dir, &e))?;
+        for e in std::fs::read_dir(&dir).map_err(|e| FileError::io(&dir, &e))? {
+            let e = e.map_err(|e| FileError::io(&dir, &e))?;
             let name = e.file_name().to_string_lossy().into_owned();
             if name.starts_with('.') {
                 continue;
             }
-            let ft = e.file_type().map_err(|err| TraceError::io(e.path(), &err))?;
+            let ft = e.file_type().map_err(|err| FileError::io(e.path(), &err))?;
             if ft.is_dir() {
                 stack.push(e.path());
             } else if ft.is_file() || ft.is_symlink() && !e.path().is_dir() {
@@ -243,12 +244,12 @@ fn strip_direction(folder: &str) -> String {
 // Import
 
 /// Parses one pair into a trace named after it.
-pub fn load_pair(pair: &Pair) -> Result<Trace, TraceError> {
+pub fn load_pair(pair: &Pair) -> Result<Trace, FileError> {
     let mut t = match &pair.files {
         PairFiles::Single { bw, delay: None } => {
             let bw_name = bw.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             let delay_name = bw_name.strip_prefix("bw").map_or_else(|| "delay*.txt".to_string(), |rest| format!("delay{rest}"));
-            return Err(TraceError::whole(
+            return Err(FileError::whole(
                 bw,
                 format!("no delay file {delay_name} beside it: a capacity file alone has no one-way delays, so the pair is skipped"),
             ));
@@ -263,7 +264,7 @@ pub fn load_pair(pair: &Pair) -> Result<Trace, TraceError> {
         PairFiles::Export(dir) => mahimahi::load_dir(dir)?,
     };
     t.meta.name = pair.name.clone();
-    t.validate().map_err(|p| TraceError::whole(pair_path(pair), p))?;
+    t.validate().map_err(|p| FileError::whole(pair_path(pair), p))?;
     Ok(t)
 }
 
@@ -309,18 +310,18 @@ pub struct ImportReport {
     /// Rows of the index, sorted by name.
     pub imported: Vec<Entry>,
     /// Pairs that could not be imported, with the reason (file and line).
-    pub skipped: Vec<(String, TraceError)>,
+    pub skipped: Vec<(String, FileError)>,
 }
 
 /// Imports every pair into `out_dir/traces/`, writing `index.csv` and `skipped.csv`, with `jobs`
 /// threads. `progress(done, total, skipped)` is called after each pair (from any thread).
-/// `out_dir` must be a folder being written (a [`crate::OutDir`]'s path).
-pub fn import(pairs: &[Pair], out_dir: &Path, jobs: usize, progress: &(dyn Fn(usize, usize, usize) + Sync)) -> Result<ImportReport, TraceError> {
+/// `out_dir` must be a folder being written (a [`leocc_base::OutDir`]'s path).
+pub fn import(pairs: &[Pair], out_dir: &Path, jobs: usize, progress: &(dyn Fn(usize, usize, usize) + Sync)) -> Result<ImportReport, FileError> {
     let traces = out_dir.join(TRACES_DIR);
-    std::fs::create_dir_all(&traces).map_err(|e| TraceError::io(&traces, &e))?;
+    std::fs::create_dir_all(&traces).map_err(|e| FileError::io(&traces, &e))?;
     let next = AtomicUsize::new(0);
     let (done, skipped_n) = (AtomicUsize::new(0), AtomicUsize::new(0));
-    let results: Mutex<Vec<(usize, Result<Entry, TraceError>)>> = Mutex::new(Vec::with_capacity(pairs.len()));
+    let results: Mutex<Vec<(usize, Result<Entry, FileError>)>> = Mutex::new(Vec::with_capacity(pairs.len()));
     std::thread::scope(|s| {
         for _ in 0..jobs.max(1) {
             s.spawn(|| loop {
@@ -353,14 +354,14 @@ pub fn import(pairs: &[Pair], out_dir: &Path, jobs: usize, progress: &(dyn Fn(us
     let mut files: Vec<&Path> = report.imported.iter().map(|e| e.trace.as_path()).collect();
     files.sort();
     if let Some(w) = files.windows(2).find(|w| w[0] == w[1]) {
-        return Err(TraceError::whole(w[0], "two pairs map to this one trace file; rename one of the source folders"));
+        return Err(FileError::whole(w[0], "two pairs map to this one trace file; rename one of the source folders"));
     }
-    crate::write_atomic(&out_dir.join(INDEX_FILE), render_index(&report.imported).as_bytes())?;
+    leocc_base::write_atomic(&out_dir.join(INDEX_FILE), render_index(&report.imported).as_bytes())?;
     let mut sk = String::from("name,problem\n");
     for (name, e) in &report.skipped {
         sk.push_str(&format!("{},{}\n", csv_field(name), csv_field(&e.to_string())));
     }
-    crate::write_atomic(&out_dir.join(SKIPPED_FILE), sk.as_bytes())?;
+    leocc_base::write_atomic(&out_dir.join(SKIPPED_FILE), sk.as_bytes())?;
     Ok(report)
 }
 
@@ -410,7 +411,7 @@ pub fn render_index(entries: &[Entry]) -> String {
 }
 
 /// Splits CSV text into records of fields, each with the line it starts on.
-fn csv_records(file: &Path, text: &str) -> Result<Vec<(usize, Vec<String>)>, TraceError> {
+fn csv_records(file: &Path, text: &str) -> Result<Vec<(usize, Vec<String>)>, FileError> {
     let mut out = Vec::new();
     let (mut field, mut fields) = (String::new(), Vec::new());
     let (mut line, mut start, mut quoted, mut at_start) = (1usize, 1usize, false, true);
@@ -444,7 +445,7 @@ fn csv_records(file: &Path, text: &str) -> Result<Vec<(usize, Vec<String>)>, Tra
         at_start = false;
     }
     if quoted {
-        return Err(TraceError::new(file, start, "a quoted field is not closed"));
+        return Err(FileError::new(file, start, "a quoted field is not closed"));
     }
     if !at_start {
         fields.push(field);
@@ -455,14 +456,14 @@ fn csv_records(file: &Path, text: &str) -> Result<Vec<(usize, Vec<String>)>, Tra
 
 /// Reads an index written by [`import`]; trace paths come back resolved against the index's
 /// folder. Errors name the file and line.
-pub fn read_index(path: &Path) -> Result<Vec<Entry>, TraceError> {
-    let text = std::fs::read_to_string(path).map_err(|e| TraceError::io(path, &e))?;
+pub fn read_index(path: &Path) -> Result<Vec<Entry>, FileError> {
+    let text = std::fs::read_to_string(path).map_err(|e| FileError::io(path, &e))?;
     let records = csv_records(path, &text)?;
     let Some((_, header)) = records.first() else {
-        return Err(TraceError::whole(path, "empty file; expected the header line of a leocc dataset index"));
+        return Err(FileError::whole(path, "empty file; expected the header line of a leocc dataset index"));
     };
     if header.iter().map(String::as_str).ne(COLUMNS.iter().copied()) {
-        return Err(TraceError::new(path, 1, format!("not a leocc dataset index: the header must be `{}`", COLUMNS.join(","))));
+        return Err(FileError::new(path, 1, format!("not a leocc dataset index: the header must be `{}`", COLUMNS.join(","))));
     }
     let base = path.parent().unwrap_or(Path::new("."));
     let mut out = Vec::with_capacity(records.len() - 1);
@@ -471,17 +472,17 @@ pub fn read_index(path: &Path) -> Result<Vec<Entry>, TraceError> {
             continue;
         }
         if r.len() != COLUMNS.len() {
-            return Err(TraceError::new(path, *line, format!("{} fields; the header has {}", r.len(), COLUMNS.len())));
+            return Err(FileError::new(path, *line, format!("{} fields; the header has {}", r.len(), COLUMNS.len())));
         }
-        let num = |i: usize| -> Result<f64, TraceError> {
-            r[i].parse::<f64>().map_err(|_| TraceError::new(path, *line, format!("{}: `{}` is not a number", COLUMNS[i], r[i])))
+        let num = |i: usize| -> Result<f64, FileError> {
+            r[i].parse::<f64>().map_err(|_| FileError::new(path, *line, format!("{}: `{}` is not a number", COLUMNS[i], r[i])))
         };
-        let count = |i: usize| -> Result<usize, TraceError> {
-            r[i].parse().map_err(|_| TraceError::new(path, *line, format!("{}: `{}` is not a count", COLUMNS[i], r[i])))
+        let count = |i: usize| -> Result<usize, FileError> {
+            r[i].parse().map_err(|_| FileError::new(path, *line, format!("{}: `{}` is not a count", COLUMNS[i], r[i])))
         };
-        let optional = |i: usize| -> Result<Option<f64>, TraceError> { if r[i].is_empty() { Ok(None) } else { num(i).map(Some) } };
+        let optional = |i: usize| -> Result<Option<f64>, FileError> { if r[i].is_empty() { Ok(None) } else { num(i).map(Some) } };
         if !matches!(r[2].as_str(), "up" | "down" | "both") {
-            return Err(TraceError::new(path, *line, format!("direction: `{}` is not up, down or both", r[2])));
+            return Err(FileError::new(path, *line, format!("direction: `{}` is not up, down or both", r[2])));
         }
         out.push(Entry {
             name: r[0].clone(),
@@ -707,7 +708,7 @@ mod tests {
         // A sparse file of zeros: binary, named from its first bytes.
         std::fs::File::create(&bw).unwrap().set_len(BIG_INPUT_BYTES).unwrap();
         let mut result = None;
-        let used = crate::alloc_count::peak_during(|| result = Some(load_pair(&pair())));
+        let used = leocc_base::alloc_count::peak_during(|| result = Some(load_pair(&pair())));
         let err = result.take().unwrap().unwrap_err();
         assert!(err.line == 0 && err.problem.contains("binary data (byte 0x00 at offset 0)"), "{err}");
         assert!(used < IMPORT_HEAP_LIMIT, "{used} bytes for a {BIG_INPUT_BYTES}-byte binary file");
@@ -715,17 +716,17 @@ mod tests {
         {
             use std::io::Write as _;
             let mut w = std::io::BufWriter::new(std::fs::File::create(&bw).unwrap());
-            let lines = BIG_INPUT_BYTES / crate::text::MAX_LINE_BYTES as u64;
+            let lines = BIG_INPUT_BYTES / leocc_base::text::MAX_LINE_BYTES as u64;
             for ms in 1..=lines {
-                writeln!(w, "{ms:0width$}", width = crate::text::MAX_LINE_BYTES - 1).unwrap();
+                writeln!(w, "{ms:0width$}", width = leocc_base::text::MAX_LINE_BYTES - 1).unwrap();
             }
         }
-        let used = crate::alloc_count::peak_during(|| result = Some(load_pair(&pair())));
+        let used = leocc_base::alloc_count::peak_during(|| result = Some(load_pair(&pair())));
         let t = result.take().unwrap().unwrap();
         assert!(t.capacity(Dir::Down).is_some());
         assert!(used < IMPORT_HEAP_LIMIT, "{used} bytes for a {BIG_INPUT_BYTES}-byte text file");
         // One line without an end: refused at the line-length bound, not read whole.
-        std::fs::write(&bw, "1".repeat(crate::text::MAX_LINE_BYTES * 4)).unwrap();
+        std::fs::write(&bw, "1".repeat(leocc_base::text::MAX_LINE_BYTES * 4)).unwrap();
         let err = load_pair(&pair()).unwrap_err();
         assert!(err.line == 1 && err.problem.contains("line longer than"), "{err}");
         std::fs::remove_dir_all(&root).unwrap();

@@ -42,7 +42,7 @@ use std::fmt;
 
 use crate::mahimahi::LEOREPLAYER_INTERVAL_US;
 use crate::model::{Capacity, DelaySeries, DirTrace, Loss, Measured, Meta, Span, Trace};
-use crate::rng::Rng;
+use leocc_base::rng::Rng;
 
 /// Path capacity level, Mbit/s (log-uniform).
 pub const CAPACITY_MBPS: (f64, f64) = (5.0, 500.0);
@@ -561,7 +561,7 @@ impl fmt::Display for PathDraw {
         writeln!(f, "outages:            {:.0}-{:.0} ms", self.outage_ms.0, self.outage_ms.1)?;
         writeln!(f, "delivery:           {}", self.grants.map_or("smooth".to_string(), |g| format!("bursty grants 1-{} ms apart", g.max_gap_ms)))?;
         writeln!(f, "random loss:        {:.4} %", self.loss * 100.0)?;
-        write!(f, "buffer:             {:.2} BDP = {} of mean capacity", self.buffer_bdp, crate::text::us_as_ms(self.buffer_us()) + "ms")
+        write!(f, "buffer:             {:.2} BDP = {} of mean capacity", self.buffer_bdp, leocc_base::text::us_as_ms(self.buffer_us()) + "ms")
     }
 }
 

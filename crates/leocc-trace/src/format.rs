@@ -24,9 +24,9 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::error::TraceError;
+use leocc_base::FileError;
 use crate::model::{Capacity, DelaySeries, DirTrace, Loss, Measured, Meta, Segment, Span, Trace};
-use crate::text::{self, MAX_DELAY_US, MAX_TIME_US};
+use leocc_base::text::{self, MAX_DELAY_US, MAX_TIME_US};
 
 /// The first line of every file in this format.
 pub const MAGIC: &str = "# leocc-trace v1";
@@ -55,8 +55,8 @@ struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
-    fn err(&self, line: usize, p: impl Into<String>) -> TraceError {
-        TraceError::new(self.file, line, p)
+    fn err(&self, line: usize, p: impl Into<String>) -> FileError {
+        FileError::new(self.file, line, p)
     }
 
     fn peek(&self) -> Option<(usize, &'a str)> {
@@ -64,7 +64,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Takes the `n` data lines of `sec`, failing if the section ends early.
-    fn data_lines(&mut self, sec: &Section) -> Result<Vec<(usize, &'a str)>, TraceError> {
+    fn data_lines(&mut self, sec: &Section) -> Result<Vec<(usize, &'a str)>, FileError> {
         let n = self.count(sec)?;
         let mut out = Vec::with_capacity(n);
         while out.len() < n {
@@ -82,7 +82,7 @@ impl<'a> Reader<'a> {
         Ok(out)
     }
 
-    fn count(&self, sec: &Section) -> Result<usize, TraceError> {
+    fn count(&self, sec: &Section) -> Result<usize, FileError> {
         let v = sec.params.get("lines").ok_or_else(|| self.err(sec.line, format!("section [{}] lacks lines=N", sec.name)))?;
         let n = text::parse_u64(v, "lines").map_err(|p| self.err(sec.line, p))?;
         if n as usize > self.lines.len() {
@@ -91,15 +91,15 @@ impl<'a> Reader<'a> {
         Ok(n as usize)
     }
 
-    fn param_ms(&self, sec: &Section, key: &str) -> Result<Option<u64>, TraceError> {
+    fn param_ms(&self, sec: &Section, key: &str) -> Result<Option<u64>, FileError> {
         sec.params.get(key).map(|v| text::parse_ms_as_us(v, key).map_err(|p| self.err(sec.line, p))).transpose()
     }
 
-    fn param_u64(&self, sec: &Section, key: &str) -> Result<Option<u64>, TraceError> {
+    fn param_u64(&self, sec: &Section, key: &str) -> Result<Option<u64>, FileError> {
         sec.params.get(key).map(|v| text::parse_u64(v, key).map_err(|p| self.err(sec.line, p))).transpose()
     }
 
-    fn require_ms(&self, sec: &Section, key: &str) -> Result<u64, TraceError> {
+    fn require_ms(&self, sec: &Section, key: &str) -> Result<u64, FileError> {
         match self.param_ms(sec, key)? {
             Some(0) => Err(self.err(sec.line, format!("{key} must be positive"))),
             Some(v) => Ok(v),
@@ -107,7 +107,7 @@ impl<'a> Reader<'a> {
         }
     }
 
-    fn check_params(&self, sec: &Section, allowed: &[&str]) -> Result<(), TraceError> {
+    fn check_params(&self, sec: &Section, allowed: &[&str]) -> Result<(), FileError> {
         match sec.params.keys().find(|k| !allowed.contains(&k.as_str())) {
             Some(k) => Err(self.err(sec.line, format!("unknown parameter {k:?} in [{}] (allowed: {})", sec.name, allowed.join(", ")))),
             None => Ok(()),
@@ -133,15 +133,15 @@ fn parse_section_header(line: &str) -> Result<Section, String> {
 }
 
 /// Parses a whole file in our format.
-pub fn parse(file: &Path, data: &[u8]) -> Result<Trace, TraceError> {
+pub fn parse(file: &Path, data: &[u8]) -> Result<Trace, FileError> {
     let mut lines = Vec::new();
     for l in text::lines(data) {
-        let l = l.map_err(|(no, p)| TraceError::new(file, no, p))?;
+        let l = l.map_err(|(no, p)| FileError::new(file, no, p))?;
         lines.push((l.no, l.text));
     }
-    let Some(&(_, first)) = lines.first() else { return Err(TraceError::whole(file, "empty file")) };
+    let Some(&(_, first)) = lines.first() else { return Err(FileError::whole(file, "empty file")) };
     if first != MAGIC {
-        return Err(TraceError::new(file, 1, format!("unsupported version {first:?} (this leocc reads {MAGIC:?})")));
+        return Err(FileError::new(file, 1, format!("unsupported version {first:?} (this leocc reads {MAGIC:?})")));
     }
     let mut r = Reader { file, lines, pos: 1 };
     let meta = parse_header(&mut r)?;
@@ -186,13 +186,13 @@ pub fn parse(file: &Path, data: &[u8]) -> Result<Trace, TraceError> {
     t.terrestrial = match (t_cap, t_delay) {
         (Some(capacity), Some(delay)) => Some(Segment { capacity, delay, loss: t_loss.unwrap_or(Loss::Constant(0.0)) }),
         (None, None) if t_loss.is_none() => None,
-        _ => return Err(TraceError::whole(file, "a terrestrial segment needs both [terrestrial.capacity] and [terrestrial.delay]")),
+        _ => return Err(FileError::whole(file, "a terrestrial segment needs both [terrestrial.capacity] and [terrestrial.delay]")),
     };
-    t.validate().map_err(|p| TraceError::whole(file, p))?;
+    t.validate().map_err(|p| FileError::whole(file, p))?;
     Ok(t)
 }
 
-fn parse_header(r: &mut Reader<'_>) -> Result<Meta, TraceError> {
+fn parse_header(r: &mut Reader<'_>) -> Result<Meta, FileError> {
     let mut kv: BTreeMap<&str, (usize, &str)> = BTreeMap::new();
     while let Some((no, line)) = r.peek() {
         if line.starts_with('[') {
@@ -228,7 +228,7 @@ fn parse_header(r: &mut Reader<'_>) -> Result<Meta, TraceError> {
     Ok(Meta { name: get("name"), source: get("source"), licence: get("licence"), direction, resolution_us, notes: get("notes"), pop_rtt_us })
 }
 
-fn parse_capacity(r: &mut Reader<'_>, sec: &Section) -> Result<Capacity, TraceError> {
+fn parse_capacity(r: &mut Reader<'_>, sec: &Section) -> Result<Capacity, FileError> {
     r.check_params(sec, &["bin_us", "period_ms", "lines"])?;
     let bin = r.param_u64(sec, "bin_us")?.ok_or_else(|| r.err(sec.line, "capacity section lacks bin_us="))?;
     if bin == 0 || bin > 1_000_000 {
@@ -239,7 +239,7 @@ fn parse_capacity(r: &mut Reader<'_>, sec: &Section) -> Result<Capacity, TraceEr
     let mut next_free = 0u64; // first time a following line may start at
     let max_per_bin = crate::model::max_opportunities_per_ms() * bin.div_ceil(1000);
     for (no, line) in r.data_lines(sec)? {
-        let err = |p: String| TraceError::new(r.file, no, p);
+        let err = |p: String| FileError::new(r.file, no, p);
         let cols: Vec<&str> = line.split_ascii_whitespace().collect();
         if cols.len() < 2 {
             return Err(err(format!("expected a start time and at least one count, found {} column(s)", cols.len())));
@@ -272,12 +272,12 @@ fn parse_capacity(r: &mut Reader<'_>, sec: &Section) -> Result<Capacity, TraceEr
     Ok(cap)
 }
 
-fn parse_delay(r: &mut Reader<'_>, sec: &Section) -> Result<DelaySeries, TraceError> {
+fn parse_delay(r: &mut Reader<'_>, sec: &Section) -> Result<DelaySeries, FileError> {
     r.check_params(sec, &["interval_ms", "lines"])?;
     let interval_us = r.require_ms(sec, "interval_ms")?;
     let mut values = Vec::new();
     for (no, line) in r.data_lines(sec)? {
-        let err = |p: String| TraceError::new(r.file, no, p);
+        let err = |p: String| FileError::new(r.file, no, p);
         let cols = text::columns(line, 1, "one-way delay in ms").map_err(err)?;
         let v = text::parse_ms_as_us(cols[0], "delay").map_err(err)?;
         if v > MAX_DELAY_US {
@@ -291,7 +291,7 @@ fn parse_delay(r: &mut Reader<'_>, sec: &Section) -> Result<DelaySeries, TraceEr
     Ok(DelaySeries { interval_us, values_us: values.into() })
 }
 
-fn parse_loss(r: &mut Reader<'_>, sec: &Section) -> Result<Loss, TraceError> {
+fn parse_loss(r: &mut Reader<'_>, sec: &Section) -> Result<Loss, FileError> {
     if let Some(c) = sec.params.get("constant") {
         r.check_params(sec, &["constant"])?;
         return text::parse_prob(c, "loss").map(Loss::Constant).map_err(|p| r.err(sec.line, p));
@@ -300,7 +300,7 @@ fn parse_loss(r: &mut Reader<'_>, sec: &Section) -> Result<Loss, TraceError> {
     let interval_us = r.require_ms(sec, "interval_ms")?;
     let mut values = Vec::new();
     for (no, line) in r.data_lines(sec)? {
-        let err = |p: String| TraceError::new(r.file, no, p);
+        let err = |p: String| FileError::new(r.file, no, p);
         let cols = text::columns(line, 1, "loss probability").map_err(err)?;
         values.push(text::parse_prob(cols[0], "loss probability").map_err(err)?);
     }
@@ -310,11 +310,11 @@ fn parse_loss(r: &mut Reader<'_>, sec: &Section) -> Result<Loss, TraceError> {
     Ok(Loss::Series { interval_us, values: values.into() })
 }
 
-fn parse_reconfigurations(r: &mut Reader<'_>, sec: &Section) -> Result<Vec<u64>, TraceError> {
+fn parse_reconfigurations(r: &mut Reader<'_>, sec: &Section) -> Result<Vec<u64>, FileError> {
     r.check_params(sec, &["lines"])?;
     let mut out: Vec<u64> = Vec::new();
     for (no, line) in r.data_lines(sec)? {
-        let err = |p: String| TraceError::new(r.file, no, p);
+        let err = |p: String| FileError::new(r.file, no, p);
         let cols = text::columns(line, 1, "time in ms").map_err(err)?;
         let t = text::parse_ms_as_us(cols[0], "reconfiguration time").map_err(err)?;
         if t > MAX_TIME_US {
@@ -328,11 +328,11 @@ fn parse_reconfigurations(r: &mut Reader<'_>, sec: &Section) -> Result<Vec<u64>,
     Ok(out)
 }
 
-fn parse_outages(r: &mut Reader<'_>, sec: &Section) -> Result<Vec<Span>, TraceError> {
+fn parse_outages(r: &mut Reader<'_>, sec: &Section) -> Result<Vec<Span>, FileError> {
     r.check_params(sec, &["lines"])?;
     let mut out: Vec<Span> = Vec::new();
     for (no, line) in r.data_lines(sec)? {
-        let err = |p: String| TraceError::new(r.file, no, p);
+        let err = |p: String| FileError::new(r.file, no, p);
         let cols = text::columns(line, 2, "start ms, length ms").map_err(err)?;
         let start_us = text::parse_ms_as_us(cols[0], "outage start").map_err(err)?;
         let len_us = text::parse_ms_as_us(cols[1], "outage length").map_err(err)?;
@@ -462,7 +462,7 @@ mod tests {
         }
     }
 
-    fn err(src: &str) -> TraceError {
+    fn err(src: &str) -> FileError {
         parse(Path::new("f.trace"), src.as_bytes()).unwrap_err()
     }
 

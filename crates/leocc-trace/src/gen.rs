@@ -21,7 +21,7 @@
 use std::fmt;
 
 use crate::mahimahi::LEOREPLAYER_INTERVAL_US;
-use crate::rng::Rng;
+use leocc_base::rng::Rng;
 use crate::model::{Capacity, DelaySeries, DirTrace, Loss, Measured, Meta, Segment, Span, Trace, OPPORTUNITY_BYTES};
 
 /// The generator's profiles.
@@ -239,13 +239,13 @@ pub fn generate(profile: Profile, duration_ms: u64, seed: u64, command: &str) ->
             t.meta.notes = format!(
                 "{profile}: reconfiguration period {} ms, trace starts {} s past the minute; the other direction mirrors this one",
                 sched.period_ms,
-                crate::text::us_as_ms(start_of_minute_ms)
+                leocc_base::text::us_as_ms(start_of_minute_ms)
             );
             if profile == Profile::BottleneckShift {
                 t.terrestrial = Some(terrestrial(&mut rng, duration_ms));
                 t.meta.notes = format!(
                     "Starlink downlink (trace starts {} s past the minute) plus a terrestrial segment (800 Mbit/s, narrowed to 30-80 Mbit/s for 4-12 s at a time)",
-                    crate::text::us_as_ms(start_of_minute_ms)
+                    leocc_base::text::us_as_ms(start_of_minute_ms)
                 );
             }
         }

@@ -13,7 +13,7 @@
 
 use crate::gen::{opportunities, smooth};
 use crate::model::{DelaySeries, DirTrace, Loss, Measured, Meta, Span, Trace};
-use crate::rng::Rng;
+use leocc_base::rng::Rng;
 
 /// Shell altitude, km (Starlink's 550 km shell).
 pub const ALTITUDE_KM: f64 = 550.0;
@@ -128,7 +128,7 @@ fn hop(spec: &ChainSpec, i: usize) -> Result<Trace, String> {
         }
     }
     let per = (DELAY_INTERVAL_US / 1000) as usize;
-    let values: Vec<u64> = delay_ms.chunks(per).map(|c| (crate::metrics::mean(c).unwrap_or(0.0) * 1000.0).round() as u64).collect();
+    let values: Vec<u64> = delay_ms.chunks(per).map(|c| (leocc_base::metrics::mean(c).unwrap_or(0.0) * 1000.0).round() as u64).collect();
     let kind = if i == 0 { "terminal-satellite" } else if ground { "satellite-ground station" } else { "inter-satellite" };
     let t = Trace {
         meta: Meta {

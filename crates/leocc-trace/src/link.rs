@@ -370,7 +370,7 @@ mod tests {
         // Boundary opportunities at 0 and at the period, repeats, a gap, the wrap.
         for times in [&[0u64, 1, 1, 3, 10][..], &[1, 1, 3, 10], &[2, 2, 2], &[0, 40]] {
             let m = model(times);
-            let mut rng = crate::rng::Rng::new(9);
+            let mut rng = leocc_base::rng::Rng::new(9);
             let mut forward = Cursor::default();
             let mut t = 0;
             for step in 0..2_000u64 {

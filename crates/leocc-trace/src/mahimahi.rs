@@ -14,27 +14,27 @@ use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
-use crate::error::TraceError;
+use leocc_base::FileError;
 use crate::model::{Capacity, DelaySeries, DirTrace, Dir, Measured, Meta, Trace};
-use crate::text::{self, MAX_DELAY_US, MAX_TIME_US};
+use leocc_base::text::{self, MAX_DELAY_US, MAX_TIME_US};
 
 /// LeoReplayer's delay interval: 10 ms.
 pub const LEOREPLAYER_INTERVAL_US: u64 = 10_000;
 
 /// Parses a mahimahi capacity file into opportunity times in µs.
-pub fn parse_capacity(file: &Path, data: &[u8]) -> Result<Capacity, TraceError> {
+pub fn parse_capacity(file: &Path, data: &[u8]) -> Result<Capacity, FileError> {
     parse_capacity_from(file, data)
 }
 
 /// [`parse_capacity`] from a reader, line by line: memory follows the opportunities, not the
 /// file (see [`text::for_each_line`]).
-pub fn parse_capacity_from(file: &Path, r: impl BufRead) -> Result<Capacity, TraceError> {
+pub fn parse_capacity_from(file: &Path, r: impl BufRead) -> Result<Capacity, FileError> {
     let mut times = Vec::new();
     let mut prev = 0u64;
     let mut run = 0usize;
     let max_per_ms = crate::model::max_opportunities_per_ms() as usize;
     text::for_each_line(file, r, |line| {
-        let err = |p: String| TraceError::new(file, line.no, p);
+        let err = |p: String| FileError::new(file, line.no, p);
         if line.text.trim().is_empty() {
             return Err(err("empty line (expected one time in ms per line)".into()));
         }
@@ -55,10 +55,10 @@ pub fn parse_capacity_from(file: &Path, r: impl BufRead) -> Result<Capacity, Tra
         Ok(())
     })?;
     if times.is_empty() {
-        return Err(TraceError::whole(file, "empty file (a mahimahi trace needs at least one line)"));
+        return Err(FileError::whole(file, "empty file (a mahimahi trace needs at least one line)"));
     }
     times.shrink_to_fit();
-    Capacity::new(times, None).map_err(|p| TraceError::whole(file, p))
+    Capacity::new(times, None).map_err(|p| FileError::whole(file, p))
 }
 
 /// Renders a capacity schedule as a mahimahi file. Fails when a time is not a whole ms or the
@@ -82,15 +82,15 @@ pub fn render_capacity(cap: &Capacity) -> Result<String, String> {
 }
 
 /// Parses a LeoReplayer delay file (ms per 10 ms interval).
-pub fn parse_delay(file: &Path, data: &[u8]) -> Result<DelaySeries, TraceError> {
+pub fn parse_delay(file: &Path, data: &[u8]) -> Result<DelaySeries, FileError> {
     parse_delay_from(file, data)
 }
 
 /// [`parse_delay`] from a reader, line by line (see [`text::for_each_line`]).
-pub fn parse_delay_from(file: &Path, r: impl BufRead) -> Result<DelaySeries, TraceError> {
+pub fn parse_delay_from(file: &Path, r: impl BufRead) -> Result<DelaySeries, FileError> {
     let mut values = Vec::new();
     text::for_each_line(file, r, |line| {
-        let err = |p: String| TraceError::new(file, line.no, p);
+        let err = |p: String| FileError::new(file, line.no, p);
         if line.text.trim().is_empty() {
             return Err(err("empty line (expected one delay in ms per line)".into()));
         }
@@ -103,7 +103,7 @@ pub fn parse_delay_from(file: &Path, r: impl BufRead) -> Result<DelaySeries, Tra
         Ok(())
     })?;
     if values.is_empty() {
-        return Err(TraceError::whole(file, "empty file (a delay file needs at least one line)"));
+        return Err(FileError::whole(file, "empty file (a delay file needs at least one line)"));
     }
     Ok(DelaySeries { interval_us: LEOREPLAYER_INTERVAL_US, values_us: values.into() })
 }
@@ -127,7 +127,7 @@ pub fn render_delay(d: &DelaySeries, period_us: u64) -> Result<String, String> {
 }
 
 /// Reads a mahimahi capacity file as a one-direction trace (direction: down, zero delay).
-pub fn trace_from_capacity_file(file: &Path, data: &[u8]) -> Result<Trace, TraceError> {
+pub fn trace_from_capacity_file(file: &Path, data: &[u8]) -> Result<Trace, FileError> {
     let cap = parse_capacity(file, data)?;
     Ok(single_direction_trace(file, cap, None, Measured::Down))
 }
@@ -166,12 +166,12 @@ pub struct ImportSpec {
 
 /// A file opened for reading line by line (never read whole: a dataset may hold huge or
 /// binary files under trace names).
-fn open(path: &Path) -> Result<BufReader<File>, TraceError> {
-    File::open(path).map(BufReader::new).map_err(|e| TraceError::io(path, &e))
+fn open(path: &Path) -> Result<BufReader<File>, FileError> {
+    File::open(path).map(BufReader::new).map_err(|e| FileError::io(path, &e))
 }
 
 /// Imports mahimahi capacity and LeoReplayer delay files into one trace.
-pub fn import(spec: &ImportSpec) -> Result<Trace, TraceError> {
+pub fn import(spec: &ImportSpec) -> Result<Trace, FileError> {
     let cap = parse_capacity_from(&spec.bw, open(&spec.bw)?)?;
     let delay = match &spec.delay {
         Some(p) => Some(parse_delay_from(p, open(p)?)?),
@@ -219,11 +219,11 @@ fn fnv1a_update(h: u64, data: &[u8]) -> u64 {
 }
 
 /// [`fnv1a`] of a file, read in buffer-sized pieces.
-fn fnv1a_file(path: &Path) -> Result<u64, TraceError> {
+fn fnv1a_file(path: &Path) -> Result<u64, FileError> {
     let mut r = open(path)?;
     let mut h = FNV1A_OFFSET;
     loop {
-        let chunk = r.fill_buf().map_err(|e| TraceError::io(path, &e))?;
+        let chunk = r.fill_buf().map_err(|e| FileError::io(path, &e))?;
         if chunk.is_empty() {
             return Ok(h);
         }
@@ -240,10 +240,10 @@ fn fnv1a_file(path: &Path) -> Result<u64, TraceError> {
 /// no stale file of an earlier export survives; a non-empty `dir` is refused unless `force`.
 /// Returns the final paths of the data files. Loss, ground truth and the terrestrial segment
 /// have no mahimahi form and are not written.
-pub fn export(trace: &Trace, dir: &Path, force: bool) -> Result<Vec<PathBuf>, TraceError> {
-    let out = crate::out::OutDir::create(dir, force)?;
+pub fn export(trace: &Trace, dir: &Path, force: bool) -> Result<Vec<PathBuf>, FileError> {
+    let out = leocc_base::out::OutDir::create(dir, force)?;
     let mut files: Vec<(String, String)> = Vec::new();
-    let err = |p: String| TraceError::whole(dir, p);
+    let err = |p: String| FileError::whole(dir, p);
     let caps: Vec<(Dir, &Capacity)> =
         [Dir::Down, Dir::Up].iter().filter_map(|&d| trace.dir(d).capacity.as_ref().map(|c| (d, c))).collect();
     for (d, c) in &caps {
@@ -258,10 +258,10 @@ pub fn export(trace: &Trace, dir: &Path, force: bool) -> Result<Vec<PathBuf>, Tr
     }
     let mut manifest = format!("{MANIFEST_HEADER}\n");
     for (name, body) in &files {
-        crate::write_atomic(&out.path().join(name), body.as_bytes())?;
+        leocc_base::write_atomic(&out.path().join(name), body.as_bytes())?;
         let _ = writeln!(manifest, "{name} {:016x}", fnv1a(body.as_bytes()));
     }
-    crate::write_atomic(&out.path().join(MANIFEST_FILE), manifest.as_bytes())?;
+    leocc_base::write_atomic(&out.path().join(MANIFEST_FILE), manifest.as_bytes())?;
     out.commit()?;
     Ok(files.into_iter().map(|(n, _)| dir.join(n)).collect())
 }
@@ -270,25 +270,25 @@ pub fn export(trace: &Trace, dir: &Path, force: bool) -> Result<Vec<PathBuf>, Tr
 /// listed there with the same hash: a file from another export (copied in, or left by an old
 /// version that wrote into the directory in place) would silently pair one trace's capacity
 /// with another's delay. Directories from elsewhere have no manifest and are not checked.
-fn check_manifest(dir: &Path, names: &[String]) -> Result<(), TraceError> {
+fn check_manifest(dir: &Path, names: &[String]) -> Result<(), FileError> {
     let path = dir.join(MANIFEST_FILE);
     let file = match File::open(&path) {
         Ok(f) => BufReader::new(f),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(TraceError::io(&path, &e)),
+        Err(e) => return Err(FileError::io(&path, &e)),
     };
     let mut listed = std::collections::BTreeMap::new();
     text::for_each_line(&path, file, |line| {
         if line.text.starts_with('#') || line.text.trim().is_empty() {
             return Ok(());
         }
-        let cols = text::columns(line.text, 2, "file name and hash").map_err(|p| TraceError::new(&path, line.no, p))?;
-        let hash = u64::from_str_radix(cols[1], 16).map_err(|_| TraceError::new(&path, line.no, format!("bad hash {:?}", cols[1])))?;
+        let cols = text::columns(line.text, 2, "file name and hash").map_err(|p| FileError::new(&path, line.no, p))?;
+        let hash = u64::from_str_radix(cols[1], 16).map_err(|_| FileError::new(&path, line.no, format!("bad hash {:?}", cols[1])))?;
         listed.insert(cols[0].to_string(), hash);
         Ok(())
     })?;
     let mixed = |what: String| {
-        TraceError::whole(dir, format!("{what}: the directory mixes files of two exports; export again into an empty directory (or delete {MANIFEST_FILE} if you combined them on purpose)"))
+        FileError::whole(dir, format!("{what}: the directory mixes files of two exports; export again into an empty directory (or delete {MANIFEST_FILE} if you combined them on purpose)"))
     };
     for n in names.iter().filter(|n| n.contains("bw") || n.contains("delay")) {
         let Some(&want) = listed.get(n) else {
@@ -307,28 +307,28 @@ fn check_manifest(dir: &Path, names: &[String]) -> Result<(), TraceError> {
 /// Loads a directory holding mahimahi/LeoReplayer files: `bw.txt`, or `bw_down.txt` and
 /// `bw_up.txt`, or exactly one file whose name contains `bw`; delay from `delay.txt` or
 /// exactly one file whose name contains `delay`.
-pub fn load_dir(dir: &Path) -> Result<Trace, TraceError> {
+pub fn load_dir(dir: &Path) -> Result<Trace, FileError> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
-        .map_err(|e| TraceError::io(dir, &e))?
+        .map_err(|e| FileError::io(dir, &e))?
         .filter_map(|e| e.ok())
         .filter(|e| e.path().is_file())
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
     check_manifest(dir, &names)?;
-    let pick = |want: &str, what: &str| -> Result<Option<PathBuf>, TraceError> {
+    let pick = |want: &str, what: &str| -> Result<Option<PathBuf>, FileError> {
         let hits: Vec<&String> = names.iter().filter(|n| n.contains(want)).collect();
         match hits.len() {
             0 => Ok(None),
             1 => Ok(Some(dir.join(hits[0]))),
-            _ => Err(TraceError::whole(dir, format!("several {what} files ({}); name one explicitly", hits.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")))),
+            _ => Err(FileError::whole(dir, format!("several {what} files ({}); name one explicitly", hits.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")))),
         }
     };
     let has = |n: &str| names.iter().any(|x| x == n);
     let spec = if has("bw_down.txt") && has("bw_up.txt") {
         ImportSpec { bw: dir.join("bw_down.txt"), uplink_bw: Some(dir.join("bw_up.txt")), delay: None, direction: Dir::Down, name: None }
     } else {
-        let bw = pick("bw", "capacity")?.ok_or_else(|| TraceError::whole(dir, "no capacity file (a name containing \"bw\") in this directory"))?;
+        let bw = pick("bw", "capacity")?.ok_or_else(|| FileError::whole(dir, "no capacity file (a name containing \"bw\") in this directory"))?;
         ImportSpec { bw, uplink_bw: None, delay: None, direction: Dir::Down, name: None }
     };
     let (split_delays, one_delay) = (has("delay_down.txt") && has("delay_up.txt"), pick("delay", "delay"));
@@ -355,11 +355,11 @@ pub fn load_dir(dir: &Path) -> Result<Trace, TraceError> {
 mod tests {
     use super::*;
 
-    fn cap_err(data: &str) -> TraceError {
+    fn cap_err(data: &str) -> FileError {
         parse_capacity(Path::new("t.mahi"), data.as_bytes()).unwrap_err()
     }
 
-    fn delay_err(data: &str) -> TraceError {
+    fn delay_err(data: &str) -> FileError {
         parse_delay(Path::new("d.txt"), data.as_bytes()).unwrap_err()
     }
 

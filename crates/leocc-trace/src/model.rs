@@ -9,9 +9,9 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::error::TraceError;
+use leocc_base::FileError;
 use crate::link::LinkModel;
-use crate::text::{MAX_CAPACITY_BPS, MAX_DELAY_US, MAX_TIME_US};
+use leocc_base::text::{MAX_CAPACITY_BPS, MAX_DELAY_US, MAX_TIME_US};
 
 /// Bytes one mahimahi delivery opportunity can carry.
 pub const OPPORTUNITY_BYTES: u32 = 1500;
@@ -210,7 +210,7 @@ impl Loss {
     pub fn mean(&self) -> f64 {
         match self {
             Loss::Constant(p) => *p,
-            Loss::Series { values, .. } => crate::metrics::mean(values).unwrap_or(0.0),
+            Loss::Series { values, .. } => leocc_base::metrics::mean(values).unwrap_or(0.0),
         }
     }
 }
@@ -278,11 +278,11 @@ pub struct Trace {
 
 impl Trace {
     /// Loads our format, a mahimahi capacity file, or a directory of mahimahi/LeoReplayer files.
-    pub fn load(path: &Path) -> Result<Trace, TraceError> {
+    pub fn load(path: &Path) -> Result<Trace, FileError> {
         if path.is_dir() {
             return crate::mahimahi::load_dir(path);
         }
-        let data = std::fs::read(path).map_err(|e| TraceError::io(path, &e))?;
+        let data = std::fs::read(path).map_err(|e| FileError::io(path, &e))?;
         if crate::format::is_ours(&data) {
             crate::format::parse(path, &data)
         } else {
@@ -291,9 +291,9 @@ impl Trace {
     }
 
     /// Writes the trace in our format, atomically (temporary file, then rename).
-    pub fn save(&self, path: &Path) -> Result<(), TraceError> {
-        self.validate().map_err(|p| TraceError::whole(path, p))?;
-        crate::write_atomic(path, crate::format::render(self).as_bytes())
+    pub fn save(&self, path: &Path) -> Result<(), FileError> {
+        self.validate().map_err(|p| FileError::whole(path, p))?;
+        leocc_base::write_atomic(path, crate::format::render(self).as_bytes())
     }
 
     /// Length of one loop of the trace in µs (the longer of the two directions' periods).

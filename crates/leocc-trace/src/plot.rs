@@ -5,9 +5,9 @@ use std::io::Write;
 use std::path::Path;
 use std::process::Command;
 
-use crate::error::TraceError;
+use leocc_base::FileError;
 use crate::model::{Dir, Measured, Trace};
-use crate::out::{check_pdf, check_png, OutFile};
+use leocc_base::out::{check_pdf, check_png, OutFile};
 use crate::stats::{capacity_bin_count, capacity_bins_mbps, delay_sample_count, delay_samples_us, detect_reconfigurations, CAPACITY_BIN_US};
 use leocc_plot::{stack, Axis, Chart, Marker, MarkerKind, Series, Style};
 
@@ -107,36 +107,36 @@ enum Kind {
 /// rendering goes to a temporary file beside `out` and is renamed only once it is verified
 /// complete, so a full disk or a crashed browser never leaves a broken plot under `out`. Any
 /// other extension is an error rather than SVG under a misleading name.
-pub fn plot(trace: &Trace, out: &Path) -> Result<(), TraceError> {
+pub fn plot(trace: &Trace, out: &Path) -> Result<(), FileError> {
     let ext = out.extension().map(|e| e.to_string_lossy().to_ascii_lowercase()).unwrap_or_default();
     let kind = match ext.as_str() {
         "svg" => Kind::Svg,
         "png" => Kind::Png,
         "pdf" => Kind::Pdf,
-        _ => return Err(TraceError::whole(out, "unknown plot format; name the output .svg, .png or .pdf")),
+        _ => return Err(FileError::whole(out, "unknown plot format; name the output .svg, .png or .pdf")),
     };
     // Open the destination first: a missing directory is reported before any work.
     let mut dest = OutFile::create(out)?;
     let svg = figure(trace);
     if kind == Kind::Svg {
-        dest.write_all(svg.as_bytes()).map_err(|e| TraceError::io(out, &e))?;
+        dest.write_all(svg.as_bytes()).map_err(|e| FileError::io(out, &e))?;
         return dest.commit();
     }
     let src = OutFile::create(&out.with_extension("svg.src.svg"))?;
-    std::fs::write(src.temp_path(), svg.as_bytes()).map_err(|e| TraceError::io(src.temp_path(), &e))?;
+    std::fs::write(src.temp_path(), svg.as_bytes()).map_err(|e| FileError::io(src.temp_path(), &e))?;
     render(kind, src.temp_path(), &mut dest, WIDTH, 30 + 2 * PANEL_HEIGHT)?;
     // `src` is dropped uncommitted: the SVG source was only for the browser.
     dest.commit_checked(if kind == Kind::Png { check_png } else { check_pdf })
 }
 
 /// Has Chromium render `svg` into `dest`'s temporary file.
-fn render(kind: Kind, svg: &Path, dest: &mut OutFile, width: u32, height: u32) -> Result<(), TraceError> {
+fn render(kind: Kind, svg: &Path, dest: &mut OutFile, width: u32, height: u32) -> Result<(), FileError> {
     let what = if kind == Kind::Png { "PNG" } else { "PDF" };
     let out = dest.dest().to_path_buf();
     if !Path::new(CHROMIUM).exists() {
-        return Err(TraceError::whole(&out, format!("{what} output needs {CHROMIUM}; write .svg instead")));
+        return Err(FileError::whole(&out, format!("{what} output needs {CHROMIUM}; write .svg instead")));
     }
-    let abs = |p: &Path| std::path::absolute(p).map_err(|e| TraceError::io(p, &e));
+    let abs = |p: &Path| std::path::absolute(p).map_err(|e| FileError::io(p, &e));
     let (svg_abs, tmp_abs) = (abs(svg)?, abs(dest.temp_path())?);
     let target = match kind {
         Kind::Pdf => format!("--print-to-pdf={}", tmp_abs.display()),
@@ -150,11 +150,11 @@ fn render(kind: Kind, svg: &Path, dest: &mut OutFile, width: u32, height: u32) -
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .output()
-        .map_err(|e| TraceError::io(CHROMIUM, &e))?;
+        .map_err(|e| FileError::io(CHROMIUM, &e))?;
     if !output.status.success() {
         let err = String::from_utf8_lossy(&output.stderr);
         let last = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
-        return Err(TraceError::whole(&out, format!("chromium failed to render the {what} ({}): {last}", output.status)));
+        return Err(FileError::whole(&out, format!("chromium failed to render the {what} ({}): {last}", output.status)));
     }
     Ok(())
 }

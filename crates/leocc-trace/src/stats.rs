@@ -29,7 +29,7 @@
 use serde::Serialize;
 
 use crate::link::{empty_runs, LinkModel};
-use crate::metrics::{self, median_with};
+use leocc_base::metrics::{self, median_with};
 use crate::model::{Dir, Trace};
 
 /// Capacity statistics use bins of 100 ms (issue 2).
@@ -717,7 +717,7 @@ mod tests {
     }
 
     #[global_allocator]
-    static ALLOC: crate::alloc_count::Counting = crate::alloc_count::Counting;
+    static ALLOC: leocc_base::alloc_count::Counting = leocc_base::alloc_count::Counting;
 
     /// The 11-byte `1\n604799999\n` spans 7 days with two opportunities: statistics, detection
     /// and the plot must take memory for its content, not its span (was 179 MB), and the one-line
@@ -727,7 +727,7 @@ mod tests {
         let load = |s: &str| crate::mahimahi::trace_from_capacity_file(std::path::Path::new("t"), s.as_bytes()).unwrap();
         let (two, one) = (load("1\n604799999\n"), load("604799999\n"));
         let (mut s1, mut s2) = (None, None);
-        let used = crate::alloc_count::peak_during(|| {
+        let used = leocc_base::alloc_count::peak_during(|| {
             s2 = Some(stats(&two, Dir::Down));
             s1 = Some(stats(&one, Dir::Down));
             crate::plot::figure(&two)

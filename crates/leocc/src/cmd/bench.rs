@@ -289,7 +289,7 @@ fn run_ablation(a: BenchAblationArgs) -> anyhow::Result<()> {
     }
     print!("{}", ablation::table(&rows));
     if let Some(path) = &a.output {
-        leocc_trace::write_atomic(path, serde_json::to_string_pretty(&rows)?.as_bytes())
+        leocc_base::write_atomic(path, serde_json::to_string_pretty(&rows)?.as_bytes())
             .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
         eprintln!("ablation: rows written to {}", path.display());
     }

@@ -135,7 +135,7 @@ extern "C" fn on_signal(_sig: libc::c_int) {
 }
 
 fn install_stop_handlers() {
-    use leocc_trace::signal::{install, Handler};
+    use leocc_base::signal::{install, Handler};
     // The handler only stores to an atomic (async-signal-safe). SA_RESTART, as signal(3) gave.
     install(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP], Handler::Plain(on_signal), true);
 }
@@ -227,7 +227,7 @@ pub fn run(c: LeotpCmd) -> anyhow::Result<()> {
             let r = consumer::run(&cfg, &STOP).map_err(|e| anyhow!(e))?;
             let text = serde_json::to_string_pretty(&r.to_json())?;
             match &a.json {
-                Some(p) => leocc_trace::out::write_atomic(p, text.as_bytes()).with_context(|| format!("write {}", p.display()))?,
+                Some(p) => leocc_base::out::write_atomic(p, text.as_bytes()).with_context(|| format!("write {}", p.display()))?,
                 None => println!("{text}"),
             }
             if a.output.is_some() && r.complete == Some(false) {

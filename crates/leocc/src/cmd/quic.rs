@@ -132,7 +132,7 @@ extern "C" fn on_stop(_: libc::c_int) {
 }
 
 fn install_stop_handlers() {
-    use leocc_trace::signal::{install, Handler};
+    use leocc_base::signal::{install, Handler};
     // The handler only stores to an atomic, which is async-signal-safe. No SA_RESTART (as
     // before the shared installer).
     install(&[libc::SIGINT, libc::SIGTERM], Handler::Plain(on_stop), false);

@@ -233,7 +233,7 @@ pub fn run(a: SimArgs) -> anyhow::Result<()> {
     let scs = scenarios(&a)?;
     // Opened before simulating, so an unwritable destination fails at once; dropped on any
     // error below, which removes the temporary file.
-    let ts_out = a.timeseries.as_deref().map(leocc_trace::OutFile::create).transpose()?;
+    let ts_out = a.timeseries.as_deref().map(leocc_base::OutFile::create).transpose()?;
     let tty = std::io::stderr().is_terminal();
     let mut results = Vec::new();
     let stdout = std::io::stdout();
@@ -314,7 +314,7 @@ fn table_rows(r: &RunResult) -> Vec<String> {
 }
 
 /// Write every run's time series through `out` (temporary file, renamed when complete).
-fn write_timeseries(mut out_file: leocc_trace::OutFile, results: &[RunResult]) -> anyhow::Result<()> {
+fn write_timeseries(mut out_file: leocc_base::OutFile, results: &[RunResult]) -> anyhow::Result<()> {
     let path = out_file.dest().to_path_buf();
     let csv = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("csv"));
     let mut out = String::new();

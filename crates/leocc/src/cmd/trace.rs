@@ -8,7 +8,8 @@ use clap::{Subcommand, ValueEnum};
 use leocc_trace::gen::{self, Profile};
 use leocc_trace::mahimahi::{self, ImportSpec};
 use leocc_trace::stats::{self, Stats};
-use leocc_trace::{dataset, plot, Dir, OutDir, Trace};
+use leocc_base::OutDir;
+use leocc_trace::{dataset, plot, Dir, Trace};
 
 /// A direction on the command line.
 #[derive(Clone, Copy, ValueEnum)]
@@ -211,11 +212,11 @@ pub fn run(cmd: TraceCmd) -> Result<()> {
             let (d, t) = leocc_trace::draw::trace(seed, ms, &command).map_err(anyhow::Error::msg)?;
             t.save(&output)?;
             println!("{d}");
-            println!("reconfigurations:   {} in {} s", t.reconfigurations.len(), leocc_trace::text::us_as_ms(ms));
+            println!("reconfigurations:   {} in {} s", t.reconfigurations.len(), leocc_base::text::us_as_ms(ms));
             println!(
                 "rerun:              leocc sim --trace {} --queue {} --seed {seed} --cc leocc",
                 output.display(),
-                leocc_trace::text::us_as_ms(d.buffer_us()) + "ms"
+                leocc_base::text::us_as_ms(d.buffer_us()) + "ms"
             );
             eprintln!("wrote {}", output.display());
         }

@@ -1,13 +1,14 @@
-//! The one error type of the crate: every problem with a trace names the file, the line and
-//! what is wrong, so a user can open the file at that line and fix it.
+//! The one error for a file a user gave us (a trace, a recording, a plan, an output path): it
+//! names the file, the line and what is wrong, so a user can open the file at that line and
+//! fix it.
 
 use std::fmt;
 use std::path::Path;
 
-/// A malformed or unreadable trace. `line` is 1-based; 0 means the problem concerns the
+/// A malformed, unreadable or unwritable file. `line` is 1-based; 0 means the problem concerns the
 /// whole file (it cannot be opened, it is empty, or a cross-section check failed).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TraceError {
+pub struct FileError {
     /// The file (or directory) the problem is in, as the user named it.
     pub file: String,
     /// 1-based line number; 0 when the problem is not tied to one line.
@@ -16,10 +17,10 @@ pub struct TraceError {
     pub problem: String,
 }
 
-impl TraceError {
+impl FileError {
     /// An error at `line` of `file`.
     pub fn new(file: impl AsRef<Path>, line: usize, problem: impl Into<String>) -> Self {
-        TraceError { file: file.as_ref().display().to_string(), line, problem: problem.into() }
+        FileError { file: file.as_ref().display().to_string(), line, problem: problem.into() }
     }
 
     /// An error about the whole of `file`.
@@ -33,7 +34,7 @@ impl TraceError {
     }
 }
 
-impl fmt::Display for TraceError {
+impl fmt::Display for FileError {
     /// `FILE:LINE: problem`, or `FILE: problem` when no line applies.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.line > 0 {
@@ -44,7 +45,7 @@ impl fmt::Display for TraceError {
     }
 }
 
-impl std::error::Error for TraceError {}
+impl std::error::Error for FileError {}
 
 #[cfg(test)]
 mod tests {
@@ -52,8 +53,8 @@ mod tests {
 
     #[test]
     fn display_names_file_line_and_problem() {
-        let e = TraceError::new("a/b.txt", 7, "negative time");
+        let e = FileError::new("a/b.txt", 7, "negative time");
         assert_eq!(e.to_string(), "a/b.txt:7: negative time");
-        assert_eq!(TraceError::whole("x", "empty file").to_string(), "x: empty file");
+        assert_eq!(FileError::whole("x", "empty file").to_string(), "x: empty file");
     }
 }

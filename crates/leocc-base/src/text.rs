@@ -81,15 +81,15 @@ fn is_binary_byte(b: u8) -> bool {
 pub fn for_each_line<R: std::io::BufRead>(
     file: &std::path::Path,
     mut r: R,
-    mut f: impl FnMut(Line<'_>) -> Result<(), crate::TraceError>,
-) -> Result<(), crate::TraceError> {
-    use crate::TraceError;
+    mut f: impl FnMut(Line<'_>) -> Result<(), crate::FileError>,
+) -> Result<(), crate::FileError> {
+    use crate::FileError;
     use std::io::{BufRead as _, Read as _};
 
-    let io = |e: std::io::Error| TraceError::io(file, &e);
+    let io = |e: std::io::Error| FileError::io(file, &e);
     let head = r.fill_buf().map_err(io)?;
     if let Some(why) = not_text(&head[..head.len().min(SNIFF_BYTES)]) {
-        return Err(TraceError::whole(file, why));
+        return Err(FileError::whole(file, why));
     }
     let mut buf = Vec::with_capacity(64);
     let (mut no, mut offset) = (0usize, 0u64);
@@ -103,21 +103,21 @@ pub fn for_each_line<R: std::io::BufRead>(
         let raw = match buf.strip_suffix(b"\n") {
             Some(raw) => raw,
             None if n > MAX_LINE_BYTES => {
-                return Err(TraceError::new(file, no, format!("line longer than {MAX_LINE_BYTES} bytes: not a trace of one value per line")));
+                return Err(FileError::new(file, no, format!("line longer than {MAX_LINE_BYTES} bytes: not a trace of one value per line")));
             }
             None => &buf[..], // the last line, without a final newline
         };
         if let Some(pos) = raw.iter().position(|&b| is_binary_byte(b)) {
-            return Err(TraceError::new(
+            return Err(FileError::new(
                 file,
                 no,
                 format!("not a text trace: binary data (byte 0x{:02x} at offset {})", raw[pos], offset + pos as u64),
             ));
         }
         if raw.contains(&b'\r') {
-            return Err(TraceError::new(file, no, "CRLF line ending (carriage return); convert the file to LF, e.g. with dos2unix"));
+            return Err(FileError::new(file, no, "CRLF line ending (carriage return); convert the file to LF, e.g. with dos2unix"));
         }
-        let text = std::str::from_utf8(raw).map_err(|_| TraceError::new(file, no, "invalid UTF-8"))?;
+        let text = std::str::from_utf8(raw).map_err(|_| FileError::new(file, no, "invalid UTF-8"))?;
         f(Line { no, text })?;
         offset += n as u64;
     }

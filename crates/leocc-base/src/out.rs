@@ -13,7 +13,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::error::TraceError;
+use crate::error::FileError;
 
 /// Distinguishes temporaries of one process (tests write in parallel threads).
 static SEQ: AtomicU64 = AtomicU64::new(0);
@@ -42,16 +42,16 @@ pub fn temp_owner(name: &str) -> Option<u32> {
 
 /// The directory `dest` will live in, which must already exist: creating it silently would
 /// hide a typo, and failing later would waste the work that produced the output.
-fn parent_dir(dest: &Path) -> Result<PathBuf, TraceError> {
+fn parent_dir(dest: &Path) -> Result<PathBuf, FileError> {
     if dest.file_name().is_none() {
-        return Err(TraceError::whole(dest, "not a file name"));
+        return Err(FileError::whole(dest, "not a file name"));
     }
     let parent = match dest.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
     if !parent.is_dir() {
-        return Err(TraceError::whole(dest, format!("cannot write: the directory {} does not exist", parent.display())));
+        return Err(FileError::whole(dest, format!("cannot write: the directory {} does not exist", parent.display())));
     }
     Ok(parent)
 }
@@ -67,13 +67,13 @@ pub struct OutFile {
 impl OutFile {
     /// Creates the temporary file for `dest`. Fails (naming the file) when the directory is
     /// missing or not writable, so callers can open their output before doing long work.
-    pub fn create(dest: &Path) -> Result<OutFile, TraceError> {
+    pub fn create(dest: &Path) -> Result<OutFile, FileError> {
         parent_dir(dest)?;
         if dest.is_dir() {
-            return Err(TraceError::whole(dest, "is a directory; give a file name"));
+            return Err(FileError::whole(dest, "is a directory; give a file name"));
         }
         let tmp = temp_beside(dest);
-        let f = File::options().write(true).create_new(true).open(&tmp).map_err(|e| TraceError::io(dest, &e))?;
+        let f = File::options().write(true).create_new(true).open(&tmp).map_err(|e| FileError::io(dest, &e))?;
         Ok(OutFile { dest: dest.to_path_buf(), tmp, out: Some(BufWriter::new(f)) })
     }
 
@@ -89,21 +89,21 @@ impl OutFile {
     }
 
     /// Flushes, syncs and renames over the destination.
-    pub fn commit(self) -> Result<(), TraceError> {
+    pub fn commit(self) -> Result<(), FileError> {
         self.commit_checked(|_| Ok(()))
     }
 
     /// Like [`commit`](Self::commit), but first runs `check` on the complete temporary file;
     /// a failed check leaves the destination untouched and is reported against it.
-    pub fn commit_checked(mut self, check: impl FnOnce(&Path) -> Result<(), String>) -> Result<(), TraceError> {
+    pub fn commit_checked(mut self, check: impl FnOnce(&Path) -> Result<(), String>) -> Result<(), FileError> {
         let dest = self.dest.clone();
         let mut w = self.out.take().expect("an OutFile is committed once");
-        w.flush().map_err(|e| TraceError::io(&dest, &e))?;
-        let f = w.into_inner().map_err(|e| TraceError::io(&dest, e.error()))?;
-        f.sync_all().map_err(|e| TraceError::io(&dest, &e))?;
+        w.flush().map_err(|e| FileError::io(&dest, &e))?;
+        let f = w.into_inner().map_err(|e| FileError::io(&dest, e.error()))?;
+        f.sync_all().map_err(|e| FileError::io(&dest, &e))?;
         drop(f);
-        check(&self.tmp).map_err(|p| TraceError::whole(&dest, p))?;
-        std::fs::rename(&self.tmp, &dest).map_err(|e| TraceError::io(&dest, &e))?;
+        check(&self.tmp).map_err(|p| FileError::whole(&dest, p))?;
+        std::fs::rename(&self.tmp, &dest).map_err(|e| FileError::io(&dest, &e))?;
         // Renamed: nothing left for Drop to remove.
         self.tmp = PathBuf::new();
         Ok(())
@@ -130,9 +130,9 @@ impl Drop for OutFile {
 
 /// Writes `data` to `path` through a temporary file in the same directory and a rename, so a
 /// reader never sees a half-written file.
-pub fn write_atomic(path: &Path, data: &[u8]) -> Result<(), TraceError> {
+pub fn write_atomic(path: &Path, data: &[u8]) -> Result<(), FileError> {
     let mut f = OutFile::create(path)?;
-    f.write_all(data).map_err(|e| TraceError::io(path, &e))?;
+    f.write_all(data).map_err(|e| FileError::io(path, &e))?;
     f.commit()
 }
 
@@ -181,25 +181,25 @@ impl OutDir {
     /// Prepares to write the directory `dest` (its parents are created). Refuses, before any
     /// work, a destination that is a file or a non-empty directory unless `force`: mixing new
     /// files with old ones is how a reader ends up with one trace's capacity and another's delay.
-    pub fn create(dest: &Path, force: bool) -> Result<OutDir, TraceError> {
+    pub fn create(dest: &Path, force: bool) -> Result<OutDir, FileError> {
         if dest.file_name().is_none() {
-            return Err(TraceError::whole(dest, "not a directory name"));
+            return Err(FileError::whole(dest, "not a directory name"));
         }
         if let Some(p) = dest.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(p).map_err(|e| TraceError::io(p, &e))?;
+            std::fs::create_dir_all(p).map_err(|e| FileError::io(p, &e))?;
         }
         match std::fs::symlink_metadata(dest) {
             Ok(_) if force => {}
             Ok(m) if !m.is_dir() => {
-                return Err(TraceError::whole(dest, "exists and is not a directory; choose a directory name or pass --force to replace it"));
+                return Err(FileError::whole(dest, "exists and is not a directory; choose a directory name or pass --force to replace it"));
             }
-            Ok(_) if !is_empty_dir(dest).map_err(|e| TraceError::io(dest, &e))? => {
-                return Err(TraceError::whole(dest, "the directory is not empty; choose a new one or pass --force to replace it"));
+            Ok(_) if !is_empty_dir(dest).map_err(|e| FileError::io(dest, &e))? => {
+                return Err(FileError::whole(dest, "the directory is not empty; choose a new one or pass --force to replace it"));
             }
             _ => {}
         }
         let tmp = temp_beside(dest);
-        std::fs::create_dir(&tmp).map_err(|e| TraceError::io(dest, &e))?;
+        std::fs::create_dir(&tmp).map_err(|e| FileError::io(dest, &e))?;
         Ok(OutDir { dest: dest.to_path_buf(), tmp, force })
     }
 
@@ -209,16 +209,16 @@ impl OutDir {
     }
 
     /// Swaps the temporary directory in for the destination (moved aside first, then removed).
-    pub fn commit(mut self) -> Result<(), TraceError> {
+    pub fn commit(mut self) -> Result<(), FileError> {
         let dest = self.dest.clone();
-        let io = |e: io::Error| TraceError::io(&dest, &e);
+        let io = |e: io::Error| FileError::io(&dest, &e);
         match std::fs::symlink_metadata(&dest) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(io(e)),
             Ok(m) => {
                 let replaceable = self.force || m.is_dir() && is_empty_dir(&dest).map_err(io)?;
                 if !replaceable {
-                    return Err(TraceError::whole(&dest, "appeared while writing and is not empty; not replaced"));
+                    return Err(FileError::whole(&dest, "appeared while writing and is not empty; not replaced"));
                 }
                 let old = temp_beside(&dest);
                 std::fs::rename(&dest, &old).map_err(io)?;
