@@ -3,7 +3,8 @@
  * leocc_option.h — the wire format of the TCP option that carries the reconfiguration signal
  * from a satellite-side receiver to a LeoCC sender (seed 000 §5.1), and the counters the
  * sock_ops program (bpf/leocc_option.bpf.c) keeps. Shared with the Rust loader, which mirrors
- * every constant here and checks the mirror against this file in a test.
+ * every constant here; its tests check the mirror against this header compiled for the host
+ * (crates/leocc-kernel/option_abi.c), the grade functions over every input included.
  *
  * RFC 6994 shared experimental option: kind 253, length, a 16-bit experiment identifier
  * (ExID, our "magic"), then our payload. All multi-byte fields are network byte order.

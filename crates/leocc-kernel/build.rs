@@ -36,6 +36,18 @@ fn main() {
     println!("cargo::rerun-if-env-changed=LEOCC_VMLINUX_H");
     println!("cargo::rerun-if-env-changed=CLANG");
 
+    // bpf/leocc_option.h for the host, for the tests of src/option.rs (constants and the grade
+    // functions against the Rust mirror); plain C, so it is built even without the BPF object.
+    println!("cargo::rerun-if-changed=option_abi.c");
+    cc::Build::new()
+        .file(manifest.join("option_abi.c"))
+        .include(&bpf_dir)
+        .std("c11")
+        .warnings(true)
+        .extra_warnings(true)
+        .warnings_into_errors(true)
+        .compile("leocc_option_abi");
+
     let src = bpf_dir.join("leocc.bpf.c");
     if !core_dir.join("leocc.c").exists() || !core_dir.join("leocc.h").exists() {
         return no_bpf(&format!(

@@ -442,30 +442,49 @@ mod tests {
 
     const HEADER: &str = include_str!("../../../bpf/leocc_option.h");
 
-    fn define(name: &str) -> String {
-        let line = HEADER
-            .lines()
-            .find(|l| l.starts_with(&format!("#define {name} ")))
-            .unwrap_or_else(|| panic!("{name} not in leocc_option.h"));
-        line.split_whitespace().nth(2).unwrap().to_string()
+    // option_abi.c: bpf/leocc_option.h compiled for the host (build.rs).
+    extern "C" {
+        fn leocc_option_abi(which: u32) -> u64;
+        fn leocc_option_abi_conf_grade(confidence: u32) -> u8;
+        fn leocc_option_abi_conf_of_grade(grade: u8) -> u32;
+    }
+
+    fn header(which: u32) -> u64 {
+        // SAFETY: a pure function of its argument.
+        unsafe { leocc_option_abi(which) }
     }
 
     #[test]
-    fn constants_match_the_header() {
-        assert_eq!(define("LEOCC_OPT_KIND"), OPT_KIND.to_string());
-        assert_eq!(define("LEOCC_OPT_EXID"), format!("{OPT_EXID:#x}"));
-        assert_eq!(define("LEOCC_OPT_VERSION"), OPT_VERSION.to_string());
-        assert_eq!(define("LEOCC_OPT_SYN_LEN"), OPT_SYN_LEN.to_string());
-        assert_eq!(define("LEOCC_OPT_SIG_LEN"), OPT_SIG_LEN.to_string());
-        assert_eq!(define("LEOCC_CAP_PRODUCE"), format!("{CAP_PRODUCE:#x}"));
-        assert_eq!(define("LEOCC_CAP_CONSUME"), format!("{CAP_CONSUME:#x}"));
-        assert_eq!(define("LEOCC_SIGF_EVENT"), format!("{SIGF_EVENT:#x}"));
-        assert_eq!(define("LEOCC_SIGF_CONF_SHIFT"), SIGF_CONF_SHIFT.to_string());
-        assert_eq!(define("LEOCC_SIGF_CONF_MASK"), format!("{SIGF_CONF_MASK:#x}"));
-        assert_eq!(define("LEOCC_SIGF_CONF_GRADES"), SIGF_CONF_GRADES.to_string());
-        assert_eq!(define("LEOCC_OPT_RTT_UNIT_US"), OPT_RTT_UNIT_US.to_string());
-        assert_eq!(define("LEOCC_OPT_PROBE_AGE_UNIT_MS"), OPT_PROBE_AGE_UNIT_MS.to_string());
-        assert_eq!(define("LEOCC_OPT_MIN_EVENT_GAP_NS"), format!("{OPT_MIN_EVENT_GAP_NS}ULL"));
+    fn constants_are_the_headers() {
+        assert_eq!(header(0), u64::from(OPT_KIND));
+        assert_eq!(header(1), u64::from(OPT_EXID));
+        assert_eq!(header(2), u64::from(OPT_VERSION));
+        assert_eq!(header(3), u64::from(OPT_SYN_LEN));
+        assert_eq!(header(4), u64::from(OPT_SIG_LEN));
+        assert_eq!(header(5), u64::from(CAP_PRODUCE));
+        assert_eq!(header(6), u64::from(CAP_CONSUME));
+        assert_eq!(header(7), u64::from(SIGF_EVENT));
+        assert_eq!(header(8), u64::from(SIGF_CONF_SHIFT));
+        assert_eq!(header(9), u64::from(SIGF_CONF_MASK));
+        assert_eq!(header(10), u64::from(SIGF_CONF_GRADES));
+        assert_eq!(header(11), u64::from(OPT_RTT_UNIT_US));
+        assert_eq!(header(12), u64::from(OPT_PROBE_AGE_UNIT_MS));
+        assert_eq!(header(13), OPT_MIN_EVENT_GAP_NS);
+        assert_eq!(header(14), COUNTER_NAMES.len() as u64, "LEOCC_CNT_MAX");
+    }
+
+    /// The grade functions the sock_ops program runs (the header's inline ones) against the
+    /// Rust ones the simulator and the daemon use, over every input.
+    #[test]
+    fn grades_are_the_headers() {
+        for c in 0..=300u32 {
+            // SAFETY: pure functions of their argument.
+            assert_eq!(conf_grade(c), unsafe { leocc_option_abi_conf_grade(c) }, "confidence {c}");
+        }
+        for g in 0..=u8::MAX {
+            // SAFETY: as above.
+            assert_eq!(conf_of_grade(g), unsafe { leocc_option_abi_conf_of_grade(g) }, "grade {g}");
+        }
     }
 
     #[test]
