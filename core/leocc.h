@@ -64,9 +64,9 @@
  * its value in leocc_default_params, its range, and, in the host build, the row that
  * leocc_param_range exports, from which crates/leocc-core-sys takes the names, units, docs,
  * defaults and ranges (`leocc sim --param` and `--list-params`, `leocc kernel params --set`)
- * and generates the parameter table of docs/algorithm.md. Adding a parameter is one row here,
- * its use in leocc.c, and its field name in the Rust mirror of the struct
- * (crates/leocc-core-sys/src/ffi.rs, whose every offset a test checks against these rows).
+ * and generates the parameter table of docs/algorithm.md; its build script generates the Rust
+ * mirror of the struct from these rows (a test checks every offset). Adding a parameter is one
+ * row here and its use in leocc.c.
  * Gains are in LEOCC_UNIT fixed point (unit "x1024"); every field is a leocc_u32. The strings
  * exist only in the host library (the BPF build never expands them).
  *

@@ -3,10 +3,10 @@
 //! in core/tests.
 
 /// The Rust mirror of `struct leocc_params`: one `u32` per row of the core's table
-/// (`LEOCC_PARAMS`, core/leocc.h), in its order. The table, not this list, says what each
-/// field is: [`Params::rows`] gives every field's unit, meaning, default and range, and
-/// docs/algorithm.md shows them. The layout test (crate tests) checks the size and every
-/// field's offset against the core's rows.
+/// (`LEOCC_PARAMS`, core/leocc.h), in its order, the field list generated from that table by
+/// build.rs. The table says what each field is: [`Params::rows`] gives every field's unit,
+/// meaning, default and range, and docs/algorithm.md shows them. The layout test (crate tests)
+/// checks the size and every field's offset against the core's rows.
 macro_rules! params_struct {
     ($($field:ident,)*) => {
         /// Tunables of the algorithm (`struct leocc_params`): gains in fixed point with
@@ -27,53 +27,8 @@ macro_rules! params_struct {
     };
 }
 
-params_struct! {
-    startup_gain,
-    drain_gain,
-    cwnd_gain,
-    bco,
-    dco,
-    bco_congested,
-    ra_inflight_gain,
-    ra_probe_gain,
-    cycle_len,
-    bw_win_rounds,
-    rtt_win_us,
-    delta_rtt_us,
-    mpf_bin_us,
-    mpf_band_share_pct,
-    kal_q,
-    kal_r,
-    kal_p0,
-    full_bw_growth_pct,
-    full_bw_rounds,
-    ra_min_rtt_samples,
-    ra_max_drain_us,
-    ra_probe_max_rounds,
-    drain_phase_max_rounds,
-    nonsat_spike_us,
-    path_stale_us,
-    rcf_max_age_us,
-    init_cwnd,
-    min_cwnd,
-    cwnd_headroom,
-    default_rtt_us,
-    rcf_min_confidence,
-    path_min_samples,
-    cwnd_gain_congested,
-    pacing_margin_pct,
-    rcf_min_spacing_us,
-    rcf_budget_pct,
-    rcf_budget_max_us,
-    delta_rtt_own_us,
-    competing_cycles,
-    mpf_half_share,
-    ra_second_round,
-    bw_kal_every_sample,
-    drain_cwnd,
-    drain_to_range,
-    cycle_grid,
-}
+// The fields, in core/leocc.h's LEOCC_PARAMS(X) order, written by build.rs from that table.
+include!(concat!(env!("OUT_DIR"), "/params_fields.rs"));
 
 /// What Linux gives a congestion control per ACK (`struct leocc_ack_sample`).
 #[repr(C)]
