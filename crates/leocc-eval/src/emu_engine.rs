@@ -118,8 +118,6 @@ pub(crate) fn preflight(ccs: &[String]) -> Result<()> {
         bail!("the emulator engine needs root (network namespaces and TUN)");
     }
     which("iperf3").context("iperf3 not found (scripts/setup.sh installs it)")?;
-    let available = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
-        .unwrap_or_default();
     let mut reloaded = false;
     for cc in ccs {
         if crate::emu_quic::quic_name(cc).is_some() {
@@ -135,7 +133,7 @@ pub(crate) fn preflight(ccs: &[String]) -> Result<()> {
         if cc == "leocc" && !reloaded {
             // Always this build's LeoCC: a leocc left loaded by another build would be measured
             // under this build's name otherwise. Unloading with live flows is safe.
-            if available.split_whitespace().any(|a| a == "leocc") {
+            if leocc_kernel::loader::is_registered() {
                 leocc_kernel::unload()
                     .map_err(|e| anyhow!("unloading the registered leocc before loading this build's: {e}"))?;
             }

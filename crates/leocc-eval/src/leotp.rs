@@ -573,9 +573,7 @@ pub fn bottleneck_mbps(hops: &[HopConfig], duration_s: f64) -> f64 {
 /// loaded: other users of this machine may be using it.
 fn ensure_leocc() -> Result<leocc_kernel::lab::GlobalLock> {
     let lock = leocc_kernel::lab::GlobalLock::acquire().context("taking the kernel lab lock")?;
-    let avail = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
-        .unwrap_or_default();
-    if !avail.split_whitespace().any(|c| c == "leocc") {
+    if !leocc_kernel::loader::is_registered() {
         leocc_kernel::load(&leocc_kernel::LoadOptions::default())
             .map_err(|e| anyhow!("loading LeoCC into the kernel: {e}: LeoCC cannot run end to end here"))?;
     }
