@@ -4,27 +4,24 @@
 #include <linux/types.h>
 #include "leocc_option.h"
 
-unsigned long long leocc_option_abi(unsigned int which)
-{
-	switch (which) {
-	case 0: return LEOCC_OPT_KIND;
-	case 1: return LEOCC_OPT_EXID;
-	case 2: return LEOCC_OPT_VERSION;
-	case 3: return LEOCC_OPT_SYN_LEN;
-	case 4: return LEOCC_OPT_SIG_LEN;
-	case 5: return LEOCC_CAP_PRODUCE;
-	case 6: return LEOCC_CAP_CONSUME;
-	case 7: return LEOCC_SIGF_EVENT;
-	case 8: return LEOCC_SIGF_CONF_SHIFT;
-	case 9: return LEOCC_SIGF_CONF_MASK;
-	case 10: return LEOCC_SIGF_CONF_GRADES;
-	case 11: return LEOCC_OPT_RTT_UNIT_US;
-	case 12: return LEOCC_OPT_PROBE_AGE_UNIT_MS;
-	case 13: return LEOCC_OPT_MIN_EVENT_GAP_NS;
-	case 14: return LEOCC_CNT_MAX;
-	default: return ~0ull;
-	}
-}
+#define CONST(name, value) \
+	unsigned long long leocc_option_abi_##name(void) { return value; }
+
+CONST(opt_kind, LEOCC_OPT_KIND)
+CONST(opt_exid, LEOCC_OPT_EXID)
+CONST(opt_version, LEOCC_OPT_VERSION)
+CONST(opt_syn_len, LEOCC_OPT_SYN_LEN)
+CONST(opt_sig_len, LEOCC_OPT_SIG_LEN)
+CONST(cap_produce, LEOCC_CAP_PRODUCE)
+CONST(cap_consume, LEOCC_CAP_CONSUME)
+CONST(sigf_event, LEOCC_SIGF_EVENT)
+CONST(sigf_conf_shift, LEOCC_SIGF_CONF_SHIFT)
+CONST(sigf_conf_mask, LEOCC_SIGF_CONF_MASK)
+CONST(sigf_conf_grades, LEOCC_SIGF_CONF_GRADES)
+CONST(opt_rtt_unit_us, LEOCC_OPT_RTT_UNIT_US)
+CONST(opt_probe_age_unit_ms, LEOCC_OPT_PROBE_AGE_UNIT_MS)
+CONST(opt_min_event_gap_ns, LEOCC_OPT_MIN_EVENT_GAP_NS)
+CONST(cnt_max, LEOCC_CNT_MAX)
 
 __u8 leocc_option_abi_conf_grade(__u32 confidence) { return leocc_opt_conf_grade(confidence); }
 __u32 leocc_option_abi_conf_of_grade(__u8 grade) { return leocc_opt_conf_of_grade(grade); }

@@ -24,6 +24,9 @@ use std::str::FromStr;
 /// The latency budget of the chosen setting: T3P picks the largest throughput gain whose p95
 /// RTT grows by less than 10 % over the defaults.
 pub const MAX_INFLATION_PCT: f64 = 10.0;
+/// How a throughput gain qualifies as the best ([`Group::best`]), in the words the page and the
+/// table both use.
+const GAIN_RULE: &str = "beyond the run-to-run noise, where the runs give an interval";
 
 /// One swept parameter: `CC.NAME=V1,V2,...`.
 #[derive(Clone, Debug, PartialEq)]
@@ -601,7 +604,7 @@ fn page_html(
          on the same traces, buffers and seeds {same_runs}. Gain and inflation are \
          of the means over seeds, each with the 95 % interval of the ratio of the two means and whether it is beyond the \
          run-to-run noise (the interval excludes 0 %: log scale, delta method, Welch's degrees of freedom, which is Welch's \
-         t-test at 5 % on the log of the means; bold when beyond, grey when not); ★ marks the largest throughput gain (beyond the run-to-run noise, where the runs give an interval) whose p95 RTT inflation stays under \
+         t-test at 5 % on the log of the means; bold when beyond, grey when not); ★ marks the largest throughput gain ({GAIN_RULE}) whose p95 RTT inflation stays under \
          {MAX_INFLATION_PCT} % (seed 004's choice). The other runs: <a href=\"report.html\">report.html</a>.</p>",
         esc(command_line),
         cc = esc(sweep.cc())
@@ -661,7 +664,7 @@ fn page_html(
             );
         }
         if best.is_none() {
-            let _ = write!(h, "<p>No setting gains throughput (beyond the run-to-run noise, where the runs give an interval) with less than {MAX_INFLATION_PCT} % latency inflation here.</p>");
+            let _ = write!(h, "<p>No setting gains throughput ({GAIN_RULE}) with less than {MAX_INFLATION_PCT} % latency inflation here.</p>");
         }
     }
     h.push_str("<h2>Fairness against Cubic</h2>");
@@ -761,9 +764,8 @@ pub fn table(sweep: &Sweep, g: &Group) -> String {
     if best.is_none() {
         let _ = writeln!(
             s,
-            "no setting chosen: none raises throughput (beyond the run-to-run noise, where the runs \
-             give an interval) while keeping the p95 RTT within {MAX_INFLATION_PCT:.0} % of the \
-             defaults'"
+            "no setting chosen: none raises throughput ({GAIN_RULE}) while keeping the p95 RTT \
+             within {MAX_INFLATION_PCT:.0} % of the defaults'"
         );
     }
     s

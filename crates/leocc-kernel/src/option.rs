@@ -442,35 +442,48 @@ mod tests {
 
     const HEADER: &str = include_str!("../../../bpf/leocc_option.h");
 
-    // option_abi.c: bpf/leocc_option.h compiled for the host (build.rs).
+    // option_abi.c: bpf/leocc_option.h compiled for the host (build.rs), one function per
+    // constant.
     extern "C" {
-        fn leocc_option_abi(which: u32) -> u64;
+        fn leocc_option_abi_opt_kind() -> u64;
+        fn leocc_option_abi_opt_exid() -> u64;
+        fn leocc_option_abi_opt_version() -> u64;
+        fn leocc_option_abi_opt_syn_len() -> u64;
+        fn leocc_option_abi_opt_sig_len() -> u64;
+        fn leocc_option_abi_cap_produce() -> u64;
+        fn leocc_option_abi_cap_consume() -> u64;
+        fn leocc_option_abi_sigf_event() -> u64;
+        fn leocc_option_abi_sigf_conf_shift() -> u64;
+        fn leocc_option_abi_sigf_conf_mask() -> u64;
+        fn leocc_option_abi_sigf_conf_grades() -> u64;
+        fn leocc_option_abi_opt_rtt_unit_us() -> u64;
+        fn leocc_option_abi_opt_probe_age_unit_ms() -> u64;
+        fn leocc_option_abi_opt_min_event_gap_ns() -> u64;
+        fn leocc_option_abi_cnt_max() -> u64;
         fn leocc_option_abi_conf_grade(confidence: u32) -> u8;
         fn leocc_option_abi_conf_of_grade(grade: u8) -> u32;
     }
 
-    fn header(which: u32) -> u64 {
-        // SAFETY: a pure function of its argument.
-        unsafe { leocc_option_abi(which) }
-    }
-
     #[test]
     fn constants_are_the_headers() {
-        assert_eq!(header(0), u64::from(OPT_KIND));
-        assert_eq!(header(1), u64::from(OPT_EXID));
-        assert_eq!(header(2), u64::from(OPT_VERSION));
-        assert_eq!(header(3), u64::from(OPT_SYN_LEN));
-        assert_eq!(header(4), u64::from(OPT_SIG_LEN));
-        assert_eq!(header(5), u64::from(CAP_PRODUCE));
-        assert_eq!(header(6), u64::from(CAP_CONSUME));
-        assert_eq!(header(7), u64::from(SIGF_EVENT));
-        assert_eq!(header(8), u64::from(SIGF_CONF_SHIFT));
-        assert_eq!(header(9), u64::from(SIGF_CONF_MASK));
-        assert_eq!(header(10), u64::from(SIGF_CONF_GRADES));
-        assert_eq!(header(11), u64::from(OPT_RTT_UNIT_US));
-        assert_eq!(header(12), u64::from(OPT_PROBE_AGE_UNIT_MS));
-        assert_eq!(header(13), OPT_MIN_EVENT_GAP_NS);
-        assert_eq!(header(14), COUNTER_NAMES.len() as u64, "LEOCC_CNT_MAX");
+        // SAFETY: the abi functions take no arguments and return constants.
+        unsafe {
+            assert_eq!(leocc_option_abi_opt_kind(), u64::from(OPT_KIND));
+            assert_eq!(leocc_option_abi_opt_exid(), u64::from(OPT_EXID));
+            assert_eq!(leocc_option_abi_opt_version(), u64::from(OPT_VERSION));
+            assert_eq!(leocc_option_abi_opt_syn_len(), u64::from(OPT_SYN_LEN));
+            assert_eq!(leocc_option_abi_opt_sig_len(), u64::from(OPT_SIG_LEN));
+            assert_eq!(leocc_option_abi_cap_produce(), u64::from(CAP_PRODUCE));
+            assert_eq!(leocc_option_abi_cap_consume(), u64::from(CAP_CONSUME));
+            assert_eq!(leocc_option_abi_sigf_event(), u64::from(SIGF_EVENT));
+            assert_eq!(leocc_option_abi_sigf_conf_shift(), u64::from(SIGF_CONF_SHIFT));
+            assert_eq!(leocc_option_abi_sigf_conf_mask(), u64::from(SIGF_CONF_MASK));
+            assert_eq!(leocc_option_abi_sigf_conf_grades(), u64::from(SIGF_CONF_GRADES));
+            assert_eq!(leocc_option_abi_opt_rtt_unit_us(), u64::from(OPT_RTT_UNIT_US));
+            assert_eq!(leocc_option_abi_opt_probe_age_unit_ms(), u64::from(OPT_PROBE_AGE_UNIT_MS));
+            assert_eq!(leocc_option_abi_opt_min_event_gap_ns(), OPT_MIN_EVENT_GAP_NS);
+            assert_eq!(leocc_option_abi_cnt_max(), COUNTER_NAMES.len() as u64, "LEOCC_CNT_MAX");
+        }
     }
 
     /// The grade functions the sock_ops program runs (the header's inline ones) against the
