@@ -1,5 +1,6 @@
 //! leocc-base: the utilities every other crate of the project shares, with no LEO model in them.
 //!
+//! - [`controls`]: the congestion controls the project knows, one list for every engine;
 //! - [`error`]: [`FileError`], the one error for a file a user gave us: file, line, problem;
 //! - [`out`]: output files and directories written to a temporary name and renamed, so that
 //!   nothing is ever half-written ([`write_atomic`], [`OutFile`], [`OutDir`]);
@@ -11,6 +12,7 @@
 
 #[doc(hidden)]
 pub mod alloc_count;
+pub mod controls;
 pub mod error;
 pub mod metrics;
 pub mod out;

@@ -51,7 +51,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use leocc_emu::flows::{FlowCount, FlowKey};
 use leocc_emu::owned::die_with_parent;
 use leocc_emu::{EmuConfig, Emulator, QueueLimit, Side};
-use leocc_base::{metrics, signal};
+use leocc_base::{controls, metrics, signal};
 use leocc_trace::{Dir, LinkModel, Trace};
 use serde_json::{json, Value};
 use std::net::Ipv4Addr;
@@ -60,8 +60,6 @@ use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-/// The controls the kernel here can run (LeoCC through BPF struct_ops).
-pub const KERNEL_CCS: [&str; 4] = ["reno", "cubic", "bbr", "leocc"];
 /// First iperf3 port; flow i uses BASE_PORT + i.
 const BASE_PORT: u16 = 5301;
 /// iperf3 reporting interval, s: one RTT and throughput sample per 100 ms, like the simulator.
@@ -124,10 +122,10 @@ pub(crate) fn preflight(ccs: &[String]) -> Result<()> {
             crate::emu_quic::check(cc).map_err(|e| anyhow!(e))?;
             continue;
         }
-        if !KERNEL_CCS.contains(&cc.as_str()) {
+        if !controls::runs_in(controls::Engine::Kernel, cc) {
             bail!(
                 "control '{cc}' has no kernel implementation here (the emulator engine runs {})",
-                KERNEL_CCS.join(", ")
+                controls::names(controls::Engine::Kernel).join(", ")
             );
         }
         if cc == "leocc" && !reloaded {
