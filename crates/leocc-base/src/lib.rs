@@ -5,6 +5,7 @@
 //! - [`out`]: output files and directories written to a temporary name and renamed, so that
 //!   nothing is ever half-written ([`write_atomic`], [`OutFile`], [`OutDir`]);
 //! - [`text`]: line-oriented parsing of the text formats, with limits on times and values;
+//! - [`record`]: the run record both engines report and results.jsonl holds ([`record::SCHEMA`]);
 //! - [`rng`]: the seeded generator (xoshiro256**) behind every random choice;
 //! - [`metrics`]: quantile definitions, means, medians and Jain's index, one of each;
 //! - [`signal`]: installing signal handlers;
@@ -16,6 +17,7 @@ pub mod controls;
 pub mod error;
 pub mod metrics;
 pub mod out;
+pub mod record;
 pub mod rng;
 pub mod signal;
 pub mod text;

@@ -213,5 +213,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(controls, m)?)?;
     m.add_function(wrap_pyfunction!(list_params, m)?)?;
+    m.add("RESULTS_SCHEMA", leocc_base::record::SCHEMA)?;
     Ok(())
 }

@@ -613,7 +613,7 @@ pub fn emu_run(a: EmuRunArgs) -> Result<()> {
         params: a.param,
         sndbuf_bytes: a.sndbuf,
     })?;
-    println!("{rec}");
+    println!("{}", rec.to_value());
     Ok(())
 }
 

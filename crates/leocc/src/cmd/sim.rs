@@ -313,7 +313,7 @@ fn table_rows(r: &RunResult) -> Vec<String> {
             v.push(format!(
                 "{:<14} {:>5} {:>9.2} {:>6.3} {:>8.1} {:>8.1} {:>8.1} {:>8.1} {:>8.1} {:>7.3} {:>7.3} {:>5}",
                 format!("  {}", f.cc), f.flow, f.throughput_mbps, f.utilization, f.rtt_avg_ms, f.rtt_p95_ms, f.owd_p95_ms,
-                f.qdelay_avg_ms, f.qdelay_p95_ms, f.loss_rate * 100.0, f.retrans_rate * 100.0, ""
+                f.qdelay_avg_ms, f.qdelay_p95_ms, f.loss_rate.unwrap_or(0.0) * 100.0, f.retrans_rate * 100.0, ""
             ));
         }
     }
