@@ -88,7 +88,9 @@ if [ ! -f "$ML_STAMP" ] || [ "$ROOT/python/leocc_ml/pyproject.toml" -nt "$ML_STA
 fi
 PY_STAMP="$VENV/.leocc-package"
 py_src_hash() {
-  (cd "$ROOT" && find crates/leocc-py crates/leocc-sim crates/leocc-trace crates/leocc-core-sys core python/src python/pyproject.toml \
+  # Every crate: the package links the simulator and what it stands on (leocc-base, the probe's
+  # detector, the signal, the plots), and a list kept here went stale when crates were added.
+  (cd "$ROOT" && find crates core python/src python/pyproject.toml \
       -type f \( -name '*.rs' -o -name '*.toml' -o -name '*.c' -o -name '*.h' -o -name '*.py' -o -name 'Cargo.lock' \) \
       -not -path '*/target/*' -not -path '*/build/*' | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-32)
 }

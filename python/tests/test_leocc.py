@@ -115,6 +115,14 @@ class ResultsTest(unittest.TestCase):
             one = leocc.read_timeseries(d, runs=res[res.cc == "leocc"])
             self.assertEqual(set(one["key"]), {"k1"})
 
+    def test_a_row_of_a_newer_schema_is_refused_naming_the_line(self):
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "results.jsonl"), "w") as f:
+                f.write(json.dumps({"key": "a", "schema": leocc.RESULTS_SCHEMA}) + "\n")
+                f.write(json.dumps({"key": "b", "schema": leocc.RESULTS_SCHEMA + 1}) + "\n")
+            with self.assertRaisesRegex(ValueError, r"results.jsonl:2: written by a newer leocc"):
+                leocc.read_results(d)
+
     def test_folded_parts_and_unfolded_csvs_read_as_one_frame(self):
         exe = os.path.join(REPO, "target", "release", "leocc")
         if not os.path.exists(exe):
@@ -124,6 +132,7 @@ class ResultsTest(unittest.TestCase):
                             "--duration", "5", "-o", d], check=True, capture_output=True)
             self.assertEqual(sorted(os.listdir(os.path.join(d, "ts"))), ["part-00000.parquet"])
             res = leocc.read_results(d)
+            self.assertEqual(set(res["schema"]), {leocc.RESULTS_SCHEMA})
             ts = leocc.read_timeseries(d)
             self.assertEqual(set(ts["key"]), set(res["key"]))
             self.assertEqual(str(ts["flow"].dtype), "int64")

@@ -51,17 +51,16 @@ use anyhow::{anyhow, bail, Context, Result};
 use leocc_emu::flows::{FlowCount, FlowKey};
 use leocc_emu::owned::die_with_parent;
 use leocc_emu::{EmuConfig, Emulator, QueueLimit, Side};
-use leocc_base::{metrics, signal};
+use leocc_base::{controls, metrics, signal};
 use leocc_trace::{Dir, LinkModel, Trace};
-use serde_json::{json, Value};
+use leocc_base::record::{FlowRecord, RunRecord};
+use serde_json::Value;
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
 use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-/// The controls the kernel here can run (LeoCC through BPF struct_ops).
-pub const KERNEL_CCS: [&str; 4] = ["reno", "cubic", "bbr", "leocc"];
 /// First iperf3 port; flow i uses BASE_PORT + i.
 const BASE_PORT: u16 = 5301;
 /// iperf3 reporting interval, s: one RTT and throughput sample per 100 ms, like the simulator.
@@ -124,10 +123,10 @@ pub(crate) fn preflight(ccs: &[String]) -> Result<()> {
             crate::emu_quic::check(cc).map_err(|e| anyhow!(e))?;
             continue;
         }
-        if !KERNEL_CCS.contains(&cc.as_str()) {
+        if !controls::runs_in(controls::Engine::Kernel, cc) {
             bail!(
                 "control '{cc}' has no kernel implementation here (the emulator engine runs {})",
-                KERNEL_CCS.join(", ")
+                controls::names(controls::Engine::Kernel).join(", ")
             );
         }
         if cc == "leocc" && !reloaded {
@@ -201,7 +200,7 @@ struct Flow {
 }
 
 /// Runs the flows and returns the run's JSON record (the simulator's fields).
-pub fn run(r: &EmuRun) -> Result<Value> {
+pub fn run(r: &EmuRun) -> Result<RunRecord> {
     let trace = Trace::load(&r.trace).map_err(|e| anyhow!("{e}"))?;
     let specs = crate::emu_quic::parse_flows(&r.flows, "cubic", (r.duration_s * 1e6) as u64)
         .map_err(|e| anyhow!(e))?;
@@ -455,19 +454,28 @@ pub fn run(r: &EmuRun) -> Result<Value> {
     if kernel_leocc && states.is_empty() {
         eprintln!("emu-run: no LeoCC state could be read from the kernel's stats map ({} failed reads); the time series' state column stays empty", states.failed_reads);
     }
-    let mut rec = measure(&flows, &outs, &fwd, &back, r, loss_rate, &bneck, &states)?;
-    // Everything that left the bottleneck in the data direction, the flows' connections and
-    // whatever else crossed (iperf3's control connections): what the flows' counts add up to.
-    rec["bottleneck_departed_bytes"] = data.departed_bytes.into();
-    rec["queue"] = queue.given.to_string().into();
-    rec["queue_bytes"] = queue.bytes.into();
-    rec["queue_ms"] = queue.ms.into();
-    rec["qdisc"] = r.qdisc.to_string().into();
-    rec["sndbuf_bytes"] = r
-        .sndbuf_bytes
-        .unwrap_or(leocc_sim::tcp::SNDBUF_BYTES)
-        .into();
-    Ok(rec)
+    let link = Link {
+        fwd: &fwd,
+        back: &back,
+        queue: &queue,
+        loss_rate,
+        bottleneck: &bneck,
+        departed_bytes: data.departed_bytes,
+    };
+    measure(&flows, &outs, &link, r, &states)
+}
+
+/// What the emulator measured of the data direction's bottleneck.
+struct Link<'a> {
+    fwd: &'a LinkModel,
+    back: &'a LinkModel,
+    queue: &'a leocc_sim::ResolvedQueue,
+    /// Drops / arrivals at the bottleneck.
+    loss_rate: f64,
+    bottleneck: &'a Bottleneck<'a>,
+    /// Everything that left the bottleneck in the data direction, the flows' connections and
+    /// whatever else crossed (iperf3's control connections): what the flows' counts add up to.
+    departed_bytes: u64,
 }
 
 /// The emulator's form of a resolved queue limit: packets stay packets, the rest is bytes.
@@ -519,13 +527,18 @@ fn offered_bits(link: &LinkModel, first_us: u64, last_us: u64) -> f64 {
 fn measure(
     flows: &[Flow],
     outs: &[Value],
-    fwd: &LinkModel,
-    back: &LinkModel,
+    link: &Link,
     r: &EmuRun,
-    loss_rate: f64,
-    bneck: &Bottleneck,
     states: &kernel_state::States,
-) -> Result<Value> {
+) -> Result<RunRecord> {
+    let Link {
+        fwd,
+        back,
+        queue,
+        loss_rate,
+        bottleneck: bneck,
+        departed_bytes,
+    } = *link;
     let mut all_rtt = Vec::new();
     let mut all_owd = Vec::new();
     let mut all_q = Vec::new();
@@ -594,18 +607,30 @@ fn measure(
         let sent_pkts = crate::emu_quic::sent_packets(out).unwrap_or(sent_bytes / MSS_BYTES);
         let thr = wire_bytes * 8.0 / active_s / 1e6;
         let offered = offered_bits(fwd, conn.first_us, conn.last_us);
-        flow_recs.push(json!({
-            "flow": i, "cc": f.cc, "start_s": f.start_s, "stop_s": f.stop_s,
-            "data_start_s": data_start_us as f64 / 1e6,
-            "throughput_mbps": thr,
-            "goodput_mbps": recv_bytes * 8.0 / active_s / 1e6,
-            "utilization": if offered > 0.0 { wire_bytes * 8.0 / offered } else { 0.0 },
-            "bottleneck_bytes": conn.bytes, "bottleneck_pkts": conn.pkts,
-            "rtt_avg_ms": mean(&rtts), "rtt_p50_ms": pct(&rtts, 0.5), "rtt_p95_ms": pct(&rtts, 0.95), "rtt_p99_ms": pct(&rtts, 0.99),
-            "owd_p95_ms": pct(&owds, 0.95), "qdelay_avg_ms": mean(&qs), "qdelay_p95_ms": pct(&qs, 0.95),
-            "retrans_rate": if sent_pkts > 0.0 { rtx / sent_pkts } else { 0.0 },
-            "cpu_s_per_mb": crate::emu_quic::cpu_s_per_mb(out),
-        }));
+        flow_recs.push(FlowRecord {
+            flow: i,
+            cc: f.cc.clone(),
+            start_s: f.start_s,
+            stop_s: f.stop_s,
+            data_start_s: Some(data_start_us as f64 / 1e6),
+            throughput_mbps: thr,
+            goodput_mbps: recv_bytes * 8.0 / active_s / 1e6,
+            utilization: if offered > 0.0 { wire_bytes * 8.0 / offered } else { 0.0 },
+            bottleneck_bytes: Some(conn.bytes),
+            bottleneck_pkts: Some(conn.pkts),
+            rtt_avg_ms: mean(&rtts),
+            rtt_p50_ms: pct(&rtts, 0.5),
+            rtt_p95_ms: pct(&rtts, 0.95),
+            rtt_p99_ms: pct(&rtts, 0.99),
+            owd_p95_ms: pct(&owds, 0.95),
+            qdelay_avg_ms: mean(&qs),
+            qdelay_p95_ms: pct(&qs, 0.95),
+            loss_rate: None,
+            retrans_rate: if sent_pkts > 0.0 { rtx / sent_pkts } else { 0.0 },
+            packets_sent: None,
+            rtos: None,
+            cpu_s_per_mb: crate::emu_quic::cpu_s_per_mb(out),
+        });
         sent_segs += sent_pkts;
         retrans += rtx;
         total_bytes += wire_bytes;
@@ -621,24 +646,42 @@ fn measure(
         - flows.iter().map(|f| f.start_s).fold(f64::MAX, f64::min);
     let thr = total_bytes * 8.0 / span_s / 1e6;
     let offered = served.map_or(0.0, |(a, b)| offered_bits(fwd, a, b));
-    let per: Vec<f64> = flow_recs
-        .iter()
-        .filter_map(|f| f["throughput_mbps"].as_f64())
-        .collect();
+    let per: Vec<f64> = flow_recs.iter().map(|f| f.throughput_mbps).collect();
     if let Some(p) = &r.timeseries {
         leocc_base::write_atomic(p, ts.as_bytes())?;
     }
     let cc: Vec<&str> = flows.iter().map(|f| f.cc.as_str()).collect();
-    Ok(json!({
-        "engine": "emu", "cc": cc.join("+"), "trace": r.trace.display().to_string(), "seed": r.seed, "duration_s": r.duration_s,
-        "throughput_mbps": thr, "goodput_mbps": total_goodput_bytes * 8.0 / span_s / 1e6,
-        "utilization": if offered > 0.0 { total_bytes * 8.0 / offered } else { 0.0 },
-        "rtt_avg_ms": mean(&all_rtt), "rtt_p50_ms": pct(&all_rtt, 0.5), "rtt_p95_ms": pct(&all_rtt, 0.95), "rtt_p99_ms": pct(&all_rtt, 0.99),
-        "owd_p95_ms": pct(&all_owd, 0.95), "qdelay_avg_ms": mean(&all_q), "qdelay_p95_ms": pct(&all_q, 0.95),
-        "loss_rate": loss_rate, "retrans_rate": if sent_segs > 0.0 { retrans / sent_segs } else { 0.0 },
-        "jain": metrics::jain(&per),
-        "flows": flow_recs,
-    }))
+    Ok(RunRecord {
+        engine: "emu".into(),
+        cc: cc.join("+"),
+        trace: r.trace.display().to_string(),
+        seed: r.seed,
+        duration_s: r.duration_s,
+        throughput_mbps: thr,
+        goodput_mbps: total_goodput_bytes * 8.0 / span_s / 1e6,
+        utilization: if offered > 0.0 { total_bytes * 8.0 / offered } else { 0.0 },
+        rtt_avg_ms: mean(&all_rtt),
+        rtt_p50_ms: pct(&all_rtt, 0.5),
+        rtt_p95_ms: pct(&all_rtt, 0.95),
+        rtt_p99_ms: pct(&all_rtt, 0.99),
+        owd_p95_ms: pct(&all_owd, 0.95),
+        qdelay_avg_ms: mean(&all_q),
+        qdelay_p95_ms: pct(&all_q, 0.95),
+        srtt_p95_ms: None,
+        srtt_qdelay_avg_ms: None,
+        loss_rate,
+        retrans_rate: if sent_segs > 0.0 { retrans / sent_segs } else { 0.0 },
+        jain: metrics::jain(&per),
+        reconfigs_detected: None,
+        detection: None,
+        queue: queue.given.to_string(),
+        queue_bytes: queue.bytes,
+        queue_ms: queue.ms,
+        qdisc: r.qdisc.to_string(),
+        sndbuf_bytes: r.sndbuf_bytes.unwrap_or(leocc_sim::tcp::SNDBUF_BYTES),
+        bottleneck_departed_bytes: Some(departed_bytes),
+        flows: flow_recs,
+    })
 }
 
 /// [`metrics::mean`], 0 when empty (the record's convention).

@@ -1,5 +1,5 @@
 //! QUIC flows in the emulator engine: a control named `quic:NAME` (NAME one of
-//! `leocc_quic::cc::NAMES`) runs `leocc quic serve` on the sending side and `leocc quic get` on
+//! `leocc_quic::cc::names`) runs `leocc quic serve` on the sending side and `leocc quic get` on
 //! the receiving side instead of iperf3, beside kernel TCP flows. `get` prints iperf3-like
 //! JSON, so the engine measures both alike: throughput from the emulator's bottleneck (the
 //! server's UDP 5-tuple there), goodput from `get`'s received bytes, the retransmission rate

@@ -29,6 +29,7 @@
 //! flows' throughput. The worst cell is the one with the largest |ln ratio| among the
 //! differences that matter (above [`floor`] in absolute terms).
 
+use leocc_base::controls;
 use crate::align::{aligned, move_flows};
 use crate::matrix::{trace_name, Engine, RunSpec, Scenario};
 use crate::results::{self, Record};
@@ -120,18 +121,13 @@ impl Fidelity {
                 bail!("--cc '{label}': a control, or two joined by '+' for a two-flow cell");
             }
             for p in parts {
-                if !leocc_sim::cc::NAMES.contains(&p) {
-                    bail!(
-                        "--cc '{label}': unknown control '{p}' (known: {})",
-                        leocc_sim::cc::NAMES.join(", ")
-                    );
+                if !leocc_sim::cc::known(p) {
+                    bail!("--cc '{label}': {}", leocc_sim::cc::unknown_cc(p));
                 }
-                if self.engines.contains(&Engine::Emu)
-                    && !crate::emu_engine::KERNEL_CCS.contains(&p)
-                {
+                if self.engines.contains(&Engine::Emu) && !controls::runs_in(controls::Engine::Kernel, p) {
                     bail!(
                         "--cc '{label}': '{p}' has no kernel implementation for the emulator (it runs {}); give --engine sim to compare nothing but the simulator",
-                        crate::emu_engine::KERNEL_CCS.join(", ")
+                        controls::names(controls::Engine::Kernel).join(", ")
                     );
                 }
             }

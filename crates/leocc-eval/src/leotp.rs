@@ -18,6 +18,7 @@
 //! it (`owd_endpoint_*`): LEOTP's per segment from the producer's timestamp, kernel TCP's as
 //! iperf3's smoothed RTT every 100 ms minus the chain's reverse-path base delay.
 
+use leocc_base::controls;
 use crate::pathdelay;
 use anyhow::{anyhow, bail, Context, Result};
 use leocc_emu::chain::{node_addr, Chain, ChainConfig, HopConfig};
@@ -103,8 +104,11 @@ impl Variant {
             "leotp-no-innet" => Variant::Leotp { innet: false, hop_cc: true },
             "leotp-no-hopcc" => Variant::Leotp { innet: true, hop_cc: false },
             "leotp-neither" => Variant::Leotp { innet: false, hop_cc: false },
-            "cubic" | "bbr" | "reno" | "leocc" => Variant::Tcp(s.into()),
-            _ => bail!("unknown variant {s:?} (leotp, leotp-no-innet, leotp-no-hopcc, leotp-neither, cubic, bbr, reno, leocc)"),
+            _ if controls::runs_in(controls::Engine::Kernel, s) => Variant::Tcp(s.into()),
+            _ => bail!(
+                "unknown variant {s:?} (leotp, leotp-no-innet, leotp-no-hopcc, leotp-neither, {})",
+                controls::names(controls::Engine::Kernel).join(", ")
+            ),
         })
     }
 }

@@ -1,6 +1,7 @@
 //! What to run: the matrix of engine x trace x buffer x queue discipline x scenario x controls
 //! x seed, expanded into runs.
 
+use leocc_base::controls;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -58,22 +59,20 @@ pub fn check_ccs(engine: Engine, ccs: &[String]) -> Result<(), String> {
     for cc in ccs {
         match engine {
             Engine::Sim => {
-                if !leocc_sim::cc::NAMES.contains(&cc.as_str()) {
+                if !leocc_sim::cc::known(cc) {
                     return Err(format!("--cc: {}", leocc_sim::cc::unknown_cc(cc)));
                 }
             }
             Engine::Emu => {
                 if crate::emu_quic::quic_name(cc).is_some() {
                     crate::emu_quic::check(cc).map_err(|e| format!("--cc {cc}: {e}"))?;
-                } else if !crate::emu_engine::KERNEL_CCS.contains(&cc.as_str()) {
-                    let hint = leocc_sim::cc::did_you_mean(
-                        cc,
-                        crate::emu_engine::KERNEL_CCS.iter().copied(),
-                    );
+                } else if !controls::runs_in(controls::Engine::Kernel, cc) {
+                    let kernel = controls::names(controls::Engine::Kernel);
+                    let hint = leocc_sim::cc::did_you_mean(cc, kernel.iter().copied());
                     return Err(format!(
                         "--cc: control '{cc}'{hint} has no kernel implementation (--engine emu \
                          runs {}, and quic:NAME)",
-                        crate::emu_engine::KERNEL_CCS.join(", ")
+                        kernel.join(", ")
                     ));
                 }
             }

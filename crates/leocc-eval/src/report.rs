@@ -16,6 +16,7 @@ use crate::stats::{self, ci_caption, fmt_ratio, ratio_interval, Noise, CI_LEGEND
 use crate::tsstore::Store;
 use anyhow::{Context, Result};
 use leocc_plot::{bars, color, esc, Axis, BarSeries, Chart, Marker, MarkerKind, Series, Style};
+use leocc_base::controls;
 use leocc_base::metrics::{jain, quantile_floor};
 use leocc_trace::{Dir, Trace};
 use std::collections::{BTreeMap, BTreeSet};
@@ -27,37 +28,19 @@ pub const THROUGHPUT_RIVALS: [&str; 3] = ["cubic", "copa", "bbr3"];
 /// The controls LeoCC's p95 RTT is compared with: the paper's (-44 to -56 % against BBRv1 and
 /// Vivace) and the authors' own code (`leocc-ref`).
 pub const DELAY_RIVALS: [&str; 3] = ["bbr", "vivace", "leocc-ref"];
-/// Every control in a fixed order, so that a control has the same colour in every chart.
-const CC_ORDER: [&str; 11] = [
-    "leocc",
-    "cubic",
-    "bbr",
-    "bbr3",
-    "copa",
-    "vivace",
-    "reno",
-    "vegas",
-    "satcp",
-    "leocc-ref",
-    "leocc-oracle",
-];
 
-/// The colour of a control (or a mixed label) wherever it appears. Labels outside
-/// [`CC_ORDER`] (quic:*, swept settings, mixes) take a colour from a hash of the whole label:
-/// by length alone, quic:cubic and quic:leocc were the same green.
+/// The colour of a control (or a mixed label) wherever it appears: a control's is its place
+/// in the registry ([`controls::CONTROLS`]), so it is the same in every chart. Other labels
+/// (quic:*, swept settings, mixes) take a colour from a hash of the whole label: by length
+/// alone, quic:cubic and quic:leocc were the same green.
 pub(crate) fn cc_color(label: &str) -> &'static str {
     let other = || {
-        CC_ORDER.len()
+        controls::CONTROLS.len()
             + label
                 .bytes()
                 .fold(0usize, |h, b| h.wrapping_mul(31).wrapping_add(b as usize))
     };
-    color(
-        CC_ORDER
-            .iter()
-            .position(|c| *c == label)
-            .unwrap_or_else(other),
-    )
+    color(controls::position(label).unwrap_or_else(other))
 }
 
 /// How ground-truth reconfigurations are drawn over time series.

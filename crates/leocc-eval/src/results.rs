@@ -104,7 +104,19 @@ pub fn read(path: &Path) -> Result<Vec<Record>> {
         match serde_json::from_str::<Value>(line) {
             // Every record the runner appends carries its key; an object without one is some
             // other JSON file, which must not read as an empty or meaningless result set.
-            Ok(v) if v.get("key").is_some_and(Value::is_string) => out.push(Record(v)),
+            Ok(v) if v.get("key").is_some_and(Value::is_string) => {
+                // Rows before the schema field are version 0; what they hold, this reads.
+                let schema = v.get("schema").and_then(Value::as_u64).unwrap_or(0);
+                if schema > u64::from(leocc_base::record::SCHEMA) {
+                    bail!(
+                        "{}:{}: written by a newer leocc (row schema {schema}; this one reads up to {})",
+                        path.display(),
+                        i + 1,
+                        leocc_base::record::SCHEMA
+                    );
+                }
+                out.push(Record(v))
+            }
             Ok(v) if v.is_object() => bail!(
                 "{}:{}: not an eval result (no \"key\" field); expected the results.jsonl that `leocc eval` writes",
                 path.display(),
@@ -235,6 +247,18 @@ mod tests {
         let keys = finished_keys(&read(&p).unwrap());
         assert_eq!(keys.len(), 3);
         assert!(keys.contains("c"));
+        fs::remove_file(&p).unwrap();
+    }
+
+    #[test]
+    fn a_row_of_a_newer_schema_is_refused_and_one_without_a_schema_read() {
+        let p = tmp("schema.jsonl");
+        let now = leocc_base::record::SCHEMA;
+        fs::write(&p, format!("{{\"key\":\"a\"}}\n{{\"key\":\"b\",\"schema\":{now}}}\n")).unwrap();
+        assert_eq!(read(&p).unwrap().len(), 2);
+        fs::write(&p, format!("{{\"key\":\"a\"}}\n{{\"key\":\"b\",\"schema\":{}}}\n", now + 1)).unwrap();
+        let err = read(&p).unwrap_err().to_string();
+        assert!(err.contains(":2: written by a newer leocc"), "{err}");
         fs::remove_file(&p).unwrap();
     }
 

@@ -147,7 +147,7 @@ impl Plan {
         {
             return Err("a queue discipline is listed twice".into());
         }
-        if !leocc_sim::cc::NAMES.contains(&self.cc.as_str()) {
+        if !leocc_sim::cc::known(&self.cc) {
             return Err(leocc_sim::cc::unknown_cc(&self.cc));
         }
         let mut by_cc: BTreeMap<&str, Vec<String>> = BTreeMap::new();

@@ -266,10 +266,14 @@ impl Runner {
             .rev()
             .find(|l| l.trim_start().starts_with('{'))
             .ok_or_else(|| anyhow!("the run printed no JSON result (see {})", log.display()))?;
-        let mut rec: Value = serde_json::from_str(line).context("parsing the run's JSON result")?;
+        // The child protocol: the last JSON line is a run record (leocc_base::record).
+        let mut rec = leocc_base::record::parse(line)
+            .map_err(|e| anyhow!("{e} (see {})", log.display()))?
+            .to_value();
         let obj = rec
             .as_object_mut()
-            .ok_or_else(|| anyhow!("the run's result is not a JSON object"))?;
+            .expect("a run record is a JSON object");
+        obj.insert("schema".into(), leocc_base::record::SCHEMA.into());
         obj.insert("key".into(), spec.key.clone().into());
         obj.insert("engine".into(), spec.engine.to_string().into());
         obj.insert("trace".into(), spec.trace_name.clone().into());

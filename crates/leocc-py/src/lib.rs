@@ -157,8 +157,8 @@ fn simulate(
     let named = flows.filter(|f| f.trim().parse::<u32>().is_err());
     let specs = parse_flows(flows.unwrap_or("1"), if named.is_some() { "" } else { cc }, duration_us).map_err(value_error)?;
     for f in &specs {
-        if !leocc_sim::cc::NAMES.contains(&f.cc.as_str()) {
-            return Err(value_error(format!("unknown congestion control {:?} (known: {})", f.cc, leocc_sim::cc::NAMES.join(", "))));
+        if !leocc_sim::cc::known(&f.cc) {
+            return Err(value_error(format!("unknown congestion control {:?} (known: {})", f.cc, leocc_sim::cc::names().join(", "))));
         }
     }
     let cc_params = params
@@ -195,7 +195,7 @@ fn simulate(
 /// The names of the simulator's controls.
 #[pyfunction]
 fn controls() -> Vec<&'static str> {
-    leocc_sim::cc::NAMES.to_vec()
+    leocc_sim::cc::names()
 }
 
 /// The parameters of a control: (name, default, min, max, integer, description).
@@ -213,5 +213,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(controls, m)?)?;
     m.add_function(wrap_pyfunction!(list_params, m)?)?;
+    m.add("RESULTS_SCHEMA", leocc_base::record::SCHEMA)?;
     Ok(())
 }

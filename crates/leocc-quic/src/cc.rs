@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use leocc_base::controls::{self, Engine};
 use quinn_proto::congestion::{BbrConfig, ControllerFactory, CubicConfig, NewRenoConfig};
 
 use crate::controller::LeoccConfig;
@@ -20,18 +21,26 @@ pub enum Cc {
     Bbr,
 }
 
-/// Names accepted by [`Cc::parse`].
-pub const NAMES: [&str; 4] = ["leocc", "cubic", "newreno", "bbr"];
-
 impl Cc {
-    /// Parses `leocc`, `cubic`, `newreno` (or `reno`) or `bbr`.
+    /// Parses a control the registry ([`leocc_base::controls`]) gives QUIC, by its QUIC name
+    /// (`newreno`) or its name everywhere else (`reno`).
     pub fn parse(s: &str) -> Result<Cc, String> {
-        match s {
-            "leocc" => Ok(Cc::Leocc),
-            "cubic" => Ok(Cc::Cubic),
-            "newreno" | "reno" => Ok(Cc::Newreno),
-            "bbr" => Ok(Cc::Bbr),
-            _ => Err(format!("unknown congestion control `{s}` (QUIC offers {})", NAMES.join(", "))),
+        let quic = controls::CONTROLS
+            .iter()
+            .find(|c| c.quic.is_some() && (c.name == s || c.quic == Some(s)))
+            .and_then(|c| c.quic);
+        match quic {
+            Some("leocc") => Ok(Cc::Leocc),
+            Some("cubic") => Ok(Cc::Cubic),
+            Some("newreno") => Ok(Cc::Newreno),
+            Some("bbr") => Ok(Cc::Bbr),
+            Some(other) => {
+                unreachable!("the registry gives QUIC `{other}`, which this crate does not have")
+            }
+            None => Err(format!(
+                "unknown congestion control `{s}` (QUIC offers {})",
+                names().join(", ")
+            )),
         }
     }
 
@@ -56,9 +65,39 @@ impl Cc {
     }
 }
 
+/// QUIC's names of the controls it offers, in the registry's order.
+pub fn names() -> Vec<&'static str> {
+    controls::CONTROLS
+        .iter()
+        .filter(|c| c.runs_in(Engine::Quic))
+        .filter_map(|c| c.quic)
+        .collect()
+}
+
 impl std::str::FromStr for Cc {
     type Err = String;
     fn from_str(s: &str) -> Result<Cc, String> {
         Cc::parse(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_control_the_registry_gives_quic_parses_by_either_name() {
+        for c in controls::CONTROLS
+            .iter()
+            .filter(|c| c.runs_in(Engine::Quic))
+        {
+            let quic = c.quic.unwrap();
+            assert_eq!(Cc::parse(quic).unwrap().name(), quic);
+            assert_eq!(Cc::parse(c.name).unwrap().name(), quic);
+        }
+        assert_eq!(names(), ["leocc", "cubic", "bbr", "newreno"]);
+        assert!(Cc::parse("bbr3")
+            .unwrap_err()
+            .contains("QUIC offers leocc, cubic, bbr, newreno"));
     }
 }

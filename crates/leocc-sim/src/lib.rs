@@ -227,7 +227,7 @@ pub fn parse_flows(spec: &str, cc: &str, duration_us: u64) -> Result<Vec<FlowSpe
             Some((n, t)) => (n.trim(), Some(t)),
             None => (rest.trim(), None),
         };
-        if !cc::NAMES.contains(&name) {
+        if !cc::known(name) {
             return Err(err(&cc::unknown_cc(name)));
         }
         let secs = |s: &str| -> Result<u64, String> {

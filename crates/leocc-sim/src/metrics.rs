@@ -18,6 +18,7 @@
 //! Distributions go into log-linear histograms (<0.4 % relative error, fixed small memory),
 //! so memory stays flat however long a run is.
 
+use leocc_base::record::RunRecord;
 use serde::Serialize;
 
 /// Histogram resolution: values below 2^8 µs are exact, above it each power of two is cut
@@ -145,112 +146,35 @@ pub struct FlowStats {
     pub srtt_qdelay: Histogram,
 }
 
-/// Results of one flow (and, without `flow`, of a whole run).
-#[derive(Clone, Debug, Serialize, PartialEq)]
-pub struct FlowResult {
-    /// Flow index.
-    pub flow: usize,
-    /// Congestion control.
-    pub cc: String,
-    /// Configured start, s.
-    pub start_s: f64,
-    /// Configured stop, s.
-    pub stop_s: f64,
-    /// Pantheon throughput, Mbit/s.
-    pub throughput_mbps: f64,
-    /// Unique payload delivered per second, Mbit/s.
-    pub goodput_mbps: f64,
-    /// Delivered / offered capacity.
-    pub utilization: f64,
-    /// Mean RTT, ms.
-    pub rtt_avg_ms: f64,
-    /// Median RTT, ms.
-    pub rtt_p50_ms: f64,
-    /// 95th percentile RTT, ms.
-    pub rtt_p95_ms: f64,
-    /// 99th percentile RTT, ms.
-    pub rtt_p99_ms: f64,
-    /// 95th percentile one-way delay, ms.
-    pub owd_p95_ms: f64,
-    /// Mean queueing delay, ms.
-    pub qdelay_avg_ms: f64,
-    /// 95th percentile queueing delay, ms.
-    pub qdelay_p95_ms: f64,
-    /// Network drops / packets sent.
-    pub loss_rate: f64,
-    /// Retransmissions / packets sent.
-    pub retrans_rate: f64,
-    /// Data packets sent.
-    pub packets_sent: u64,
-    /// Retransmission timeouts.
-    pub rtos: u64,
-}
+/// Results of one flow: the run record's ([`leocc_base::record`]); the simulator fills
+/// `loss_rate`, `packets_sent` and `rtos`, which only it can count.
+pub type FlowResult = leocc_base::record::FlowRecord;
 
-/// Results of one run: the totals, the run's identity, and the flows.
+/// The record of a simulated run: what either engine reports ([`RunRecord`]; the simulator
+/// fills its smoothed-RTT statistic, the detector's count and score), plus the per-100 ms time
+/// series when asked for, which is not part of the JSON line. It reads as the record
+/// (`r.utilization`).
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct RunResult {
-    /// Always "sim".
-    pub engine: String,
-    /// The control (or the flows' controls joined with '+').
-    pub cc: String,
-    /// The trace's path or name.
-    pub trace: String,
-    /// Seed.
-    pub seed: u64,
-    /// Simulated seconds.
-    pub duration_s: f64,
-    /// Total Pantheon throughput, Mbit/s.
-    pub throughput_mbps: f64,
-    /// Total goodput, Mbit/s.
-    pub goodput_mbps: f64,
-    /// Total utilization.
-    pub utilization: f64,
-    /// Mean RTT over all samples, ms.
-    pub rtt_avg_ms: f64,
-    /// Median RTT, ms.
-    pub rtt_p50_ms: f64,
-    /// 95th percentile RTT, ms.
-    pub rtt_p95_ms: f64,
-    /// 99th percentile RTT, ms.
-    pub rtt_p99_ms: f64,
-    /// 95th percentile one-way delay over all packets, ms.
-    pub owd_p95_ms: f64,
-    /// Mean queueing delay, ms.
-    pub qdelay_avg_ms: f64,
-    /// 95th percentile queueing delay, ms.
-    pub qdelay_p95_ms: f64,
-    /// 95th percentile of the senders' smoothed RTT sampled every 100 ms, ms: the statistic the
-    /// emulator engine's `rtt_p95_ms` is (tcpi_rtt every 100 ms), for a like-for-like comparison.
-    pub srtt_p95_ms: f64,
-    /// Mean of those samples minus the base RTT, ms (the emulator's `qdelay_avg_ms`).
-    pub srtt_qdelay_avg_ms: f64,
-    /// Drops / sent over all flows.
-    pub loss_rate: f64,
-    /// Retransmissions / sent over all flows.
-    pub retrans_rate: f64,
-    /// Jain's fairness index over flow throughputs (1 for one flow).
-    pub jain: f64,
-    /// Reconfigurations the detector reported (or the oracle fed).
-    pub reconfigs_detected: u64,
-    /// The detector's precision and recall against the trace's true reconfigurations, and
-    /// whether it or the oracle fed the controls (absent when the detector does not run).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub detection: Option<crate::detector::DetectionScore>,
-    /// The bottleneck queue limit as given (`500`, `750000b`, `150ms`).
-    pub queue: String,
-    /// The queue limit in bytes (a packet limit counts 1500 bytes a packet).
-    pub queue_bytes: u64,
-    /// The queue limit in ms of the data direction's mean capacity.
-    pub queue_ms: f64,
-    /// The queue discipline of every capacity hop (`droptail`, `dropfront`, `codel`).
-    pub qdisc: crate::Qdisc,
-    /// Each sender's send buffer, bytes (`tcp_wmem[2]`).
-    pub sndbuf_bytes: u64,
-    /// Per-flow results.
-    pub flows: Vec<FlowResult>,
-    /// Per-100 ms time series, when asked for (not part of the JSON line).
+    /// The record (the `--json` line).
+    #[serde(flatten)]
+    pub record: RunRecord<crate::detector::DetectionScore>,
+    /// Per-100 ms time series, when asked for.
     #[serde(skip)]
     pub timeseries: Vec<TsRow>,
+}
+
+impl std::ops::Deref for RunResult {
+    type Target = RunRecord<crate::detector::DetectionScore>;
+    fn deref(&self) -> &Self::Target {
+        &self.record
+    }
+}
+
+impl std::ops::DerefMut for RunResult {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.record
+    }
 }
 
 /// One time-series row: one flow over one 100 ms interval.

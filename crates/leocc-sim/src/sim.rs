@@ -26,6 +26,7 @@ use crate::cc::{new_controller, CcConfig, ReconfigEvent};
 use crate::detector::{conf_through_option, Detector};
 use crate::event::{Ev, EventQueue};
 use crate::metrics::{mbps, FlowResult, FlowStats, RunResult, TsRow};
+use leocc_base::record::RunRecord;
 use crate::rng::Rng;
 use crate::tcp::{ack_size, Body, Io, Packet, Receiver, Sender, DATA_PACKET_BYTES, INIT_CWND, MSS};
 use crate::{Qdisc, QueueLimit, ResolvedQueue, Scenario, SimError};
@@ -819,9 +820,12 @@ impl World {
                 cc: f.cc_name.clone(),
                 start_s: f.start_us as f64 / 1e6,
                 stop_s: f.stop_us as f64 / 1e6,
+                data_start_s: None,
                 throughput_mbps: mbps((s.arrived * DATA_PACKET_BYTES as u64) as f64, b - a),
                 goodput_mbps: mbps((s.arrived_unique * MSS as u64) as f64, b - a),
                 utilization: ratio((s.arrived_unique * DATA_PACKET_BYTES as u64 * 8) as f64, self.offered_bits_served(s.served_us)),
+                bottleneck_bytes: None,
+                bottleneck_pkts: None,
                 rtt_avg_ms: s.rtt.mean() / 1000.0,
                 rtt_p50_ms: s.rtt.quantile(0.5) / 1000.0,
                 rtt_p95_ms: s.rtt.quantile(0.95) / 1000.0,
@@ -829,10 +833,11 @@ impl World {
                 owd_p95_ms: s.owd.quantile(0.95) / 1000.0,
                 qdelay_avg_ms: s.qdelay.mean() / 1000.0,
                 qdelay_p95_ms: s.qdelay.quantile(0.95) / 1000.0,
-                loss_rate: ratio(fd as f64, st.sent as f64),
+                loss_rate: Some(ratio(fd as f64, st.sent as f64)),
                 retrans_rate: ratio(st.retrans as f64, st.sent as f64),
-                packets_sent: st.sent,
-                rtos: st.rtos,
+                packets_sent: Some(st.sent),
+                rtos: Some(st.rtos),
+                cpu_s_per_mb: None,
             });
             all.rtt.merge(&s.rtt);
             all.owd.merge(&s.owd);
@@ -864,7 +869,7 @@ impl World {
             }
             names.join("+")
         };
-        RunResult {
+        let record = RunRecord {
             engine: "sim".into(),
             cc,
             trace: sc.trace_name.clone(),
@@ -880,21 +885,22 @@ impl World {
             owd_p95_ms: all.owd.quantile(0.95) / 1000.0,
             qdelay_avg_ms: all.qdelay.mean() / 1000.0,
             qdelay_p95_ms: all.qdelay.quantile(0.95) / 1000.0,
-            srtt_p95_ms: all.srtt.quantile(0.95) / 1000.0,
-            srtt_qdelay_avg_ms: all.srtt_qdelay.mean() / 1000.0,
+            srtt_p95_ms: Some(all.srtt.quantile(0.95) / 1000.0),
+            srtt_qdelay_avg_ms: Some(all.srtt_qdelay.mean() / 1000.0),
             loss_rate: ratio(drops as f64, sent as f64),
             retrans_rate: ratio(retrans as f64, sent as f64),
             jain: jain(&flows.iter().map(|f| f.throughput_mbps).collect::<Vec<_>>()),
-            reconfigs_detected: self.reconfigs,
+            reconfigs_detected: Some(self.reconfigs),
             detection: self.run_detector.then(|| self.detector.detection_score(&self.truth, self.use_oracle)),
             queue: self.queue.given.to_string(),
             queue_bytes: self.queue.bytes,
             queue_ms: self.queue.ms,
-            qdisc: sc.qdisc,
+            qdisc: sc.qdisc.name().to_string(),
             sndbuf_bytes: sc.sndbuf_bytes,
+            bottleneck_departed_bytes: None,
             flows,
-            timeseries: std::mem::take(&mut self.ts),
-        }
+        };
+        RunResult { record, timeseries: std::mem::take(&mut self.ts) }
     }
 }
 

@@ -37,7 +37,7 @@ fn packets_are_conserved_under_loss_and_overflow() {
 #[test]
 fn every_control_fills_a_constant_link() {
     // 20 Mbit/s, 40 ms base RTT: BDP = 67 packets; the queue holds 1.5 BDP.
-    for name in cc::NAMES {
+    for name in cc::names() {
         let r = run(&scenario(20.0, name, 30, 100)).unwrap();
         assert!(r.utilization >= 0.90, "{name}: utilization {:.3} < 0.90", r.utilization);
         assert!(r.utilization <= 1.0 + 1e-9, "{name}: utilization {:.3} > 1", r.utilization);
@@ -117,7 +117,7 @@ fn detector_sees_each_outage_shortly_after_it_ends() {
             assert!(d > end && d <= end + 50 * MS, "seed {seed}: outage {start}+{len} detected at {d}");
         }
         let r = w.result(&sc);
-        assert_eq!(r.reconfigs_detected, outages.len() as u64);
+        assert_eq!(r.reconfigs_detected, Some(outages.len() as u64));
     }
 }
 

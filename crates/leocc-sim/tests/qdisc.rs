@@ -38,7 +38,7 @@ fn codel_keeps_the_queue_short_and_drop_front_keeps_the_throughput() {
     for r in [&tail, &front, &codel] {
         eprintln!("{}", show(r));
     }
-    assert_eq!((tail.qdisc, front.qdisc, codel.qdisc), (Qdisc::DropTail, Qdisc::DropFront, Qdisc::CoDel));
+    assert_eq!((tail.qdisc.as_str(), front.qdisc.as_str(), codel.qdisc.as_str()), (Qdisc::DropTail.name(), Qdisc::DropFront.name(), Qdisc::CoDel.name()));
     // Cubic fills a 500 ms drop-tail buffer: a standing queue of hundreds of ms.
     assert!(tail.qdelay_p95_ms > 200.0, "{}", show(&tail));
     // CoDel holds the queueing delay near its 5 ms target (bursts and the ACK delay aside)...

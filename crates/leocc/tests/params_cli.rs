@@ -69,3 +69,24 @@ fn kernel_params_markdown_is_the_docs_table() {
     let section = &doc[doc.find(begin).expect("params:begin") + begin.len()..doc.find(end).expect("params:end")];
     assert_eq!(section, String::from_utf8(o.stdout).unwrap(), "docs/algorithm.md is stale: run scripts/update-docs-params.sh");
 }
+
+#[test]
+fn list_cc_prints_the_registry_and_every_listed_simulator_control_runs() {
+    let o = leocc().args(["sim", "--list-cc"]).output().expect("run leocc");
+    assert!(o.status.success());
+    let out = String::from_utf8_lossy(&o.stdout);
+    for c in leocc_base::controls::CONTROLS {
+        let line = out.lines().find(|l| l.split_whitespace().next() == Some(c.name)).unwrap_or_else(|| panic!("{} not listed:\n{out}", c.name));
+        let engines = line.split("  ").map(str::trim).find(|s| s.starts_with("sim") || s.starts_with("kernel") || s.starts_with("quic")).unwrap_or("");
+        assert_eq!(engines.contains("kernel"), c.kernel, "{line}");
+        assert_eq!(engines.contains("quic"), c.quic.is_some(), "{line}");
+        if c.sim {
+            let o = leocc()
+                .args(["sim", "--trace", "traces/fiber-30s.trace", "--cc", c.name, "--duration", "1", "--quiet"])
+                .current_dir(root())
+                .output()
+                .expect("run leocc");
+            assert!(o.status.success(), "{}: {}", c.name, String::from_utf8_lossy(&o.stderr));
+        }
+    }
+}

@@ -29,6 +29,7 @@ __all__ = [
     "simulate",
     "controls",
     "list_params",
+    "RESULTS_SCHEMA",
     "read_results",
     "read_timeseries",
 ]
@@ -146,10 +147,16 @@ def _results_file(path: PathLike) -> str:
     return os.path.join(p, "results.jsonl") if os.path.isdir(p) else p
 
 
+RESULTS_SCHEMA = _native.RESULTS_SCHEMA
+"""The newest version of results.jsonl's rows this package reads (the rows' `schema` field;
+rows written before it have none and read as version 0). The fields are the run record's,
+crates/leocc-base/src/record.rs, plus the run's identity (key, scenario, label, ...)."""
+
+
 def read_results(path: PathLike) -> pd.DataFrame:
     """An eval's results (its folder or its results.jsonl): one row per run, the per-flow
     results in the `flows` column. A torn last line (an eval killed mid-write) is left out, as
-    `leocc eval` itself does."""
+    `leocc eval` itself does. A row of a newer schema than RESULTS_SCHEMA raises ValueError."""
     f = _results_file(path)
     rows = []
     with open(f, encoding="utf-8") as fh:
@@ -158,11 +165,15 @@ def read_results(path: PathLike) -> pd.DataFrame:
         if not line.strip():
             continue
         try:
-            rows.append(json.loads(line))
+            row = json.loads(line)
         except json.JSONDecodeError as e:
             if i == len(lines) or (i == len(lines) - 1 and lines[-1] == ""):
                 break  # the torn last line of an interrupted eval
             raise ValueError(f"{f}:{i}: not a JSON object ({e.msg})") from None
+        schema = row.get("schema", 0) if isinstance(row, dict) else 0
+        if isinstance(schema, int) and schema > RESULTS_SCHEMA:
+            raise ValueError(f"{f}:{i}: written by a newer leocc (row schema {schema}; this package reads up to {RESULTS_SCHEMA})")
+        rows.append(row)
     return pd.DataFrame(rows)
 
 

@@ -436,7 +436,7 @@ mod tests {
         sc.probe_noise = crate::detector::ProbeNoiseModel::None;
         sc.detector_scoring = leocc_probe::detect::Scoring::Threshold;
         let r = run(&sc).unwrap();
-        assert_eq!(r.reconfigs_detected, 2);
+        assert_eq!(r.reconfigs_detected, Some(2));
         assert!(r.utilization > 0.85, "utilisation {}", r.utilization);
         let st = |row: &crate::TsRow, k: &str| row.state.iter().find(|(n, _)| n == k).map(|&(_, v)| v).unwrap();
         let last = r.timeseries.last().unwrap();

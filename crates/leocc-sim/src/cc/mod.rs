@@ -19,6 +19,8 @@ mod satcp;
 mod vegas;
 mod vivace;
 
+use leocc_base::controls::{self, Engine, Params};
+
 pub use bbr::Bbr;
 pub use bbr3::Bbr3;
 pub use copa::Copa;
@@ -181,13 +183,21 @@ pub struct CcConfig {
     pub params: Vec<String>,
 }
 
-/// The names `new_controller` accepts.
-pub const NAMES: &[&str] = &["reno", "cubic", "vegas", "bbr", "bbr3", "copa", "vivace", "satcp", "leocc", "leocc-ref", ORACLE_LEOCC];
-
 /// LeoCC fed the trace's true reconfigurations instead of the detector's events (simulator
 /// only): beside `leocc` in one run or report, it shows what detection errors cost. It is the
 /// same controller with the same parameters (`--param leocc.NAME=VALUE` applies to both).
-pub const ORACLE_LEOCC: &str = "leocc-oracle";
+pub use leocc_base::controls::ORACLE_LEOCC;
+
+/// The names `new_controller` accepts: the registry's simulator controls
+/// ([`leocc_base::controls::CONTROLS`]).
+pub fn names() -> Vec<&'static str> {
+    controls::names(Engine::Sim)
+}
+
+/// Whether `new_controller` accepts `name`.
+pub fn known(name: &str) -> bool {
+    controls::runs_in(Engine::Sim, name)
+}
 
 /// Whether flows of control `name` get the oracle's reconfigurations.
 pub fn fed_by_oracle(name: &str) -> bool {
@@ -196,17 +206,21 @@ pub fn fed_by_oracle(name: &str) -> bool {
 
 pub use leocc_core_sys::{closest, did_you_mean};
 
-/// The error for a control name that is not one of [`NAMES`]: the known names, and the
+/// The error for a control name that is not one of [`names`]: the known names, and the
 /// likely one when `name` looks like a typo.
 pub fn unknown_cc(name: &str) -> String {
-    format!("unknown congestion control '{name}'{} (known: {})", did_you_mean(name, NAMES.iter().copied()), NAMES.join(", "))
+    let names = names();
+    format!("unknown congestion control '{name}'{} (known: {})", did_you_mean(name, names.iter().copied()), names.join(", "))
 }
 
 /// The controller called `name` with `cfg`'s parameter settings, or an error: an unknown name
 /// (listing the known ones), or a setting the control refuses (see [`check_params`]).
 pub fn new_controller(name: &str, cfg: &CcConfig) -> Result<Box<dyn Controller>, String> {
-    if !matches!(name, "cubic" | "bbr" | "bbr3" | "leocc" | ORACLE_LEOCC) {
-        // The others take no parameters: any setting is refused here (and an unknown name).
+    if !known(name) {
+        return Err(unknown_cc(name));
+    }
+    if controls::find(name).is_some_and(|c| c.params == Params::None) {
+        // Any setting is refused here.
         param::resolve(name, &cfg.params)?;
     }
     Ok(match name {
@@ -241,9 +255,9 @@ pub fn check_params(name: &str, params: &[String]) -> Result<(), String> {
     if params.is_empty() {
         return Ok(());
     }
-    match name {
+    match controls::find(name).map(|c| c.params) {
         // The core's one parser (leocc_core_sys::Params::parse), as the controller uses it.
-        "leocc" | ORACLE_LEOCC => leocc_core_sys::Params::default().apply(params.iter().map(String::as_str)).map_err(|e| e.to_string()),
+        Some(Params::Core) => leocc_core_sys::Params::default().apply(params.iter().map(String::as_str)).map_err(|e| e.to_string()),
         _ => param::resolve(name, params).map(|_| ()),
     }
 }
@@ -362,9 +376,9 @@ mod tests {
     #[test]
     fn every_name_constructs() {
         let cfg = CcConfig { mss: 1448, init_cwnd: 10, seed: 1, params: Vec::new() };
-        for n in NAMES {
+        for n in names() {
             let c = new_controller(n, &cfg).unwrap();
-            assert_eq!(c.name(), *n);
+            assert_eq!(c.name(), n);
             assert!(c.cwnd() >= 1);
         }
         assert!(new_controller("nope", &cfg).is_err());

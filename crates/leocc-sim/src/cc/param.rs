@@ -5,7 +5,10 @@
 //! range in which the control stays meaningful; a value outside that range is an error naming
 //! the parameter and the range, never a silently clamped run. LeoCC's parameters are the rows
 //! of the core's table (`leocc_core_sys::Params::rows`), integers, parsed by
-//! `leocc_core_sys::Params::parse`.
+//! `leocc_core_sys::Params::parse`. Which of the two a control has is its row in the
+//! registry ([`leocc_base::controls`]).
+
+use leocc_base::controls::{self, Params};
 
 /// One settable parameter of a control.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -76,13 +79,11 @@ const CUBIC: &[ParamSpec] = &[
 /// The settable parameters of the control `cc` (empty for a control without any); None for an
 /// unknown control.
 pub fn specs(cc: &str) -> Option<Vec<ParamSpec>> {
-    Some(match cc {
-        "bbr3" => BBR3.to_vec(),
-        "bbr" => BBR.to_vec(),
-        "cubic" => CUBIC.to_vec(),
+    Some(match controls::find(cc).filter(|c| c.sim)?.params {
+        Params::None => Vec::new(),
         // The core's one table (LEOCC_PARAMS in core/leocc.h), whose ranges Params::parse
         // enforces.
-        "leocc" | super::ORACLE_LEOCC => leocc_core_sys::Params::rows()
+        Params::Core => leocc_core_sys::Params::rows()
             .iter()
             .map(|r| ParamSpec {
                 name: r.name,
@@ -93,8 +94,12 @@ pub fn specs(cc: &str) -> Option<Vec<ParamSpec>> {
                 doc: r.help,
             })
             .collect(),
-        _ if super::NAMES.contains(&cc) => Vec::new(),
-        _ => return None,
+        Params::Sim => match cc {
+            "bbr3" => BBR3.to_vec(),
+            "bbr" => BBR.to_vec(),
+            "cubic" => CUBIC.to_vec(),
+            _ => unreachable!("{cc}: the registry says its parameters are the simulator's, but it has none here"),
+        },
     })
 }
 
@@ -174,7 +179,7 @@ mod tests {
 
     #[test]
     fn defaults_lie_in_their_ranges() {
-        for cc in super::super::NAMES {
+        for cc in super::super::names() {
             for s in specs(cc).unwrap() {
                 assert!(s.min <= s.default && s.default <= s.max, "{cc}.{}", s.name);
             }

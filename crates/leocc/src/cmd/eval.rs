@@ -9,10 +9,18 @@ use leocc_eval::report;
 use leocc_eval::results::{self, stat};
 use leocc_eval::runner::{self, Runner};
 use std::path::{Path, PathBuf};
+use leocc_base::controls::{self, ORACLE_LEOCC};
 
-/// Every control the simulator runs, in report order: LeoCC, the authors' own code
-/// (`leocc-ref`), then the field.
-pub const ALL_CCS: &str = "leocc,leocc-ref,cubic,reno,vegas,bbr,bbr3,copa,vivace,satcp";
+/// The names of `engine`'s controls, in the registry's order.
+fn names(engine: controls::Engine) -> Vec<String> {
+    controls::names(engine).into_iter().map(String::from).collect()
+}
+
+/// What `leocc eval` runs in the simulator without `--cc`: every control the simulator has but
+/// the oracle (a diagnostic, run beside `leocc` when asked for), in the registry's order.
+fn default_sim_ccs() -> Vec<String> {
+    names(controls::Engine::Sim).into_iter().filter(|c| c != ORACLE_LEOCC).collect()
+}
 
 #[derive(Args)]
 pub struct EvalArgs {
@@ -309,8 +317,8 @@ pub fn eval(a: EvalArgs) -> Result<()> {
         Some(leocc_eval::sweep::Sweep::new(axes).map_err(|e| anyhow::anyhow!(e))?)
     };
     let ccs = a.cc.or_else(|| sweep.as_ref().map(|s| vec![s.cc().to_string()])).unwrap_or_else(|| match a.engine {
-        Engine::Sim => ALL_CCS.split(',').map(String::from).collect(),
-        Engine::Emu => leocc_eval::emu_engine::KERNEL_CCS.iter().map(|s| s.to_string()).collect(),
+        Engine::Sim => default_sim_ccs(),
+        Engine::Emu => names(controls::Engine::Kernel),
     });
     let mut traces = a.trace;
     if let Some(index) = &a.traces_from {
@@ -459,7 +467,7 @@ pub fn demo(a: DemoArgs) -> Result<()> {
     let sim = Matrix {
         engine: Engine::Sim,
         traces: traces.clone(),
-        ccs: ALL_CCS.split(',').map(String::from).collect(),
+        ccs: default_sim_ccs(),
         scenarios: vec![Scenario::Single],
         runs: a.runs.max(1),
         seed: 1,
@@ -480,7 +488,7 @@ pub fn demo(a: DemoArgs) -> Result<()> {
             let emu = Matrix {
                 engine: Engine::Emu,
                 traces: vec![traces[0].clone()],
-                ccs: leocc_eval::emu_engine::KERNEL_CCS.iter().map(|s| s.to_string()).collect(),
+                ccs: names(controls::Engine::Kernel),
                 runs: 1,
                 duration_s: Some(DEMO_EMU_SECONDS),
                 // One buffer (the authors' 500 packets) keeps the real-time part short.
@@ -605,7 +613,7 @@ pub fn emu_run(a: EmuRunArgs) -> Result<()> {
         params: a.param,
         sndbuf_bytes: a.sndbuf,
     })?;
-    println!("{rec}");
+    println!("{}", rec.to_value());
     Ok(())
 }
 

@@ -28,11 +28,10 @@ delay_p50_ms, confidence_avg}}, flows[...]). \
 See docs/simulator.md for the model and the metric definitions."))]
 pub struct SimArgs {
     /// Trace file (our format, a mahimahi capacity file, or a mahimahi/LeoReplayer directory).
-    #[arg(long, required_unless_present = "list_params")]
+    #[arg(long, required_unless_present_any = ["list_params", "list_cc"])]
     pub trace: Option<PathBuf>,
-    /// Congestion control(s), comma separated; one run each [default: cubic]. Known: reno,
-    /// cubic, vegas, bbr, bbr3, copa, vivace, satcp, leocc, leocc-ref (the authors' code),
-    /// leocc-oracle (LeoCC fed the trace's true reconfigurations instead of the detector's).
+    /// Congestion control(s), comma separated; one run each [default: cubic]. `--list-cc` lists
+    /// them.
     #[arg(long, value_delimiter = ',')]
     pub cc: Option<Vec<String>>,
     /// Flows: a number N (N flows of each --cc) or a list like 'cubic@0-60,leocc@20-80' (one run).
@@ -116,6 +115,10 @@ pub struct SimArgs {
     /// List the parameters of a control (with defaults) and exit.
     #[arg(long, value_name = "CC")]
     pub list_params: Option<String>,
+    /// List every congestion control, the engines that have it and where its parameters are
+    /// declared, and exit.
+    #[arg(long)]
+    pub list_cc: bool,
     /// No progress output on stderr.
     #[arg(long, short)]
     pub quiet: bool,
@@ -164,7 +167,7 @@ pub fn scenarios(a: &SimArgs) -> anyhow::Result<Vec<Scenario>> {
         }
         .map_err(|e| anyhow::anyhow!(e))?;
         for f in &flows {
-            if !leocc_sim::cc::NAMES.contains(&f.cc.as_str()) {
+            if !leocc_sim::cc::known(&f.cc) {
                 bail!("{}", leocc_sim::cc::unknown_cc(&f.cc));
             }
         }
@@ -218,6 +221,10 @@ pub fn parse_cc_params(params: &[String]) -> anyhow::Result<Vec<(String, String)
 
 /// Run `leocc sim`.
 pub fn run(a: SimArgs) -> anyhow::Result<()> {
+    if a.list_cc {
+        print!("{}", list_controls());
+        return Ok(());
+    }
     if let Some(cc) = &a.list_params {
         let params = leocc_sim::cc::list_params(cc).map_err(|e| anyhow::anyhow!(e))?;
         if params.is_empty() {
@@ -306,7 +313,7 @@ fn table_rows(r: &RunResult) -> Vec<String> {
             v.push(format!(
                 "{:<14} {:>5} {:>9.2} {:>6.3} {:>8.1} {:>8.1} {:>8.1} {:>8.1} {:>8.1} {:>7.3} {:>7.3} {:>5}",
                 format!("  {}", f.cc), f.flow, f.throughput_mbps, f.utilization, f.rtt_avg_ms, f.rtt_p95_ms, f.owd_p95_ms,
-                f.qdelay_avg_ms, f.qdelay_p95_ms, f.loss_rate * 100.0, f.retrans_rate * 100.0, ""
+                f.qdelay_avg_ms, f.qdelay_p95_ms, f.loss_rate.unwrap_or(0.0) * 100.0, f.retrans_rate * 100.0, ""
             ));
         }
     }
@@ -379,4 +386,31 @@ mod tests {
         assert_eq!(names, ["bw.txt", "ts.csv"]);
         let _ = std::fs::remove_dir_all(&d);
     }
+}
+
+/// `--list-cc`: the registry ([`leocc_base::controls::CONTROLS`]) as a table.
+fn list_controls() -> String {
+    use leocc_base::controls::{Params, CONTROLS};
+    let mut out = format!("{:<14} {:<28} {:<11} {}\n", "control", "engines", "parameters", "what");
+    for c in CONTROLS {
+        let mut engines = Vec::new();
+        if c.sim {
+            engines.push("sim".to_string());
+        }
+        if c.kernel {
+            engines.push("kernel".to_string());
+        }
+        match c.quic {
+            Some(q) if q == c.name => engines.push("quic".to_string()),
+            Some(q) => engines.push(format!("quic ({q})")),
+            None => {}
+        }
+        let params = match c.params {
+            Params::None => "-",
+            Params::Sim => "simulator",
+            Params::Core => "core table",
+        };
+        out += &format!("{:<14} {:<28} {:<11} {}\n", c.name, engines.join(", "), params, c.doc);
+    }
+    out
 }
