@@ -8,7 +8,8 @@ use leocc_probe::daemon::{self, Options, PopSource, Summary};
 use leocc_probe::detect::DetectorConfig;
 use leocc_probe::net::parse_target;
 use leocc_probe::replay::Score;
-use leocc_probe::sim::{score_log, truth_of};
+use leocc_probe::replay::score_log;
+use leocc_sim::probe_trace::truth_of;
 use leocc_trace::{Dir, Trace};
 use std::path::{Path, PathBuf};
 

@@ -9,7 +9,8 @@
 //! alone (plus the runs' time series in `DIR/ts/`, Parquet parts once a batch ends: [`tsstore`]),
 //! so any tool that reads JSON lines and Parquet can redo it. Means, confidence intervals and
 //! the noise verdicts of comparisons are in [`stats`], shared by the report and `leocc bench
-//! fidelity`.
+//! fidelity`. Triggered starts (`--start-when`) read a trace as the daemon would see it
+//! ([`when`]).
 
 pub mod ablation;
 pub mod align;
@@ -32,3 +33,4 @@ pub mod stats;
 pub mod sweep;
 pub mod tsstore;
 pub mod video;
+pub mod when;

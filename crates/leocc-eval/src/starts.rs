@@ -1,5 +1,5 @@
 //! Triggered against random start times (seed 004): `leocc eval --start-when 'EXPR'` finds the
-//! moments of each trace's loop where a trigger expression holds (see `leocc_probe::when` for
+//! moments of each trace's loop where a trigger expression holds (see `crate::when` for
 //! what an expression sees over a trace), draws as many random moments, writes the trace
 //! started at each (`leocc_trace::rotate`) to `DIR/starts/`, and the matrix runs over those.
 //! The comparison is the median throughput and p95 RTT of the triggered runs against the
@@ -8,7 +8,7 @@
 use crate::results::Record;
 use anyhow::{Context, Result};
 use leocc_probe::trigger::Expr;
-use leocc_probe::when;
+use crate::when;
 use leocc_base::metrics::median;
 use std::collections::BTreeMap;
 use std::fmt::Write;

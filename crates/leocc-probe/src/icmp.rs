@@ -44,6 +44,15 @@ pub const V6_ECHO_REPLY: u8 = 129;
 pub const ECHO_HEADER_LEN: usize = 8;
 /// Bytes of payload in our probes: just the cookie, to keep the probe overhead minimal.
 pub const COOKIE_LEN: usize = 8;
+/// Bytes of an IPv4 header without options.
+const IPV4_HEADER_BYTES: u64 = 20;
+/// Bytes of one probe (or reply) at the IP layer: IPv4 header, echo header, cookie.
+pub const PROBE_IP_BYTES: u64 = IPV4_HEADER_BYTES + ECHO_HEADER_LEN as u64 + COOKIE_LEN as u64;
+
+/// Probe overhead in bit/s at the IP layer, one direction, for IPv4 echoes of our size.
+pub fn overhead_bps(interval_us: u64) -> f64 {
+    PROBE_IP_BYTES as f64 * 8.0 * 1e6 / interval_us as f64
+}
 /// IPv4 protocol number of ICMP.
 const IPPROTO_ICMP: u8 = 1;
 /// IPv6 next-header number of ICMPv6.
@@ -641,5 +650,11 @@ mod tests {
                 let _ = v.accept(&p, 1);
             }
         }
+    }
+
+    #[test]
+    fn overhead_matches_packet_size() {
+        // 36-byte IPv4 echoes every 10 ms: 28.8 kbit/s.
+        assert!((overhead_bps(10_000) - 28_800.0).abs() < 1e-6);
     }
 }

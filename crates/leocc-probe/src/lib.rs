@@ -17,7 +17,6 @@
 //! - [`schedule`]: the wall-clock prior of Starlink's seconds 12/27/42/57;
 //! - [`icmp`]: packet building, bounds-checked parsing, reply validation;
 //! - [`replay`]: offline analysis of `ping -D` output and evaluation against slots or truth;
-//! - [`sim`]: the probe stream simulated over a trace's link model, scored against its truth;
 //! - [`net`]: raw sockets and clocks; [`discover`]: TTL-limited PoP discovery;
 //! - [`instance`]: the single-instance lock, pid and state files; [`daemon`]: the loop;
 //! - `kernel_map` (feature `kernel-map`): the publisher that writes the kernel's signal map;
@@ -37,8 +36,6 @@ pub mod learn;
 pub mod net;
 pub mod replay;
 pub mod schedule;
-pub mod sim;
 pub mod subscribe;
 pub mod tail;
 pub mod trigger;
-pub mod when;

@@ -296,6 +296,29 @@ pub fn percentile(v: &[i64], p: f64) -> Option<i64> {
     leocc_base::metrics::quantile_nearest_rank(&s, p / 100.0)
 }
 
+/// A detection matches a true reconfiguration when its outage-start estimate lies within this
+/// distance (µs): the estimate trails the truth by up to one RTT plus one probe interval, and
+/// true reconfigurations are seconds apart.
+pub const MATCH_TOLERANCE_US: i64 = 500_000;
+
+/// Scores a daemon's JSON-lines event log (`--log`) against a trace's truth, given the
+/// CLOCK_MONOTONIC ns at which the emulator's trace time zero fell. Only `reconfig` lines count;
+/// truth after `end_us` (the part of the trace the run did not cover) is ignored.
+pub fn score_log(log_text: &str, t0_mono_ns: u64, truth_us: &[u64], end_us: u64) -> Result<Score, String> {
+    let mut dets = Vec::new();
+    for (i, line) in log_text.lines().enumerate() {
+        let v: serde_json::Value = serde_json::from_str(line).map_err(|e| format!("log line {}: {e}", i + 1))?;
+        if v["type"] != "reconfig" {
+            continue;
+        }
+        let field = |k: &str| v[k].as_f64().ok_or_else(|| format!("log line {}: no numeric {k}", i + 1));
+        let to_trace_us = |ms: f64| (ms * 1000.0) as i64 - (t0_mono_ns / 1000) as i64;
+        dets.push(Detection { start_ns: to_trace_us(field("t_mono_ms")?), detect_ns: to_trace_us(field("detect_mono_ms")?) });
+    }
+    let truth: Vec<i64> = truth_us.iter().filter(|&&t| t < end_us).map(|&t| t as i64).collect();
+    Ok(score(&dets, &truth, MATCH_TOLERANCE_US))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -362,5 +385,20 @@ mod tests {
         assert_eq!(s.delays_ns, vec![40]);
         assert_eq!(percentile(&[5, 1, 3, 2, 4], 50.0), Some(3));
         assert_eq!(percentile(&[5, 1, 3, 2, 4], 95.0), Some(5));
+    }
+
+    #[test]
+    fn daemon_log_is_scored_on_trace_time() {
+        let log = concat!(
+            r#"{"type":"pop_unreachable","t_mono_ms":1.0}"#, "\n",
+            r#"{"type":"reconfig","t_mono_ms":11990.0,"detect_mono_ms":12130.0}"#, "\n",
+            r#"{"type":"reconfig","t_mono_ms":20000.0,"detect_mono_ms":20100.0}"#, "\n",
+        );
+        // Trace time zero at monotonic 10 s: events at trace 1.99 s and 10 s; truth 2 s, 17 s.
+        let s = score_log(log, 10_000_000_000, &[2_000_000, 17_000_000, 99_000_000], 30_000_000).unwrap();
+        assert_eq!((s.truth, s.detections, s.matched), (2, 2, 1));
+        assert_eq!(s.delays_ns, vec![130_000]);
+        assert_eq!(s.missed, vec![17_000_000]);
+        assert!(score_log("{not json", 0, &[], 1).unwrap_err().contains("log line 1"));
     }
 }

@@ -13,7 +13,7 @@ use leocc_probe::daemon::{self, Options, PopSource};
 use leocc_probe::detect::DetectorConfig;
 use leocc_probe::net::parse_target;
 use leocc_probe::replay::percentile;
-use leocc_probe::sim::score_log;
+use leocc_probe::replay::score_log;
 use leocc_trace::gen::{generate, Profile};
 use leocc_trace::Dir;
 

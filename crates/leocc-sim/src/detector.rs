@@ -43,7 +43,7 @@ pub const OUTAGE_THRESHOLD_US: u64 = detect::DEFAULT_THRESHOLD_NS / 1000;
 pub const DEFAULT_WARMUP_US: u64 = 300_000_000;
 /// A detection matches a true reconfiguration when its outage-start estimate is within this
 /// distance (µs): `leocc probe simulate`'s tolerance.
-pub const MATCH_TOLERANCE_US: i64 = leocc_probe::sim::MATCH_TOLERANCE_US;
+pub const MATCH_TOLERANCE_US: i64 = leocc_probe::replay::MATCH_TOLERANCE_US;
 /// Wall-clock origin of the simulated host (only the optional schedule prior reads it):
 /// 2024-08-12 19:00:00 UTC, a whole minute, as the probe-stream generator's.
 const WALL_ORIGIN_NS: i64 = 1_723_489_200 * 1_000_000_000;

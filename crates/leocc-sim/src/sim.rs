@@ -926,7 +926,7 @@ fn truth_times(trace: &leocc_trace::Trace, end_us: u64) -> Vec<u64> {
 /// The trace's true reconfigurations within one loop, ascending.
 fn truth_once(trace: &leocc_trace::Trace) -> Vec<u64> {
     let period = trace.duration_us().max(1);
-    let (once, _) = leocc_probe::sim::truth_of(trace);
+    let (once, _) = crate::probe_trace::truth_of(trace);
     once.into_iter().filter(|&t| t < period).collect()
 }
 

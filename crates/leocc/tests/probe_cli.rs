@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::Command;
 
 use leocc_probe::replay::{score, Detection};
-use leocc_probe::sim::MATCH_TOLERANCE_US;
+use leocc_probe::replay::MATCH_TOLERANCE_US;
 
 const BIN: &str = env!("CARGO_BIN_EXE_leocc");
 

@@ -647,7 +647,8 @@ fn overhead_line(what: &str, bps: f64) -> String {
 }
 
 fn simulate_cmd(traces: &[(String, leocc_trace::Trace)], threshold_ms: f64, interval_ms: f64, seed: u64, json: bool) -> anyhow::Result<()> {
-    use leocc_probe::sim::{overhead_bps, simulate, SimConfig};
+    use leocc_probe::icmp::overhead_bps;
+    use leocc_sim::probe_trace::{simulate, SimConfig};
     let cfg = SimConfig {
         interval_us: ms_to_ns("interval-ms", interval_ms, 1.0)? / 1000,
         seed,
@@ -705,7 +706,7 @@ fn emulate_cmd(
         secs += r.seconds;
     }
     print!("{}", totals(&all));
-    let measured_bps = sent as f64 * leocc_probe::sim::PROBE_IP_BYTES as f64 * 8.0 / secs.max(1e-9);
+    let measured_bps = sent as f64 * leocc_probe::icmp::PROBE_IP_BYTES as f64 * 8.0 / secs.max(1e-9);
     println!("{}", overhead_line(" (measured send rate)", measured_bps));
     Ok(())
 }

@@ -1,4 +1,6 @@
-//! Evaluation in a pure simulation: the probe stream replayed over a trace's link model.
+//! The probe stream alone over a trace's link model, scored against the trace's truth (`leocc
+//! probe simulate`): no TCP flow and no probe noise. [`crate::detector`] runs the same
+//! detector inside a full simulation, with the noise fitted to real recordings.
 //!
 //! The path host → satellite → PoP is one trace: an echo sent at t crosses the uplink (lost if
 //! the uplink is in an outage at t, or by the trace's random loss), reaches the PoP after the
@@ -16,19 +18,10 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+use leocc_probe::detect::{Detector, DetectorConfig, Output};
+use leocc_probe::replay::{score, Detection, Score, MATCH_TOLERANCE_US};
 use leocc_trace::{Dir, Trace};
 use serde::Serialize;
-
-use crate::detect::{Detector, DetectorConfig, Output};
-use crate::icmp::{COOKIE_LEN, ECHO_HEADER_LEN};
-use crate::replay::{score, Detection, Score};
-
-/// Bytes of an IPv4 header without options.
-const IPV4_HEADER_BYTES: u64 = 20;
-/// A detection matches a true reconfiguration when its outage-start estimate lies within this
-/// distance (µs): the estimate trails the truth by up to one RTT plus one probe interval, and
-/// true reconfigurations are seconds apart.
-pub const MATCH_TOLERANCE_US: i64 = 500_000;
 
 /// Configuration of a simulated run.
 #[derive(Clone, Debug)]
@@ -52,14 +45,6 @@ pub struct SimResult {
     pub truth_source: &'static str,
     /// The score (times in µs of trace time, but stored as ns-free integers: µs).
     pub score: Score,
-}
-
-/// Bytes of one probe (or reply) at the IP layer: IPv4 header, echo header, cookie.
-pub const PROBE_IP_BYTES: u64 = IPV4_HEADER_BYTES + ECHO_HEADER_LEN as u64 + COOKIE_LEN as u64;
-
-/// Probe overhead in bit/s at the IP layer, one direction, for IPv4 echoes of our size.
-pub fn overhead_bps(interval_us: u64) -> f64 {
-    PROBE_IP_BYTES as f64 * 8.0 * 1e6 / interval_us as f64
 }
 
 /// Ground truth of a trace, µs, and where it came from.
@@ -101,7 +86,7 @@ pub fn simulate(trace: &Trace, cfg: &SimConfig) -> SimResult {
     let mut events = 0usize;
     let feed_reply = |d: &mut Detector, dets: &mut Vec<Detection>, at: u64, rtt: u64, i: usize| {
         let ns = at * 1000;
-        let reply = crate::detect::Reply { seq: i as u16, recv_mono_ns: ns, recv_wall_ns: ns as i64, rtt_ns: Some(rtt * 1000) };
+        let reply = leocc_probe::detect::Reply { seq: i as u16, recv_mono_ns: ns, recv_wall_ns: ns as i64, rtt_ns: Some(rtt * 1000) };
         for o in d.on_reply(reply) {
             if let Output::Reconfig(e) = o {
                 dets.push(Detection { start_ns: (e.start_mono_ns / 1000) as i64, detect_ns: (e.detect_mono_ns / 1000) as i64 });
@@ -137,34 +122,10 @@ pub fn simulate(trace: &Trace, cfg: &SimConfig) -> SimResult {
     SimResult { probes, replies, truth_source, score: score(&dets, &truth, MATCH_TOLERANCE_US) }
 }
 
-/// Scores a daemon's JSON-lines event log (`--log`) against a trace's truth, given the
-/// CLOCK_MONOTONIC ns at which the emulator's trace time zero fell. Only `reconfig` lines count;
-/// truth after `end_us` (the part of the trace the run did not cover) is ignored.
-pub fn score_log(log_text: &str, t0_mono_ns: u64, truth_us: &[u64], end_us: u64) -> Result<Score, String> {
-    let mut dets = Vec::new();
-    for (i, line) in log_text.lines().enumerate() {
-        let v: serde_json::Value = serde_json::from_str(line).map_err(|e| format!("log line {}: {e}", i + 1))?;
-        if v["type"] != "reconfig" {
-            continue;
-        }
-        let field = |k: &str| v[k].as_f64().ok_or_else(|| format!("log line {}: no numeric {k}", i + 1));
-        let to_trace_us = |ms: f64| (ms * 1000.0) as i64 - (t0_mono_ns / 1000) as i64;
-        dets.push(Detection { start_ns: to_trace_us(field("t_mono_ms")?), detect_ns: to_trace_us(field("detect_mono_ms")?) });
-    }
-    let truth: Vec<i64> = truth_us.iter().filter(|&&t| t < end_us).map(|&t| t as i64).collect();
-    Ok(score(&dets, &truth, MATCH_TOLERANCE_US))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use leocc_trace::gen::{generate, Profile};
-
-    #[test]
-    fn overhead_matches_packet_size() {
-        // 36-byte IPv4 echoes every 10 ms: 28.8 kbit/s.
-        assert!((overhead_bps(10_000) - 28_800.0).abs() < 1e-6);
-    }
 
     #[test]
     fn generated_starlink_traces_are_detected() {
@@ -178,21 +139,6 @@ mod tests {
             // Detected after the outage ends: 45-130 ms outage plus the path delay.
             assert!(r.score.delays_ns.iter().all(|&d| d > 40_000 && d < 400_000), "{:?}", r.score.delays_ns);
         }
-    }
-
-    #[test]
-    fn daemon_log_is_scored_on_trace_time() {
-        let log = concat!(
-            r#"{"type":"pop_unreachable","t_mono_ms":1.0}"#, "\n",
-            r#"{"type":"reconfig","t_mono_ms":11990.0,"detect_mono_ms":12130.0}"#, "\n",
-            r#"{"type":"reconfig","t_mono_ms":20000.0,"detect_mono_ms":20100.0}"#, "\n",
-        );
-        // Trace time zero at monotonic 10 s: events at trace 1.99 s and 10 s; truth 2 s, 17 s.
-        let s = score_log(log, 10_000_000_000, &[2_000_000, 17_000_000, 99_000_000], 30_000_000).unwrap();
-        assert_eq!((s.truth, s.detections, s.matched), (2, 2, 1));
-        assert_eq!(s.delays_ns, vec![130_000]);
-        assert_eq!(s.missed, vec![17_000_000]);
-        assert!(score_log("{not json", 0, &[], 1).unwrap_err().contains("log line 1"));
     }
 
     #[global_allocator]
@@ -215,5 +161,19 @@ mod tests {
         let r = simulate(&trace, &cfg);
         assert_eq!(r.score.truth, 0);
         assert_eq!(r.score.detections, 0);
+    }
+
+    #[test]
+    /// The real 120 s Starlink uplink in ../shared/traces/real (skips when absent).
+    fn example_uplink_simulation_detects_all_eight() {
+        let p = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces/real/leocc-example-uplink");
+            if !p.exists() {
+                println!("SKIP: {} is absent (the real traces live in ../shared/traces/real)", p.display());
+                return;
+            }
+        let trace = leocc_trace::Trace::load(&p).unwrap();
+        let r = simulate(&trace, &SimConfig { interval_us: 10_000, seed: 1, detector: DetectorConfig::default() });
+        assert_eq!(r.score.truth, 8, "{r:?}");
+        assert_eq!((r.score.precision, r.score.recall), (1.0, 1.0), "{r:?}");
     }
 }

@@ -14,7 +14,7 @@
 //! - `capacity`: the data direction's capacity over the next [`CAPACITY_WINDOW_US`], Mbit/s;
 //! - `srtt` and `min_rtt`: the same as `rtt` (a single idle path has no smoothing to do).
 
-use crate::trigger::{Expr, Sample};
+use leocc_probe::trigger::{Expr, Sample};
 use leocc_trace::{Dir, Trace, OPPORTUNITY_BYTES};
 
 /// Sampling step over a trace: the daemon's default probe interval.
