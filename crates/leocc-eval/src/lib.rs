@@ -18,6 +18,7 @@ pub mod across;
 pub mod detector;
 pub mod emu_engine;
 pub mod emu_quic;
+pub mod experiment;
 pub mod fidelity;
 pub mod kernel_state;
 pub mod leotp;

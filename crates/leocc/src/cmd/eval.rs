@@ -1,13 +1,17 @@
 //! `leocc eval` (the matrix) and `leocc demo` (the README's main job).
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Context as _, Result};
 use clap::Args;
 use leocc_eval::matrix::{parse_qdiscs, parse_queues, Engine, Matrix, Scenario, DEFAULT_QDISCS, DEFAULT_QUEUES};
 use leocc_sim::Qdisc;
 use leocc_eval::ray::RayOptions;
 use leocc_eval::report;
-use leocc_eval::results::{self, stat};
-use leocc_eval::runner::{self, Runner};
+use leocc_eval::results;
+use leocc_eval::experiment::{
+    run_all, run_matrix, single_table, trace_seconds, Context, Experiment, LeotpExperiment, MatrixExperiment, StartsExperiment,
+    SweepExperiment, VideoExperiment,
+};
+use leocc_eval::runner;
 use std::path::{Path, PathBuf};
 use leocc_base::controls::{self, ORACLE_LEOCC};
 
@@ -158,153 +162,6 @@ fn cores() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
 }
 
-/// Parses every trace of the matrix once, before any run: a bad one fails the eval with its file
-/// and line, and the length of each (which bounds a run without --duration) is kept, so that
-/// expanding a matrix of thousands of traces does not parse each again per buffer and scenario.
-fn trace_seconds(traces: &[PathBuf]) -> Result<TraceSeconds> {
-    traces
-        .iter()
-        .map(|t| {
-            if !t.exists() {
-                bail!("--trace {}: no such file{}", t.display(), similar_file(t));
-            }
-            let trace = leocc_trace::Trace::load(t).map_err(|e| anyhow::anyhow!("{e}"))?;
-            Ok((t.clone(), trace.duration_us() as f64 / 1e6))
-        })
-        .collect()
-}
-
-/// Each trace's length in seconds, by path.
-type TraceSeconds = std::collections::HashMap<PathBuf, f64>;
-
-/// ` (did you mean DIR/NAME?)` when `missing`'s directory holds a file whose name is a likely
-/// typo of its name, else empty.
-fn similar_file(missing: &Path) -> String {
-    let (Some(name), dir) = (missing.file_name().and_then(|n| n.to_str()), missing.parent()) else {
-        return String::new();
-    };
-    let dir = dir.filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let names: Vec<String> = std::fs::read_dir(dir)
-        .map(|rd| rd.filter_map(|e| e.ok()?.file_name().into_string().ok()).collect())
-        .unwrap_or_default();
-    match leocc_sim::cc::closest(name, names.iter().map(String::as_str)) {
-        Some(n) => format!(" (did you mean {}?)", missing.with_file_name(n).display()),
-        None => String::new(),
-    }
-}
-
-/// Runs a matrix (once per queue discipline of `qdiscs`) and writes the report; returns the
-/// records of the matrix's runs.
-fn run_matrix(m: &Matrix, qdiscs: &[Qdisc], out: &Path, jobs: usize, command_line: &str) -> Result<Vec<results::Record>> {
-    run_matrix_on(m, qdiscs, out, jobs, None, None, command_line)
-}
-
-/// [`run_matrix`] on a Ray cluster when `ray` is given; `seconds` are the traces' lengths when
-/// the caller has parsed them already.
-fn run_matrix_on(
-    m: &Matrix,
-    qdiscs: &[Qdisc],
-    out: &Path,
-    jobs: usize,
-    ray: Option<&RayOptions>,
-    seconds: Option<TraceSeconds>,
-    command_line: &str,
-) -> Result<Vec<results::Record>> {
-    let seconds = match seconds {
-        Some(s) => s,
-        None => trace_seconds(&m.traces)?,
-    };
-    let specs = m.expand_qdiscs(qdiscs, |t| seconds[t]);
-    let runner = Runner { exe: std::env::current_exe()?, out_dir: out.to_path_buf(), jobs, progress: true };
-    let outcome = match ray {
-        Some(r) => runner.run_ray(&specs, r)?,
-        None => runner.run(&specs)?,
-    };
-    let all = results::read(&runner::results_path(out))?;
-    let report = report::write(out, &all, command_line)?;
-    eprintln!(
-        "eval: {} ran, {} already done, {} failed; results {}, report {}",
-        outcome.ran,
-        outcome.skipped,
-        outcome.failed.len(),
-        runner::results_path(out).display(),
-        report.display()
-    );
-    for (key, why) in &outcome.failed {
-        eprintln!("eval: FAILED {key}: {why}");
-    }
-    if !outcome.failed.is_empty() {
-        bail!("{} of {} runs failed; rerun the same command to retry only those", outcome.failed.len(), specs.len());
-    }
-    let keys: std::collections::HashSet<_> = specs.iter().map(|s| s.key.as_str()).collect();
-    Ok(all.into_iter().filter(|r| keys.contains(r.str("key"))).collect())
-}
-
-/// A plain table of the single-flow cells: one row per control.
-fn print_table(records: &[results::Record]) {
-    print!("{}", table(records));
-}
-
-/// [`print_table`]'s text. With more than one run in a cell, each mean carries ± the half-width
-/// of its 95 % confidence interval (as the HTML report does), and a `runs` column says over how
-/// many runs.
-fn table(records: &[results::Record]) -> String {
-    const COLS: [(&str, &str, f64); 7] = [
-        ("thr Mbit/s", "throughput_mbps", 1.0),
-        ("util %", "utilization", 100.0),
-        ("RTT p95", "rtt_p95_ms", 1.0),
-        ("OWD p95", "owd_p95_ms", 1.0),
-        ("qdelay avg", "qdelay_avg_ms", 1.0),
-        ("loss %", "loss_rate", 100.0),
-        ("retx %", "retrans_rate", 100.0),
-    ];
-    let cells = results::by_cell(records);
-    let single: Vec<_> = cells.iter().filter(|((_, _, _, scenario, _), _)| scenario == "single").collect();
-    let spread = single.iter().any(|(_, runs)| runs.len() > 1);
-    let rows: Vec<Vec<String>> = single
-        .iter()
-        .map(|((engine, trace, _, _, label), runs)| {
-            let mut row = vec![
-                engine.to_string(),
-                trace.to_string(),
-                runs.first().map(|r| r.queue_label()).unwrap_or_default(),
-                label.to_string(),
-                runs.len().to_string(),
-            ];
-            row.extend(COLS.iter().map(|(_, f, k)| stat(runs, f).map_or("–".to_string(), |s| s.fmt_ci(*k, 1))));
-            row
-        })
-        .collect();
-    let head: Vec<&str> = ["engine", "trace", "buffer", "cc", "runs"].into_iter().chain(COLS.iter().map(|c| c.0)).collect();
-    let width = |i: usize| rows.iter().map(|r| r[i].chars().count()).chain([head[i].chars().count()]).max().unwrap_or(0);
-    let widths: Vec<usize> = (0..head.len()).map(width).collect();
-    let line = |cells: Vec<&str>| {
-        let mut out = String::new();
-        for (i, c) in cells.iter().enumerate() {
-            // The runs column only when it says something (some cell has several runs).
-            if i == 4 && !spread {
-                continue;
-            }
-            let pad = widths[i].saturating_sub(c.chars().count());
-            // Names left-aligned, numbers right-aligned.
-            if i < 4 {
-                out += &format!("{c}{} ", " ".repeat(pad));
-            } else {
-                out += &format!("{}{c} ", " ".repeat(pad));
-            }
-        }
-        out.trim_end().to_string() + "\n"
-    };
-    let mut out = line(head.clone());
-    for r in &rows {
-        out += &line(r.iter().map(String::as_str).collect());
-    }
-    if spread {
-        out += &format!("{}\n", leocc_eval::stats::CI_LEGEND);
-    }
-    out
-}
-
 fn command_line() -> String {
     std::env::args().collect::<Vec<_>>().join(" ")
 }
@@ -337,9 +194,6 @@ pub fn eval(a: EvalArgs) -> Result<()> {
     let seconds = trace_seconds(&traces)?;
     let queues = parse_queues(&a.queue).map_err(|e| anyhow::anyhow!(e))?;
     let qdiscs = parse_qdiscs(&a.qdisc).map_err(|e| anyhow::anyhow!(e))?;
-    if let Some(expr) = &a.start_when {
-        expr.parse::<leocc_probe::trigger::Expr>().map_err(|e| anyhow::anyhow!("--start-when '{expr}': {e}"))?;
-    }
     let ray = match a.executor {
         Executor::Local => None,
         Executor::Ray => {
@@ -351,83 +205,69 @@ pub fn eval(a: EvalArgs) -> Result<()> {
             Some(ray)
         }
     };
-    let mut scenarios = a.scenario;
-    if scenarios.contains(&Scenario::Video) {
-        scenarios.retain(|s| *s != Scenario::Video);
-        let plan = leocc_eval::video::VideoPlan {
-            engine: a.engine,
-            traces: traces.clone(),
-            ccs: ccs.clone(),
-            out_dir: a.out.clone(),
-            leocc_exe: std::env::current_exe().context("finding the leocc binary")?,
-        };
-        print!("{}", leocc_eval::video::table(&leocc_eval::video::run(&plan)?));
-        if scenarios.is_empty() {
-            return Ok(());
-        }
-    }
-    if scenarios.contains(&Scenario::Leotp) {
-        scenarios.retain(|s| *s != Scenario::Leotp);
-        let cfg = leocc_eval::leotp::EvalConfig {
-            experiments: leocc_eval::leotp::EXPERIMENTS.iter().map(|e| e.to_string()).collect(),
-            duration_s: a.duration.unwrap_or(leocc_eval::leotp::DEFAULT_DURATION_S),
-            mbps: leocc_eval::leotp::DEFAULT_MBPS,
-            seed: a.seed,
-            seeds: u64::from(a.runs.max(1)),
-            with_leocc: true,
-            exe: std::env::current_exe().context("finding the leocc binary")?,
-        };
-        let summary = leocc_eval::leotp::evaluate(&cfg, &a.out.join("leotp"))?;
-        eprintln!("eval: LEOTP summary {}", summary.display());
-        if scenarios.is_empty() {
-            return Ok(());
-        }
-    }
-    if traces.is_empty() {
-        bail!("give the traces to run over: --trace FILE... or --traces-from INDEX (only --scenario leotp makes its own)");
-    }
-    let m = Matrix {
-        engine: a.engine,
-        traces,
-        ccs,
-        scenarios,
-        runs: a.runs.max(1),
-        seed: a.seed,
-        duration_s: a.duration,
-        queues,
-        loss: a.loss,
-        oracle_reconfig: a.oracle_reconfig,
+    let cx = Context {
+        exe: std::env::current_exe().context("finding the leocc binary")?,
+        out: a.out.clone(),
+        jobs: a.jobs.unwrap_or_else(cores),
+        command_line: command_line(),
     };
-    if ray.is_some() && (sweep.is_some() || a.start_when.is_some()) {
-        bail!("--executor ray runs plain matrices only; --sweep and --start-when run locally");
-    }
-    if let Some(sweep) = sweep {
-        if qdiscs != [Qdisc::DropTail] {
-            bail!("--sweep runs drop-tail queues only; leave out --qdisc {}", a.qdisc);
+    // Whole experiments named as scenarios run first, in the order they were written; the flow
+    // arrangements (single, vs-bbr, ...) make up one matrix after them.
+    let mut experiments: Vec<Box<dyn Experiment>> = Vec::new();
+    let mut scenarios = Vec::new();
+    for s in a.scenario {
+        match s {
+            Scenario::Video => experiments.push(Box::new(VideoExperiment {
+                plan: leocc_eval::video::VideoPlan {
+                    engine: a.engine,
+                    traces: traces.clone(),
+                    ccs: ccs.clone(),
+                    out_dir: a.out.clone(),
+                    leocc_exe: cx.exe.clone(),
+                },
+            })),
+            Scenario::Leotp => experiments.push(Box::new(LeotpExperiment {
+                config: leocc_eval::leotp::EvalConfig {
+                    experiments: leocc_eval::leotp::EXPERIMENTS.iter().map(|e| e.to_string()).collect(),
+                    duration_s: a.duration.unwrap_or(leocc_eval::leotp::DEFAULT_DURATION_S),
+                    mbps: leocc_eval::leotp::DEFAULT_MBPS,
+                    seed: a.seed,
+                    seeds: u64::from(a.runs.max(1)),
+                    with_leocc: true,
+                    exe: cx.exe.clone(),
+                },
+            })),
+            s => scenarios.push(s),
         }
-        return run_sweep(&m, &sweep, &a.out, a.jobs.unwrap_or_else(cores), !a.no_fairness, seconds);
     }
-    let mut m = m;
-    if let Some(expr) = &a.start_when {
-        m.traces = leocc_eval::starts::prepare(&m.traces, expr, a.starts.max(1), m.duration_s, m.seed, &a.out)?;
-        let records = run_matrix(&m, &qdiscs, &a.out, a.jobs.unwrap_or_else(cores), &command_line())?;
-        print!("{}", leocc_eval::starts::table(&leocc_eval::starts::compare(&records)));
-        return Ok(());
+    if !scenarios.is_empty() {
+        let matrix = Matrix {
+            engine: a.engine,
+            traces,
+            ccs,
+            scenarios,
+            runs: a.runs.max(1),
+            seed: a.seed,
+            duration_s: a.duration,
+            queues,
+            loss: a.loss,
+            oracle_reconfig: a.oracle_reconfig,
+        };
+        if ray.is_some() && (sweep.is_some() || a.start_when.is_some()) {
+            bail!("--executor ray runs plain matrices only; --sweep and --start-when run locally");
+        }
+        experiments.push(match (sweep, a.start_when) {
+            (Some(sweep), _) => {
+                if qdiscs != [Qdisc::DropTail] {
+                    bail!("--sweep runs drop-tail queues only; leave out --qdisc {}", a.qdisc);
+                }
+                Box::new(SweepExperiment { matrix, sweep, fairness: !a.no_fairness, seconds })
+            }
+            (None, Some(expr)) => Box::new(StartsExperiment { matrix, qdiscs, expr, starts: a.starts.max(1) }),
+            (None, None) => Box::new(MatrixExperiment { matrix, qdiscs, ray, seconds }),
+        });
     }
-    let records = run_matrix_on(&m, &qdiscs, &a.out, a.jobs.unwrap_or_else(cores), ray.as_ref(), Some(seconds), &command_line())?;
-    print_table(&records);
-    Ok(())
-}
-
-/// `leocc eval --sweep`: the sweep, its page, and the average's table on stdout.
-fn run_sweep(m: &Matrix, sweep: &leocc_eval::sweep::Sweep, out: &Path, jobs: usize, fairness: bool, seconds: TraceSeconds) -> Result<()> {
-    let runner = Runner { exe: std::env::current_exe()?, out_dir: out.to_path_buf(), jobs, progress: true };
-    let run = leocc_eval::sweep::SweepRun { matrix: m, sweep, runner: &runner, fairness, command_line: &command_line() };
-    let (groups, page) = leocc_eval::sweep::run(&run, |t| seconds[t])?;
-    if let Some(g) = groups.last() {
-        print!("{}", leocc_eval::sweep::table(sweep, g));
-    }
-    eprintln!("eval: sweep page {}", page.display());
+    print!("{}", run_all(&experiments, &cx)?);
     Ok(())
 }
 
@@ -476,7 +316,8 @@ pub fn demo(a: DemoArgs) -> Result<()> {
         loss: None,
         oracle_reconfig: false,
     };
-    let mut records = run_matrix(&sim, &[Qdisc::DropTail], &a.out, cores(), &command_line())?;
+    let cx = Context { exe: std::env::current_exe()?, out: a.out.clone(), jobs: cores(), command_line: command_line() };
+    let mut records = run_matrix(&sim, &[Qdisc::DropTail], &cx)?;
     match emulator_unavailable() {
         Some(why) if !a.no_emu => eprintln!("demo: skipping the emulator part: {why}"),
         _ if a.no_emu => {}
@@ -495,13 +336,13 @@ pub fn demo(a: DemoArgs) -> Result<()> {
                 queues: vec![leocc_sim::QueueLimit::Packets(500)],
                 ..sim
             };
-            match run_matrix(&emu, &[Qdisc::DropTail], &a.out, 1, &command_line()) {
+            match run_matrix(&emu, &[Qdisc::DropTail], &Context { jobs: 1, ..cx.clone() }) {
                 Ok(r) => records.extend(r),
                 Err(e) => eprintln!("demo: the emulator part failed ({e:#}); the simulator results stand"),
             }
         }
     }
-    print_table(&records);
+    print!("{}", single_table(&records));
     println!("\nreport: {}", a.out.join("report.html").display());
     Ok(())
 }
@@ -620,28 +461,6 @@ pub fn emu_run(a: EmuRunArgs) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn rec(label: &str, seed: u64, thr: f64) -> results::Record {
-        results::Record(serde_json::json!({
-            "engine": "sim", "trace": "t", "scenario": "single", "label": label, "seed": seed,
-            "queue": "500", "queue_ms": 31.0, "throughput_mbps": thr, "rtt_p95_ms": 50.0,
-        }))
-    }
-
-    #[test]
-    fn the_table_shows_runs_and_spread_only_with_several_runs() {
-        let one = table(&[rec("cubic", 1, 10.0), rec("leocc", 1, 12.0)]);
-        assert!(!one.contains('±') && !one.contains("runs"), "{one}");
-        let two = table(&[rec("cubic", 1, 10.0), rec("cubic", 2, 12.0), rec("leocc", 1, 12.0), rec("leocc", 2, 12.0)]);
-        let head = two.lines().next().unwrap();
-        assert!(head.contains("runs"), "{two}");
-        // cubic: mean 11, t(0.975, 1) = 12.71 x sd 1.414 / sqrt 2 = 12.7.
-        let cubic = two.lines().find(|l| l.contains("cubic")).unwrap();
-        assert!(cubic.contains("11.0 ± 12.7") && cubic.contains(" 2 "), "{two}");
-        assert!(two.contains("confidence interval"), "{two}");
-        // Every row is as wide as the header: the columns line up.
-        assert!(two.lines().take(3).all(|r| r.chars().count() == head.chars().count()), "{two}");
-    }
 
     #[test]
     fn report_on_a_file_or_foreign_json_is_an_error() {
