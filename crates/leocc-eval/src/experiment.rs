@@ -137,7 +137,12 @@ impl Experiment for StartsExperiment {
     }
     fn plan(&self) -> Result<usize> {
         self.expr.parse::<leocc_probe::trigger::Expr>().map_err(|e| anyhow::anyhow!("--start-when '{}': {e}", self.expr))?;
-        Ok(2 * self.starts * self.matrix.traces.len() * self.matrix.ccs.len() * self.matrix.runs as usize)
+        // Each trace becomes `starts` triggered and as many random copies of itself, each run as
+        // the matrix runs a trace (every scenario, control, buffer, discipline and seed).
+        let per_trace = Matrix { traces: self.matrix.traces.first().into_iter().cloned().collect(), ..self.matrix.clone() }
+            .expand_qdiscs(&self.qdiscs, |_| 0.0)
+            .len();
+        Ok(2 * self.starts * self.matrix.traces.len() * per_trace)
     }
     fn run(&self, cx: &Context) -> Result<String> {
         let mut m = self.matrix.clone();
@@ -353,6 +358,33 @@ mod tests {
         assert!(two.contains("confidence interval"), "{two}");
         // Every row is as wide as the header: the columns line up.
         assert!(two.lines().take(3).all(|r| r.chars().count() == head.chars().count()), "{two}");
+    }
+
+    #[test]
+    fn triggered_starts_plan_every_copy_of_every_trace_as_the_matrix_runs_a_trace() {
+        use crate::matrix::{Engine, Scenario};
+        let e = StartsExperiment {
+            matrix: Matrix {
+                engine: Engine::Sim,
+                traces: vec!["a.trace".into(), "b.trace".into()],
+                ccs: vec!["cubic".into(), "leocc".into()],
+                scenarios: vec![Scenario::Single],
+                runs: 3,
+                seed: 1,
+                duration_s: Some(5.0),
+                queues: crate::matrix::parse_queues("500,150ms").unwrap(),
+                loss: None,
+                oracle_reconfig: false,
+            },
+            qdiscs: vec![Qdisc::DropTail, Qdisc::CoDel],
+            expr: "ri > 45".into(),
+            starts: 2,
+        };
+        // Per trace copy: 2 controls x 2 buffers x 2 disciplines x 3 seeds = 24 runs; each of
+        // the 2 traces has 2 triggered and 2 random copies.
+        assert_eq!(e.plan().unwrap(), 2 * 4 * 24);
+        let bad = StartsExperiment { expr: "ri >".into(), ..e };
+        assert!(bad.plan().unwrap_err().to_string().contains("--start-when 'ri >'"));
     }
 
     /// An experiment whose plan fails, after one that would run: nothing may run.

@@ -2,18 +2,18 @@
 
 use anyhow::{bail, Context as _, Result};
 use clap::Args;
-use leocc_eval::matrix::{parse_qdiscs, parse_queues, Engine, Matrix, Scenario, DEFAULT_QDISCS, DEFAULT_QUEUES};
-use leocc_sim::Qdisc;
-use leocc_eval::ray::RayOptions;
-use leocc_eval::report;
-use leocc_eval::results;
+use leocc_base::controls::{self, ORACLE_LEOCC};
 use leocc_eval::experiment::{
     run_all, run_matrix, single_table, trace_seconds, Context, Experiment, LeotpExperiment, MatrixExperiment, StartsExperiment,
     SweepExperiment, VideoExperiment,
 };
+use leocc_eval::matrix::{parse_qdiscs, parse_queues, Engine, Matrix, Scenario, DEFAULT_QDISCS, DEFAULT_QUEUES};
+use leocc_eval::ray::RayOptions;
+use leocc_eval::report;
+use leocc_eval::results;
 use leocc_eval::runner;
+use leocc_sim::Qdisc;
 use std::path::{Path, PathBuf};
-use leocc_base::controls::{self, ORACLE_LEOCC};
 
 /// The names of `engine`'s controls, in the registry's order.
 fn names(engine: controls::Engine) -> Vec<String> {
