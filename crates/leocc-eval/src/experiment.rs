@@ -90,7 +90,7 @@ impl Experiment for MatrixExperiment {
         Ok(self.matrix.expand_qdiscs(&self.qdiscs, |t| self.seconds[t]).len())
     }
     fn run(&self, cx: &Context) -> Result<String> {
-        let records = run_matrix_on(&self.matrix, &self.qdiscs, cx, self.ray.as_ref(), Some(self.seconds.clone()))?;
+        let records = run_matrix_on(&self.matrix, &self.qdiscs, cx, self.ray.as_ref(), Some(&self.seconds))?;
         Ok(single_table(&records))
     }
 }
@@ -240,12 +240,16 @@ pub fn run_matrix_on(
     qdiscs: &[Qdisc],
     cx: &Context,
     ray: Option<&RayOptions>,
-    seconds: Option<TraceSeconds>,
+    seconds: Option<&TraceSeconds>,
 ) -> Result<Vec<Record>> {
     let out = cx.out.as_path();
+    let parsed;
     let seconds = match seconds {
         Some(s) => s,
-        None => trace_seconds(&m.traces)?,
+        None => {
+            parsed = trace_seconds(&m.traces)?;
+            &parsed
+        }
     };
     let specs = m.expand_qdiscs(qdiscs, |t| seconds[t]);
     let runner = cx.runner();
@@ -362,19 +366,11 @@ mod tests {
 
     #[test]
     fn triggered_starts_plan_every_copy_of_every_trace_as_the_matrix_runs_a_trace() {
-        use crate::matrix::{Engine, Scenario};
+        use crate::matrix::Scenario;
         let e = StartsExperiment {
             matrix: Matrix {
-                engine: Engine::Sim,
-                traces: vec!["a.trace".into(), "b.trace".into()],
-                ccs: vec!["cubic".into(), "leocc".into()],
-                scenarios: vec![Scenario::Single],
-                runs: 3,
-                seed: 1,
-                duration_s: Some(5.0),
                 queues: crate::matrix::parse_queues("500,150ms").unwrap(),
-                loss: None,
-                oracle_reconfig: false,
+                ..crate::matrix::test_matrix(vec![Scenario::Single])
             },
             qdiscs: vec![Qdisc::DropTail, Qdisc::CoDel],
             expr: "ri > 45".into(),

@@ -373,6 +373,23 @@ impl Matrix {
     }
 }
 
+/// A simulator matrix for tests: traces a and b, cubic and leocc, 3 seeds, 500 packets.
+#[cfg(test)]
+pub(crate) fn test_matrix(scenarios: Vec<Scenario>) -> Matrix {
+    Matrix {
+        engine: Engine::Sim,
+        traces: vec!["traces/a.leo".into(), "traces/b.leo".into()],
+        ccs: vec!["cubic".into(), "leocc".into()],
+        scenarios,
+        runs: 3,
+        seed: 7,
+        duration_s: Some(30.0),
+        queues: vec![QueueLimit::Packets(500)],
+        loss: None,
+        oracle_reconfig: false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -394,24 +411,9 @@ mod tests {
         assert!(e.contains("did you mean bbr?"), "{e}");
     }
 
-    fn matrix(scenarios: Vec<Scenario>) -> Matrix {
-        Matrix {
-            engine: Engine::Sim,
-            traces: vec!["traces/a.leo".into(), "traces/b.leo".into()],
-            ccs: vec!["cubic".into(), "leocc".into()],
-            scenarios,
-            runs: 3,
-            seed: 7,
-            duration_s: Some(30.0),
-            queues: vec![QueueLimit::Packets(500)],
-            loss: None,
-            oracle_reconfig: false,
-        }
-    }
-
     #[test]
     fn expands_every_cell_with_distinct_keys() {
-        let runs = matrix(vec![Scenario::Single, Scenario::VsBbr]).expand(|_| 60.0);
+        let runs = test_matrix(vec![Scenario::Single, Scenario::VsBbr]).expand(|_| 60.0);
         // 2 traces x (2 controls + 1 mixed) x 3 seeds
         assert_eq!(runs.len(), 2 * 3 * 3);
         let mut keys: Vec<_> = runs.iter().map(|r| r.key.clone()).collect();
@@ -424,7 +426,7 @@ mod tests {
 
     #[test]
     fn every_buffer_is_a_run_of_its_own() {
-        let mut m = matrix(vec![Scenario::Single]);
+        let mut m = test_matrix(vec![Scenario::Single]);
         m.queues = parse_queues(DEFAULT_QUEUES).unwrap();
         assert_eq!(
             m.queues,
@@ -452,7 +454,7 @@ mod tests {
 
     #[test]
     fn two_stream_follows_seed_002_timings() {
-        let runs = matrix(vec![Scenario::TwoStream]).expand(|_| 60.0);
+        let runs = test_matrix(vec![Scenario::TwoStream]).expand(|_| 60.0);
         assert_eq!(runs[0].duration_s, 140.0);
         assert_eq!(runs[0].flows, "cubic@0-120,cubic@20-140");
     }
@@ -487,7 +489,7 @@ mod tests {
 
     #[test]
     fn the_qdisc_axis_multiplies_the_runs_and_keeps_drop_tail_keys() {
-        let m = matrix(vec![Scenario::Single]);
+        let m = test_matrix(vec![Scenario::Single]);
         let plain = m.expand(|_| 60.0);
         let qdiscs = parse_qdiscs("droptail, codel,dropfront,codel").unwrap();
         assert_eq!(
