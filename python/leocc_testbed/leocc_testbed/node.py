@@ -1,0 +1,104 @@
+"""A testbed node: one machine behind one terminal (a client) or in the cloud (a server).
+
+`leocc testbed node --dish NAME --role client --address HEAD` writes the node's description
+(NodeConfig) where the tasks Ray runs on it find it, then runs `ray start --block` joined to the
+head with the node's custom resources:
+
+* `dish:NAME` = 1 - an experiment holds it while it runs, so two never overlap on a terminal;
+* `at:NAME` = 1000 - what a trigger's wait holds: it pins the wait to the node without taking
+  the terminal (many waits, one experiment at a time);
+* `role:client` or `role:server` = 1.
+
+The node's process owns `ray start` and everything it spawned: killing the node (SIGTERM,
+SIGINT, or its death) takes its Ray processes with it, and the head then sees the node dead and
+fails its tasks (the orchestrator retries them).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from .proc import die_with_parent
+
+NODE_DIR_ENV = "LEOCC_TESTBED_NODE_DIR"
+DEFAULT_NODE_DIR = "/run/leocc-testbed"
+ROLES = ("client", "server")
+# Capacity of the pinning resource `at:NAME`: more trigger waits than any job list holds.
+WAIT_SLOTS = 1000
+
+
+def node_dir() -> Path:
+    """Where node descriptions live: $LEOCC_TESTBED_NODE_DIR, else /run/leocc-testbed."""
+    return Path(os.environ.get(NODE_DIR_ENV, DEFAULT_NODE_DIR))
+
+
+@dataclass(frozen=True)
+class NodeConfig:
+    """What a node's tasks need to know about it."""
+
+    dish: str
+    role: str
+    leocc: str  # the leocc binary experiments run
+    root: str  # relative trace paths of jobs resolve here
+    host: str = socket.gethostname()
+    netns: str | None = None  # the terminal's network namespace (an emulated terminal's client side)
+    pop: str | None = None  # the PoP address the detector probes (for trigger jobs)
+    iface: str | None = None  # the terminal's interface, whose traffic scavenger mode watches
+    scavenger_mbps: float | None = None  # user traffic above this stops overhead experiments
+
+    def save(self, directory: Path | None = None) -> Path:
+        d = directory or node_dir()
+        d.mkdir(parents=True, exist_ok=True)
+        path = d / f"{self.dish}.json"
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(asdict(self), indent=1))
+        tmp.replace(path)
+        return path
+
+    @classmethod
+    def load(cls, dish: str, directory: Path | None = None) -> "NodeConfig":
+        path = (directory or node_dir()) / f"{dish}.json"
+        try:
+            return cls(**json.loads(path.read_text()))
+        except FileNotFoundError:
+            raise RuntimeError(f"{path}: no node for terminal {dish} on {socket.gethostname()} (leocc testbed node --dish {dish} writes it)") from None
+
+    def resources(self) -> dict[str, float]:
+        return {f"dish:{self.dish}": 1, f"at:{self.dish}": WAIT_SLOTS, f"role:{self.role}": 1}
+
+
+def run_node(cfg: NodeConfig, address: str, ray_bin: str, num_cpus: int | None, node_ip: str | None) -> int:
+    """Join the cluster and serve until killed; returns ray's exit status."""
+    path = cfg.save()
+    argv = [ray_bin, "start", "--block", f"--address={address}", "--disable-usage-stats", f"--resources={json.dumps(cfg.resources())}"]
+    if num_cpus is not None:
+        argv.append(f"--num-cpus={num_cpus}")
+    if node_ip:
+        argv.append(f"--node-ip-address={node_ip}")
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", NODE_DIR_ENV: str(path.parent)}
+    print(f"testbed node: terminal {cfg.dish} ({cfg.role}) joining {address}; description in {path}", file=sys.stderr, flush=True)
+    child = subprocess.Popen(argv, env=env, preexec_fn=die_with_parent, start_new_session=True)
+
+    def stop(signum, _frame):
+        try:
+            os.killpg(child.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    try:
+        return child.wait()
+    finally:
+        try:
+            os.killpg(child.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        path.unlink(missing_ok=True)
