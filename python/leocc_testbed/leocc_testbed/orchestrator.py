@@ -72,11 +72,13 @@ class Orchestrator:
         self.log = log or (lambda m: print(f"testbed: {m}", file=sys.stderr, flush=True))
         self.pending: dict = {}  # ObjectRef -> (run id, "watch" | "exec", trigger info)
         self.submitted_at: dict[int, float] = {}
+        self.warned: set[str] = set()  # terminals with no node, already reported
 
     def connect(self) -> None:
         import ray
 
-        ray.init(address=self.address, logging_level="ERROR", log_to_driver=False, namespace="leocc-testbed")
+        if not ray.is_initialized():
+            ray.init(address=self.address, logging_level="ERROR", log_to_driver=False, namespace="leocc-testbed")
         self.watch, self.execute = _remote_functions()
 
     def serve(self, stop: Callable[[], bool] = lambda: False) -> None:
@@ -101,7 +103,12 @@ class Orchestrator:
             self._collect(ref)
 
     def _submit(self, run: Run, trigger: dict | None = None) -> None:
+        import ray
+
         job, _, _ = self.store.job(run.job_id)
+        if job.dish not in self.warned and f"dish:{job.dish}" not in ray.cluster_resources():
+            self.warned.add(job.dish)
+            self.log(f"no node of terminal {job.dish} is in the cluster: {job.name}'s run waits for one (leocc testbed node --dish {job.dish})")
         if job.schedule.kind == "trigger" and trigger is None:
             ref = self.watch.options(resources={f"at:{job.dish}": 1}).remote(job.to_json())
             self.store.set_run(run.id, "watching", started=time.time())
