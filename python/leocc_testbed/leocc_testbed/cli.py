@@ -11,10 +11,28 @@ import time
 from pathlib import Path
 
 from . import jobs as jobs_mod
-from .node import ROLES, NodeConfig, run_node
+from .node import ROLES, NodeConfig, run_head, run_node
 from .store import Store
 
 HOME_ENV = "LEOCC_TESTBED_HOME"
+TOKEN_ENV = "LEOCC_TESTBED_TOKEN_FILE"
+
+
+def _use_token(args) -> None:
+    """Ray's token authentication (Ray 2.52 and later): every process of the cluster, and every
+    client, must present the token in the file; set before anything talks to Ray."""
+    path = args.token_file or os.environ.get(TOKEN_ENV)
+    if not path:
+        return
+    p = Path(path)
+    try:
+        ok = bool(p.read_text().strip())
+    except OSError as e:
+        raise RuntimeError(f"{p}: cannot read the token file ({e.strerror})") from None
+    if not ok:
+        raise RuntimeError(f"{p}: the token file is empty")
+    os.environ["RAY_AUTH_MODE"] = "token"
+    os.environ["RAY_AUTH_TOKEN_PATH"] = str(p.resolve())
 
 
 def _home(args) -> Path:
@@ -104,11 +122,18 @@ def cmd_serve(args) -> int:
 
     home = _home(args)
     out = Path(args.out) if args.out else home / "results"
-    orch = Orchestrator(_store(args), args.address, out)
+    st = _store(args)
+    orch = Orchestrator(st, args.address, out)
     print(f"testbed: serving {home / 'state.db'} on the Ray cluster at {args.address}; results in {out / 'results.jsonl'}", file=sys.stderr, flush=True)
     deadline = time.monotonic() + args.duration if args.duration else None
+
+    def stop() -> bool:
+        if deadline is not None and time.monotonic() >= deadline:
+            return True
+        return args.until_idle and all(state != "active" for _, _, state, _ in st.jobs())
+
     try:
-        orch.serve(stop=lambda: deadline is not None and time.monotonic() >= deadline)
+        orch.serve(stop=stop)
     except KeyboardInterrupt:
         pass
     return 0
@@ -118,7 +143,7 @@ def cmd_node(args) -> int:
     leocc = args.leocc or os.environ.get("LEOCC_BIN") or shutil.which("leocc")
     if not leocc:
         raise SystemExit("leocc testbed node: no leocc binary (put it on PATH or pass --leocc)")
-    ray_bin = args.ray or str(Path(sys.executable).with_name("ray"))
+    ray_bin = _ray_bin(args)
     if (args.scavenger_mbps is None) != (args.iface is None):
         raise SystemExit("leocc testbed node: --scavenger-mbps and --iface go together (the interface whose user traffic is measured)")
     cfg = NodeConfig(
@@ -129,6 +154,14 @@ def cmd_node(args) -> int:
     return run_node(cfg, args.address, ray_bin, args.num_cpus, args.node_ip)
 
 
+def _ray_bin(args) -> str:
+    return args.ray or str(Path(sys.executable).with_name("ray"))
+
+
+def cmd_head(args) -> int:
+    return run_head(args.port, _ray_bin(args), args.node_ip, args.temp_dir)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="leocc testbed",
@@ -136,7 +169,18 @@ def parser() -> argparse.ArgumentParser:
         "trigger schedules, one experiment per terminal at a time, scavenger mode. docs/testbed.md",
     )
     p.add_argument("--home", help=f"state (state.db) and results folder [default: ${HOME_ENV} or ~/.leocc-testbed]")
+    p.add_argument(
+        "--token-file",
+        help=f"the cluster's shared secret: Ray token authentication for head, nodes and orchestrator alike (docs/testbed.md) [default: ${TOKEN_ENV}; none]",
+    )
     sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+
+    s = sub.add_parser("head", help="start the cluster's head (Ray's GCS; no experiments run on it), until killed")
+    s.add_argument("--port", type=int, default=6379, help="the port nodes join at [default: 6379]")
+    s.add_argument("--node-ip", help="the address nodes reach the head at [default: Ray's choice]")
+    s.add_argument("--temp-dir", help="Ray's session folder [default: Ray's, /tmp/ray]")
+    s.add_argument("--ray", help="the ray command [default: the one beside this Python]")
+    s.set_defaults(fn=cmd_head)
 
     s = sub.add_parser("node", help="join the cluster as the node of one terminal (or a server), until killed")
     s.add_argument("--dish", required=True, help="the terminal's name (jobs name it with dish = ...)")
@@ -157,6 +201,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--address", required=True, help="the Ray head's HOST:PORT")
     s.add_argument("--out", help="results folder [default: HOME/results]")
     s.add_argument("--duration", type=float, help="stop after this many seconds [default: run until interrupted]")
+    s.add_argument("--until-idle", action="store_true", help="stop once no job is active (every submitted schedule has ended)")
     s.set_defaults(fn=cmd_serve)
 
     s = sub.add_parser("submit", help="check and store jobs (TOML files); the orchestrator runs them when due")
@@ -185,6 +230,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
+        _use_token(args)
         return args.fn(args)
     except (jobs_mod.SpecError, ValueError, RuntimeError) as e:
         print(f"leocc testbed {args.cmd}: {e}", file=sys.stderr)

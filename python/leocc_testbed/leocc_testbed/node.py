@@ -82,8 +82,28 @@ def run_node(cfg: NodeConfig, address: str, ray_bin: str, num_cpus: int | None, 
         argv.append(f"--num-cpus={num_cpus}")
     if node_ip:
         argv.append(f"--node-ip-address={node_ip}")
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", NODE_DIR_ENV: str(path.parent)}
     print(f"testbed node: terminal {cfg.dish} ({cfg.role}) joining {address}; description in {path}", file=sys.stderr, flush=True)
+    try:
+        return run_ray(argv, {NODE_DIR_ENV: str(path.parent)})
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def run_head(port: int, ray_bin: str, node_ip: str | None, temp_dir: str | None) -> int:
+    """The cluster's head (no CPUs: experiments run on nodes only), until killed."""
+    argv = [ray_bin, "start", "--head", "--block", f"--port={port}", "--num-cpus=0", "--include-dashboard=false", "--disable-usage-stats"]
+    if node_ip:
+        argv.append(f"--node-ip-address={node_ip}")
+    if temp_dir:
+        argv.append(f"--temp-dir={temp_dir}")
+    print(f"testbed head: port {port}; nodes join with --address {node_ip or 'THIS_HOST'}:{port}", file=sys.stderr, flush=True)
+    return run_ray(argv, {})
+
+
+def run_ray(argv: list[str], env: dict[str, str]) -> int:
+    """`ray start --block ...` as this process's child, its whole process group stopped when
+    this process is told to stop (SIGTERM, SIGINT) or dies."""
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", **env}
     child = subprocess.Popen(argv, env=env, preexec_fn=die_with_parent, start_new_session=True)
 
     def stop(signum, _frame):
@@ -101,4 +121,3 @@ def run_node(cfg: NodeConfig, address: str, ray_bin: str, num_cpus: int | None, 
             os.killpg(child.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        path.unlink(missing_ok=True)

@@ -4,6 +4,7 @@ time as separate processes (`python -m leocc_testbed node`), each with its own t
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -15,7 +16,6 @@ from leocc_testbed.proc import die_with_parent
 
 REPO = Path(__file__).resolve().parents[3]
 LEOCC = REPO / "target" / "release" / "leocc"
-RAY = Path(sys.executable).with_name("ray")
 
 
 def free_port() -> int:
@@ -30,17 +30,20 @@ class Cluster:
         self.port = free_port()
         self.address = f"127.0.0.1:{self.port}"
         self.nodes: dict[str, subprocess.Popen] = {}
+        # The cluster's shared secret: Ray's token authentication, as docs/testbed.md sets it up.
+        self.token = tmp / "token"
+        self.token.write_text(secrets.token_hex(32))
         self.env = {
             **os.environ,
             "RAY_USAGE_STATS_ENABLED": "0",
             "LEOCC_TESTBED_NODE_DIR": str(tmp / "nodes"),
             "LEOCC_TESTBED_HOME": str(tmp / "home"),
+            "LEOCC_TESTBED_TOKEN_FILE": str(self.token),
             "LEOCC_BIN": str(LEOCC),
         }
-        os.environ["LEOCC_TESTBED_NODE_DIR"] = self.env["LEOCC_TESTBED_NODE_DIR"]
+        os.environ.update(LEOCC_TESTBED_NODE_DIR=self.env["LEOCC_TESTBED_NODE_DIR"], RAY_AUTH_MODE="token", RAY_AUTH_TOKEN_PATH=str(self.token))
         self.head = subprocess.Popen(
-            [str(RAY), "start", "--head", "--block", "--node-ip-address=127.0.0.1", f"--port={self.port}", "--num-cpus=0",
-             "--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={tmp / 'ray'}"],
+            [sys.executable, "-m", "leocc_testbed", "head", f"--port={self.port}", "--node-ip=127.0.0.1", f"--temp-dir={tmp / 'ray'}"],
             env=self.env, stdout=open(tmp / "head.log", "wb"), stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=die_with_parent,
         )
         deadline = time.monotonic() + 60
@@ -86,6 +89,8 @@ class Cluster:
         import ray
 
         ray.shutdown()
+        for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN_PATH"):
+            os.environ.pop(k, None)
         for p in [*self.nodes.values(), self.head]:
             try:
                 os.killpg(p.pid, signal.SIGTERM)
@@ -93,6 +98,7 @@ class Cluster:
                 pass
         for p in [*self.nodes.values(), self.head]:
             try:
-                p.wait(timeout=30)
+                p.wait(timeout=10)
             except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
+                os.killpg(p.pid, signal.SIGKILL)  # its own children die with it (PR_SET_PDEATHSIG)
+                p.wait()
