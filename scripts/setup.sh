@@ -26,6 +26,10 @@ APT_PACKAGES=(
 )
 if [ "$ALL" = 1 ]; then
   APT_PACKAGES+=(chromium)  # headless screenshots of the HTML report in tests
+  # promtool and a Prometheus server: tests check `leocc probe --metrics` and the testbed's
+  # metrics with them (the tests start their own server on loopback; on a machine with systemd
+  # the package also enables Debian's prometheus service: `systemctl disable --now prometheus`)
+  APT_PACKAGES+=(prometheus)
 fi
 
 missing=()
