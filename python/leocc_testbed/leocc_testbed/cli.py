@@ -124,6 +124,11 @@ def cmd_serve(args) -> int:
     out = Path(args.out) if args.out else home / "results"
     st = _store(args)
     orch = Orchestrator(st, args.address, out)
+    if args.metrics:
+        from .metrics import orchestrator_metrics, serve
+
+        srv = serve(args.metrics, lambda: orchestrator_metrics(st.path))
+        print(f"testbed: metrics at http://{srv.server_address[0]}:{srv.server_address[1]}/metrics", file=sys.stderr, flush=True)
     print(f"testbed: serving {home / 'state.db'} on the Ray cluster at {args.address}; results in {out / 'results.jsonl'}", file=sys.stderr, flush=True)
     deadline = time.monotonic() + args.duration if args.duration else None
 
@@ -151,7 +156,7 @@ def cmd_node(args) -> int:
         role=args.role, leocc=os.path.abspath(leocc), root=os.path.abspath(args.root),
         netns=args.netns, pop=args.pop, iface=args.iface, scavenger_mbps=args.scavenger_mbps,
     )
-    return run_node(cfg, args.address, ray_bin, args.num_cpus, args.node_ip)
+    return run_node(cfg, args.address, ray_bin, args.num_cpus, args.node_ip, args.metrics)
 
 
 def _ray_bin(args) -> str:
@@ -195,6 +200,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--ray", help="the ray command [default: the one beside this Python]")
     s.add_argument("--num-cpus", type=int, help="CPUs the node offers Ray [default: Ray's count]")
     s.add_argument("--node-ip", help="the address other nodes reach this one at [default: Ray's choice]")
+    s.add_argument("--metrics", metavar="HOST:PORT", help="serve the terminal's state (experiment running, user traffic) in Prometheus' format")
     s.set_defaults(fn=cmd_node)
 
     s = sub.add_parser("serve", help="the orchestrator: hand due runs to Ray and record results, until interrupted")
@@ -202,6 +208,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--out", help="results folder [default: HOME/results]")
     s.add_argument("--duration", type=float, help="stop after this many seconds [default: run until interrupted]")
     s.add_argument("--until-idle", action="store_true", help="stop once no job is active (every submitted schedule has ended)")
+    s.add_argument("--metrics", metavar="HOST:PORT", help="serve jobs and runs by state in Prometheus' format")
     s.set_defaults(fn=cmd_serve)
 
     s = sub.add_parser("submit", help="check and store jobs (TOML files); the orchestrator runs them when due")

@@ -74,9 +74,12 @@ class NodeConfig:
         return {f"dish:{self.dish}": 1, f"at:{self.dish}": WAIT_SLOTS, f"role:{self.role}": 1}
 
 
-def run_node(cfg: NodeConfig, address: str, ray_bin: str, num_cpus: int | None, node_ip: str | None) -> int:
-    """Join the cluster and serve until killed; returns ray's exit status."""
+def run_node(cfg: NodeConfig, address: str, ray_bin: str, num_cpus: int | None, node_ip: str | None, metrics: str | None = None) -> int:
+    """Join the cluster and serve until killed; returns ray's exit status. With `metrics`
+    (HOST:PORT) the node serves its terminal's state in Prometheus' format."""
     path = cfg.save()
+    if metrics:
+        _serve_node_metrics(cfg, metrics)
     argv = [ray_bin, "start", "--block", f"--address={address}", "--disable-usage-stats", f"--resources={json.dumps(cfg.resources())}"]
     if num_cpus is not None:
         argv.append(f"--num-cpus={num_cpus}")
@@ -87,6 +90,29 @@ def run_node(cfg: NodeConfig, address: str, ray_bin: str, num_cpus: int | None, 
         return run_ray(argv, {NODE_DIR_ENV: str(path.parent)})
     finally:
         path.unlink(missing_ok=True)
+
+
+def _serve_node_metrics(cfg: NodeConfig, address: str) -> None:
+    import threading
+    import time
+
+    from .metrics import node_metrics, serve
+    from .runner import SAMPLE_S, TrafficMonitor, active_marker
+
+    monitor = TrafficMonitor(cfg) if cfg.iface else None
+    if monitor is not None:
+
+        def sample_forever():
+            while True:
+                try:
+                    monitor.sample()
+                except (OSError, subprocess.SubprocessError, ValueError, KeyError):
+                    monitor.latest = None  # the interface is gone; say so, keep trying
+                time.sleep(SAMPLE_S)
+
+        threading.Thread(target=sample_forever, name="traffic", daemon=True).start()
+    srv = serve(address, lambda: node_metrics(cfg, monitor, active_marker(cfg.dish)))
+    print(f"testbed node: metrics at http://{srv.server_address[0]}:{srv.server_address[1]}/metrics", file=sys.stderr, flush=True)
 
 
 def run_head(port: int, ray_bin: str, node_ip: str | None, temp_dir: str | None) -> int:

@@ -32,7 +32,7 @@ from collections import deque
 from pathlib import Path
 
 from .jobs import Experiment, Job
-from .node import NodeConfig
+from .node import NodeConfig, node_dir
 from .proc import die_with_parent, stop_group
 
 # Scavenger mode's sampling period and averaging window: a user's traffic is seen within
@@ -63,6 +63,7 @@ class TrafficMonitor:
     def __init__(self, cfg: NodeConfig):
         self.cfg = cfg
         self.samples: deque[tuple[float, int]] = deque()
+        self.latest: float | None = None
 
     def _bytes(self) -> int:
         iface, ns = self.cfg.iface, self.cfg.netns
@@ -82,7 +83,8 @@ class TrafficMonitor:
         (t0, b0), (t1, b1) = self.samples[0], self.samples[-1]
         if t1 - t0 < WINDOW_S / 2:
             return None
-        return (b1 - b0) * 8 / (t1 - t0) / 1e6
+        self.latest = (b1 - b0) * 8 / (t1 - t0) / 1e6
+        return self.latest
 
 
 def versions(cfg: NodeConfig) -> dict:
@@ -127,6 +129,21 @@ def execute(job: Job, cfg: NodeConfig, run_dir: Path) -> dict:
         if rate > cfg.scavenger_mbps:
             return {**result, "status": "aborted", "ended": time.time(), "abort": {"user_mbps": rate, "threshold_mbps": cfg.scavenger_mbps, "before_start": True}}
     out_path, err_path = run_dir / "stdout", run_dir / "stderr"
+    marker = active_marker(cfg.dish)
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text(json.dumps({"argv": cmd, "started": result["started"]}))
+    try:
+        return _run(job, cfg, cmd, result, mon, out_path, err_path)
+    finally:
+        marker.unlink(missing_ok=True)
+
+
+def active_marker(dish: str) -> Path:
+    """The file that says an experiment runs on the terminal (the node's metrics read it)."""
+    return node_dir() / "active" / f"{dish}.json"
+
+
+def _run(job: Job, cfg: NodeConfig, cmd: list[str], result: dict, mon, out_path: Path, err_path: Path) -> dict:
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         p = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL, preexec_fn=die_with_parent, start_new_session=True)
         abort = None

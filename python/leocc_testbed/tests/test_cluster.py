@@ -7,16 +7,18 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import signal
 import statistics
 import subprocess
 import sys
 import time
+import urllib.request
 from collections import defaultdict
 
 import pytest
 
-from cluster import LEOCC, Cluster
+from cluster import LEOCC, Cluster, free_port
 from leocc_testbed import jobs
 from leocc_testbed.orchestrator import Orchestrator
 from leocc_testbed.store import Store
@@ -183,20 +185,35 @@ class Terminal:
 def test_scavenger_mode_stops_an_overhead_run_and_reschedules_it(cluster, tmp_path):
     term = Terminal("s")
     try:
-        cluster.add_node("dish-s", "--netns", term.dish_ns, "--iface", "tb0", "--scavenger-mbps", "20")
+        port = free_port()
+        cluster.add_node("dish-s", "--netns", term.dish_ns, "--iface", "tb0", "--scavenger-mbps", "20", "--metrics", f"127.0.0.1:{port}")
+        scrape = lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()  # noqa: E731
+        metric = lambda text, name: float(next(l for l in text.splitlines() if l.startswith(name)).split()[1])  # noqa: E731
         st = Store(tmp_path / "state.db")
         jid = st.add_job(job("scav", "dish-s", duration=3600, extra="overhead = true\nreschedule_after_s = 1"), time.time())
         orch = Orchestrator(st, cluster.address, tmp_path / "out", log=lambda m: None)
         orch.connect()
         serve_until(orch, lambda: bool(list((cluster.tmp / "nodes" / "runs").glob("scav-*"))), 60)
-        traffic_at = time.time()
+        deadline = time.monotonic() + 10
+        while metric(scrape(), "leocc_testbed_experiment_running") != 1:
+            assert time.monotonic() < deadline, "the node's metrics never showed the experiment"
+            time.sleep(0.1)
         user = term.user_traffic(100, 6)
+        traffic_at = time.time()
         serve_until(orch, lambda: bool(st.runs("job_id = ? AND state = 'aborted'", (jid,))), 60)
         first = json.loads(st.runs("job_id = ? AND state = 'aborted'", (jid,))[0].result)
         took = first["abort"]["stopped"] - traffic_at
         print(f"\nscavenger mode: user traffic {first['abort']['user_mbps']:.0f} Mbit/s seen and the experiment stopped {took:.2f} s after it began")
         assert first["abort"]["user_mbps"] > 20 and took < 5
         assert "partial_stdout" in first and "stderr_tail" in first, "what the experiment wrote is kept"
+        deadline = time.monotonic() + 4
+        while metric(text := scrape(), "leocc_testbed_user_traffic_mbps") <= 20:
+            assert time.monotonic() < deadline, f"the node's metrics never showed the user's traffic: {text}"
+            time.sleep(0.1)
+        assert metric(text, "leocc_testbed_scavenger_threshold_mbps") == 20, text
+        if shutil.which("promtool"):
+            check = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
+            assert check.returncode == 0, check.stdout + check.stderr
         user.wait()
         serve_until(orch, lambda: all_done(st), 120)
         states = [r.state for r in st.runs("job_id = ?", (jid,))]
