@@ -167,6 +167,12 @@ def cmd_head(args) -> int:
     return run_head(args.port, _ray_bin(args), args.node_ip, args.temp_dir)
 
 
+def cmd_bench(args) -> int:
+    from .bench import run
+
+    return run(args.jobs, args.terminals, args.spread, args.seed)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="leocc testbed",
@@ -226,6 +232,13 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("status", help="jobs, their runs and what is due next")
     s.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_status)
+
+    s = sub.add_parser("bench", help="a randomized schedule on a whole local cluster: overlaps per terminal and scheduling overhead")
+    s.add_argument("--jobs", type=int, default=100, help="one-off jobs [default: 100]")
+    s.add_argument("--terminals", type=int, default=3, help="terminals, one node each [default: 3]")
+    s.add_argument("--spread", type=float, default=30.0, help="due times spread over this many seconds [default: 30]")
+    s.add_argument("--seed", type=int, default=1)
+    s.set_defaults(fn=cmd_bench)
 
     s = sub.add_parser("results", help="the finished runs (HOME/results/results.jsonl)")
     s.add_argument("--out", help="a results folder other than HOME/results")

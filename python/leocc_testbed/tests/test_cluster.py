@@ -18,7 +18,7 @@ from collections import defaultdict
 
 import pytest
 
-from cluster import LEOCC, Cluster, free_port
+from leocc_testbed.local import LEOCC, Cluster, free_port
 from leocc_testbed import jobs
 from leocc_testbed.orchestrator import Orchestrator
 from leocc_testbed.store import Store

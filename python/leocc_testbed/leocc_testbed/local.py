@@ -1,5 +1,6 @@
-"""A real Ray cluster on loopback for the tests: a head with no CPUs and nodes started one at a
-time as separate processes (`python -m leocc_testbed node`), each with its own terminal."""
+"""A whole testbed on one machine, on loopback: the head and nodes as separate processes
+(`python -m leocc_testbed head|node`), nodes started one at a time (Ray refuses two joining at
+once on one host), token authentication on. The tests and `leocc testbed bench` use it."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from pathlib import Path
 from leocc_testbed.proc import die_with_parent
 
 REPO = Path(__file__).resolve().parents[3]
-LEOCC = REPO / "target" / "release" / "leocc"
+# The leocc binary nodes run: $LEOCC_BIN (set by `leocc testbed`), else the checkout's build.
+LEOCC = Path(os.environ.get("LEOCC_BIN") or REPO / "target" / "release" / "leocc")
 
 
 def free_port() -> int:
@@ -25,6 +27,8 @@ def free_port() -> int:
 
 
 class Cluster:
+    """The head now; nodes with add_node; everything stopped by stop()."""
+
     def __init__(self, tmp: Path):
         self.tmp = tmp
         self.port = free_port()
@@ -60,6 +64,8 @@ class Cluster:
         ray.init(address=self.address, logging_level="ERROR", log_to_driver=False, namespace="leocc-testbed")
 
     def add_node(self, dish: str, *extra: str) -> None:
+        """A node for terminal `dish` (extra: `leocc testbed node` options); returns once it
+        is in the cluster."""
         import ray
 
         log = open(self.tmp / f"node-{dish}.log", "ab")
