@@ -26,6 +26,10 @@ APT_PACKAGES=(
 )
 if [ "$ALL" = 1 ]; then
   APT_PACKAGES+=(chromium)  # headless screenshots of the HTML report in tests
+  # promtool and a Prometheus server: tests check `leocc probe --metrics` and the testbed's
+  # metrics with them (the tests start their own server on loopback; on a machine with systemd
+  # the package also enables Debian's prometheus service: `systemctl disable --now prometheus`)
+  APT_PACKAGES+=(prometheus)
 fi
 
 missing=()
@@ -59,6 +63,7 @@ fi
 # - python/requirements.txt: Ray, for `leocc eval --executor ray`;
 # - python/leocc_ml: predictors and the video harness (numpy, scikit-learn, pytest; the LSTM is
 #   numpy: no deep-learning framework);
+# - python/leocc_testbed: `leocc testbed` (Ray, SQLite and TOML from Python's library);
 # - the package `leocc` (PyO3, built by maturin from the repository's crates).
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 VENV="$ROOT/.venv"
@@ -85,6 +90,13 @@ if [ ! -f "$ML_STAMP" ] || [ "$ROOT/python/leocc_ml/pyproject.toml" -nt "$ML_STA
   echo "setup: installing python/leocc_ml into .venv"
   "$VENV/bin/pip" install -q --disable-pip-version-check -e "$ROOT/python/leocc_ml[test]"
   touch "$ML_STAMP"
+fi
+TB_STAMP="$VENV/.leocc_testbed-installed"
+if [ ! -f "$TB_STAMP" ] || [ "$ROOT/python/leocc_testbed/pyproject.toml" -nt "$TB_STAMP" ] \
+   || ! "$VENV/bin/python" -c 'import leocc_testbed, ray' >/dev/null 2>&1; then
+  echo "setup: installing python/leocc_testbed (leocc testbed) into .venv"
+  "$VENV/bin/pip" install -q --disable-pip-version-check -e "$ROOT/python/leocc_testbed[test]"
+  touch "$TB_STAMP"
 fi
 PY_STAMP="$VENV/.leocc-package"
 py_src_hash() {

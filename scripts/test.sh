@@ -17,5 +17,9 @@ if [ -f python/leocc_ml/pyproject.toml ]; then
   echo "== python/leocc_ml (pytest: predictors, LSTM gradient check, video over loopback TCP)"
   (cd python/leocc_ml && ../../.venv/bin/python -m pytest -q tests)
 fi
+if [ -f python/leocc_testbed/pyproject.toml ]; then
+  echo "== python/leocc_testbed (pytest: jobs, cron, store; a real Ray cluster of node processes, emulated terminals)"
+  (cd python/leocc_testbed && ../../.venv/bin/python -m pytest -q tests)
+fi
 echo "== python (the leocc package, docs/python.md's example, every shell block of README.md and docs/*.md)"
 .venv/bin/python -m unittest discover -s python/tests

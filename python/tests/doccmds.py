@@ -18,6 +18,8 @@ shell; for them only the subcommand path and every `-x` / `--xy` word is checked
 """
 
 import difflib
+import contextlib
+import io
 import re
 import subprocess
 
@@ -277,6 +279,27 @@ def _dynamic(word):
     return "$" in word or "`" in word or "*" in word
 
 
+def _check_testbed(args, problems, path):
+    """`leocc testbed ...` hands its words to python/leocc_testbed's argparse parser: check
+    them against that parser (when the package is importable, as in .venv)."""
+    try:
+        from leocc_testbed.cli import parser
+    except ImportError:
+        return
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            parser().parse_args([w for w, _ in args])
+    except SystemExit as e:
+        if e.code:
+            why = err.getvalue().strip().splitlines()
+            problems.append((args[0][1] if args else 0, " ".join(w for w, _ in args), f"`{path}`: {why[-1] if why else 'refused'}"))
+
+
+# Subcommands that hand their words to another program's parser, and how to check them.
+PASSTHROUGH = {"leocc testbed": _check_testbed}
+
+
 def check_invocation(args, tree, names, problems, path="leocc"):
     """Walks `args` (the (word, line) pairs after `leocc`) through the clap tree `tree`;
     appends (line, token, message) to `problems` for an unknown subcommand, an option the
@@ -291,6 +314,9 @@ def check_invocation(args, tree, names, problems, path="leocc"):
                 if w in subs:
                     node, path = subs[w], f"{path} {w}"
                     i += 1
+                    if path in PASSTHROUGH:
+                        PASSTHROUGH[path](args[i:], problems, path)
+                        return
                     continue
                 if _dynamic(w):
                     return

@@ -61,6 +61,7 @@ pub fn emulate(
         unreachable_after_ns: daemon::DEFAULT_UNREACHABLE_AFTER_NS,
         rediscover_after_ns: daemon::DEFAULT_REDISCOVER_AFTER_NS,
         verbose: false,
+        metrics: None,
     };
     let mut cfg = EmuConfig::new(trace.link(Dir::Up), trace.link(Dir::Down));
     cfg.label = name.to_string();

@@ -110,6 +110,8 @@ pub struct Options {
     pub rediscover_after_ns: u64,
     /// Print each event on stdout.
     pub verbose: bool,
+    /// Serve the measurements in Prometheus' format at this address (`--metrics`).
+    pub metrics: Option<std::net::SocketAddr>,
 }
 
 /// The signal the daemon publishes (mirrors the kernel's `struct leocc_signal` data fields).
@@ -309,6 +311,8 @@ struct Daemon {
     actions: Vec<crate::trigger::Action>,
     /// RI and loss of the probe stream, for the triggers.
     stream: crate::trigger::Stream,
+    /// `--metrics`: the Prometheus exporter's snapshot.
+    metrics: Option<crate::metrics::Exporter>,
 }
 
 fn resolve_pop(src: &PopSource) -> Result<Target, String> {
@@ -341,6 +345,14 @@ pub fn run_with_triggers(opts: Options, publisher: Option<Box<dyn Publisher>>, a
         Some(p) => Some(Log::open(p).map_err(|e| format!("{}: {e}", p.display()))?),
         None => None,
     };
+    let metrics = match opts.metrics {
+        Some(addr) => {
+            let e = crate::metrics::Exporter::start(addr)?;
+            println!("leocc probe: metrics at http://{}/metrics", e.addr());
+            Some(e)
+        }
+        None => None,
+    };
     let now = net::mono_ns();
     let mut d = Daemon {
         validator: Validator::new(discover::random_u64() as u16, discover::random_cookie_key(), pop.addr),
@@ -369,6 +381,7 @@ pub fn run_with_triggers(opts: Options, publisher: Option<Box<dyn Publisher>>, a
         opts,
         actions,
         stream: crate::trigger::Stream::default(),
+        metrics,
     };
     d.init_publisher();
     println!(
@@ -455,6 +468,10 @@ impl Daemon {
                 self.sent += 1;
                 self.detector.on_send(now);
                 self.stream.on_send(now);
+                if let Some(m) = &self.metrics {
+                    let sent = self.sent;
+                    m.update(|s| s.sent = sent);
+                }
                 if self.send_backoff.take().is_some() {
                     println!("leocc probe: sending to {} works again", self.pop);
                 }
@@ -562,23 +579,48 @@ impl Daemon {
         if new_event {
             self.write_state();
         }
-        self.run_triggers(r, new_event, confidence);
-    }
-
-    /// Evaluates the triggers on this reply: within one probe interval of the condition.
-    fn run_triggers(&mut self, r: Reply, event: bool, confidence: u8) {
-        if self.actions.is_empty() {
+        if self.actions.is_empty() && self.metrics.is_none() {
             return;
         }
         let mut s = self.stream.on_reply(r.recv_mono_ns, r.rtt_ns);
         let rtt = self.detector.rtt();
-        s.event = if event { 1.0 } else { 0.0 };
+        s.event = if new_event { 1.0 } else { 0.0 };
         s.confidence = f64::from(confidence);
         s.srtt = rtt.srtt_ns as f64 / 1e6;
         s.min_rtt = rtt.min_ns as f64 / 1e6;
+        self.export(&s, new_event.then_some(r.recv_wall_ns));
+        self.run_triggers(r, &s);
+    }
+
+    /// The reply's sample into the metrics snapshot (`--metrics`); `event_wall_ns` when the
+    /// reply declared a reconfiguration.
+    fn export(&self, s: &crate::trigger::Sample, event_wall_ns: Option<i64>) {
+        let Some(m) = &self.metrics else { return };
+        let c = self.detector.counters();
+        let reachable = self.reachable;
+        m.update(|x| {
+            x.replies = c.replies;
+            x.reconfigurations = c.events;
+            x.weak = c.weak;
+            if s.rtt.is_finite() {
+                x.observe_rtt(s.rtt / 1e3);
+            }
+            x.srtt_s = s.srtt / 1e3;
+            x.min_rtt_s = s.min_rtt / 1e3;
+            x.loss = s.loss;
+            x.reachable = reachable;
+            if let Some(w) = event_wall_ns {
+                x.last_confidence = s.confidence;
+                x.last_reconfiguration_s = w as f64 / 1e9;
+            }
+        });
+    }
+
+    /// Evaluates the triggers on this reply's sample: within one probe interval of the condition.
+    fn run_triggers(&mut self, r: Reply, s: &crate::trigger::Sample) {
         let mut lines = Vec::new();
         for a in &mut self.actions {
-            let Some(f) = a.trigger_sample(&s) else { continue };
+            let Some(f) = a.trigger_sample(s) else { continue };
             let values: serde_json::Map<String, serde_json::Value> =
                 f.values.iter().filter(|(_, v)| v.is_finite()).map(|(n, v)| (n.clone(), json!(v))).collect();
             let (pid, error) = match &f.outcome {
@@ -629,6 +671,9 @@ impl Daemon {
         }
         if self.reachable {
             self.reachable = false;
+            if let Some(m) = &self.metrics {
+                m.update(|x| x.reachable = false);
+            }
             self.unreachable_backoff = Some(Backoff::new(now));
             self.log_line(json!({"type": "pop_unreachable", "pop": self.pop.to_string(), "t_mono_ms": ms(now)}));
         }

@@ -33,6 +33,7 @@ pub mod instance;
 #[cfg(feature = "kernel-map")]
 pub mod kernel_map;
 pub mod learn;
+pub mod metrics;
 pub mod net;
 pub mod replay;
 pub mod schedule;

@@ -54,6 +54,7 @@ fn detector_in_emulator_matches_generated_starlink_truth() {
         unreachable_after_ns: daemon::DEFAULT_UNREACHABLE_AFTER_NS,
         rediscover_after_ns: daemon::DEFAULT_REDISCOVER_AFTER_NS,
         verbose: true,
+        metrics: None,
     };
     let h = emu.spawn_in(Side::Client, "leocc-probe", move || daemon::run(opts, None)).unwrap();
     let run = h.join().unwrap().unwrap();

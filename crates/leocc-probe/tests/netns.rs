@@ -130,6 +130,7 @@ fn options(run_dir: &Path, log: &Path, duration_ns: Option<u64>) -> Options {
         unreachable_after_ns: daemon::DEFAULT_UNREACHABLE_AFTER_NS,
         rediscover_after_ns: daemon::DEFAULT_REDISCOVER_AFTER_NS,
         verbose: false,
+        metrics: None,
     }
 }
 

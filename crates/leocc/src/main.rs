@@ -48,6 +48,9 @@ enum Command {
     /// LEOTP (seed 003), hop-by-hop transport: `leocc leotp serve|get|mid|eval`.
     #[command(subcommand)]
     Leotp(cmd::leotp::LeotpCmd),
+    /// A LEOScope-like testbed on Ray: nodes behind terminals, jobs on one-off, cron and trigger
+    /// schedules, scavenger mode (`leocc testbed --help`; docs/testbed.md).
+    Testbed(cmd::testbed::TestbedArgs),
     /// Same as `leocc bench emu` (kept for scripts).
     #[command(hide = true)]
     BenchEmu(cmd::emu::BenchEmuArgs),
@@ -131,6 +134,7 @@ fn main() {
         Command::Leotp(c) => cmd::leotp::run(c),
         Command::Chain(a) => cmd::chain::run(a),
         Command::Quic(c) => cmd::quic::run(c),
+        Command::Testbed(a) => cmd::testbed::run(a),
         Command::CliTree => {
             use clap::CommandFactory;
             let mut root = Cli::command();

@@ -78,3 +78,60 @@ fn probe_inside_emu_detects_generated_reconfigurations() {
     assert!(s.delays_ns.iter().all(|&d| d > 40_000 && d < 500_000), "{:?}", s.delays_ns);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `leocc probe --metrics`: what it serves passes Debian's `promtool check metrics`, and a real
+/// Prometheus scraping it every second (both inside the emulated terminal's namespace, next to
+/// the daemon) holds the daemon's reconfigurations and `up == 1`.
+#[test]
+fn probe_metrics_pass_promtool_and_a_real_prometheus_scrapes_them() {
+    if let Some(why) = skip_reason() {
+        println!("SKIP probe_metrics_pass_promtool_and_a_real_prometheus_scrapes_them: {why}");
+        return;
+    }
+    for tool in ["promtool", "prometheus"] {
+        if Command::new(tool).arg("--version").output().is_err() {
+            println!("SKIP probe_metrics_pass_promtool_and_a_real_prometheus_scrapes_them: no {tool} (scripts/setup.sh --all installs Debian's prometheus)");
+            return;
+        }
+    }
+    let dir = std::env::temp_dir().join(format!("leocc-probe-metrics-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace_path = dir.join("starlink.trace");
+    run(Command::new(BIN).args(["trace", "gen", "--profile", "starlink-down", "--duration", "40", "--seed", "2", "-o"]).arg(&trace_path));
+    let d = dir.display();
+    let script = format!(
+        r#"set -e
+{BIN} probe --pop "$LEOCC_POP" --duration 26 --run-dir {d}/run --no-kernel --quiet --metrics 127.0.0.1:9464 > {d}/probe.log 2>&1 &
+P=$!
+printf 'global: {{scrape_interval: 1s}}\nscrape_configs: [{{job_name: leocc-probe, static_configs: [{{targets: ["127.0.0.1:9464"]}}]}}]\n' > {d}/prom.yml
+prometheus --config.file={d}/prom.yml --storage.tsdb.path={d}/tsdb --web.listen-address=127.0.0.1:9090 > {d}/prom.log 2>&1 &
+Q=$!
+sleep 22
+exec 3<>/dev/tcp/127.0.0.1/9464
+printf 'GET /metrics HTTP/1.0\r\n\r\n' >&3
+cat <&3 > {d}/scrape.http
+sed '1,/^\r$/d' {d}/scrape.http > {d}/metrics.txt
+promtool check metrics < {d}/metrics.txt > {d}/promtool.out 2>&1 || echo "promtool exit $?" >> {d}/promtool.out
+promtool query instant http://127.0.0.1:9090 'leocc_probe_reconfigurations_total' > {d}/query.out 2>&1
+promtool query instant http://127.0.0.1:9090 'up{{job="leocc-probe"}}' >> {d}/query.out 2>&1
+kill $Q
+wait $P
+"#
+    );
+    run(Command::new(BIN).args(["emu", "--trace"]).arg(&trace_path).args(["--", "bash", "-c", &script]));
+    let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap_or_default();
+    let metrics = read("metrics.txt");
+    assert!(metrics.contains("# TYPE leocc_probe_rtt_seconds histogram"), "{}", read("scrape.http"));
+    let lint = read("promtool.out");
+    assert!(lint.trim().is_empty(), "promtool check metrics: {lint}");
+    let query = read("query.out");
+    // `promtool query instant` prints `NAME{labels} => VALUE @[TIME]` per series.
+    let value = |name: &str| -> f64 {
+        let line = query.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("no {name} in the query output: {query}\n{}", read("prom.log")));
+        line.split("=>").nth(1).unwrap().split('@').next().unwrap().trim().parse().unwrap()
+    };
+    assert_eq!(value("up{"), 1.0, "Prometheus scraped the daemon");
+    assert!(value("leocc_probe_reconfigurations_total") >= 1.0, "the trace's reconfigurations reached Prometheus: {query}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

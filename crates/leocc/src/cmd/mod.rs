@@ -10,3 +10,4 @@ pub mod bench;
 pub mod leotp;
 pub mod chain;
 pub mod quic;
+pub mod testbed;

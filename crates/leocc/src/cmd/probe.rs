@@ -289,6 +289,11 @@ struct RunArgs {
     /// Do not print each event on stdout.
     #[arg(long, short)]
     quiet: bool,
+    /// Serve the measurements (RTTs, loss, events, confidence) in Prometheus' text format at
+    /// http://ADDR/metrics, e.g. 127.0.0.1:9464 (no authentication: bind it where only your
+    /// Prometheus reaches).
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<std::net::SocketAddr>,
     /// Run the matching --exec when this expression over the measurements holds, e.g.
     /// 'rtt > 10 * avg(rtt, 10s)' (repeatable, paired with --exec in order). Variables rtt, ri
     /// (ms), loss, event, confidence, srtt, min_rtt; avg/min/max(VAR, 10s); docs/evaluation.md.
@@ -400,6 +405,7 @@ fn run_daemon(a: RunArgs) -> anyhow::Result<()> {
         unreachable_after_ns: secs("unreachable-after", a.unreachable_after)?,
         rediscover_after_ns: secs("rediscover-after", a.rediscover_after)?,
         verbose: !a.quiet,
+        metrics: a.metrics,
     };
     let publisher: Option<Box<dyn daemon::Publisher>> = if a.no_kernel { None } else { kernel_publisher(a.signal_map) };
     // User-space transports (QUIC) subscribe to the same signal: leocc_probe::subscribe.

@@ -1,0 +1,217 @@
+"""The orchestrator (`leocc testbed serve`): hands due runs to Ray and records what comes back.
+
+Ray is the scheduler and the executor: a run is a Ray task that asks for its terminal's
+resource (`dish:NAME`, capacity 1 on the node that joined with that terminal, node.py), so Ray
+itself runs at most one experiment per terminal and queues the rest; a trigger's wait asks only
+for `at:NAME`, which pins it to the node without taking the terminal. The orchestrator's own
+loop, every TICK_S: queue-to-Ray for runs that fell due (store.py), and collect finished tasks.
+What follows a run is decided here (`follow_up`), in the same transaction that records it:
+
+| schedule | done | failed (node lost, tool error) | aborted (scavenger mode) |
+|---|---|---|---|
+| once | job done | retried after retry_delay_s while attempts last, then job failed | again after reschedule_after_s |
+| cron | next cron instant | retried while attempts last, else next instant | next instant (LEOScope aborts cron runs) |
+| trigger | wait again | wait again | wait again |
+
+A trigger wait that times out ends the job. A cron or trigger job ends after `runs` slots.
+Every finished run is one line of OUT/results.jsonl, the evaluation store's format
+(`leocc.read_results`): the experiment's own record at the top level, the testbed's provenance
+under `testbed`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+from .cron import Cron
+from .jobs import Job
+from .store import Run, Store
+
+TICK_S = 0.2
+RESULTS_SCHEMA = 1
+
+
+def _remote_functions():
+    """The tasks, defined on first use so that importing this module does not import Ray."""
+    import ray
+
+    @ray.remote(num_cpus=0, max_retries=0)
+    def watch(job_json: str) -> dict:
+        from .jobs import Job
+        from .node import NodeConfig
+        from .runner import wait_trigger
+
+        job = Job.from_json(job_json)
+        return wait_trigger(job, NodeConfig.load(job.dish))
+
+    @ray.remote(num_cpus=0, max_retries=0)
+    def execute(job_json: str, run_id: int) -> dict:
+        from .jobs import Job
+        from .node import NodeConfig, node_dir
+        from .runner import execute as run
+
+        job = Job.from_json(job_json)
+        return run(job, NodeConfig.load(job.dish), node_dir() / "runs" / f"{job.name}-{run_id}")
+
+    return watch, execute
+
+
+class Orchestrator:
+    """One orchestrator per store; restartable at any point (store.recover)."""
+
+    def __init__(self, store: Store, address: str, out_dir: str | Path, log: Callable[[str], None] | None = None):
+        self.store = store
+        self.address = address
+        self.out = Path(out_dir)
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.log = log or (lambda m: print(f"testbed: {m}", file=sys.stderr, flush=True))
+        self.pending: dict = {}  # ObjectRef -> (run id, "watch" | "exec", trigger info)
+        self.submitted_at: dict[int, float] = {}
+        self.warned: set[str] = set()  # terminals with no node, already reported
+
+    def connect(self) -> None:
+        import ray
+
+        if not ray.is_initialized():
+            ray.init(address=self.address, logging_level="ERROR", log_to_driver=False, namespace="leocc-testbed")
+        self.watch, self.execute = _remote_functions()
+
+    def serve(self, stop: Callable[[], bool] = lambda: False) -> None:
+        """Run until `stop()` is true (or forever)."""
+        self.connect()
+        n = self.store.recover()
+        if n:
+            self.log(f"{n} run(s) interrupted by the last restart queued again")
+        while not stop():
+            self.step()
+
+    def step(self) -> None:
+        import ray
+
+        for run in self.store.due_runs(time.time()):
+            self._submit(run)
+        if not self.pending:
+            time.sleep(TICK_S)
+            return
+        ready, _ = ray.wait(list(self.pending), num_returns=len(self.pending), timeout=TICK_S)
+        for ref in ready:
+            self._collect(ref)
+
+    def _submit(self, run: Run, trigger: dict | None = None) -> None:
+        import ray
+
+        job, _, _ = self.store.job(run.job_id)
+        if job.dish not in self.warned and f"dish:{job.dish}" not in ray.cluster_resources():
+            self.warned.add(job.dish)
+            self.log(f"no node of terminal {job.dish} is in the cluster: {job.name}'s run waits for one (leocc testbed node --dish {job.dish})")
+        if job.schedule.kind == "trigger" and trigger is None:
+            ref = self.watch.options(resources={f"at:{job.dish}": 1}).remote(job.to_json())
+            self.store.set_run(run.id, "watching", started=time.time())
+            self.pending[ref] = (run.id, "watch", None)
+            self.log(f"{job.name} run {run.id}: waiting on {job.dish} for {job.schedule.when}")
+            return
+        ref = self.execute.options(resources={f"dish:{job.dish}": 1}).remote(job.to_json(), run.id)
+        self.store.set_run(run.id, "running")
+        self.submitted_at[run.id] = time.time()
+        self.pending[ref] = (run.id, "exec", trigger)
+        self.log(f"{job.name} run {run.id} (slot {run.slot}, attempt {run.attempt}): {job.experiment.kind} on {job.dish}")
+
+    def _collect(self, ref) -> None:
+        import ray
+
+        run_id, what, trigger = self.pending.pop(ref)
+        run = self.store.runs("id = ?", (run_id,))[0]
+        job, job_state, _ = self.store.job(run.job_id)
+        try:
+            res = ray.get(ref)
+        except Exception as e:  # the node died, the worker crashed, or the task raised
+            res = {"status": "failed", "error": _one_line(e)}
+        if what == "watch" and res.get("status") != "failed":
+            if res["fired"]:
+                self.log(f"{job.name} run {run.id}: trigger fired after {res['waited_s']:.1f} s")
+                self._submit(run, trigger=res)
+            else:
+                self.log(f"{job.name} run {run.id}: no trigger within {job.schedule.timeout_s:g} s; job done")
+                self.store.finish(run, "timeout", follow_up=None, job_state="done", ended=time.time(), detail="trigger timeout")
+            return
+        status = res.get("status", "failed")
+        res["trigger"] = trigger
+        res["submitted"] = self.submitted_at.pop(run.id, None)
+        follow, new_state = follow_up(job, run, status, self.store, time.time())
+        if job_state != "active":
+            follow, new_state = None, None
+        detail = res.get("error") or (json.dumps(res["abort"]) if "abort" in res else None)
+        self.store.finish(
+            run, status, follow_up=follow, job_state=new_state,
+            started=res.get("started"), ended=res.get("ended", time.time()), node=res.get("node"), detail=detail, result=json.dumps(res),
+        )
+        self._append_result(job, run, res)
+        nxt = f"; next: {follow[0]} at {time.strftime('%H:%M:%S', time.localtime(follow[1]))}" if follow else ""
+        self.log(f"{job.name} run {run.id}: {status}{' (' + detail + ')' if detail and status != 'done' else ''}{nxt}")
+
+    def _append_result(self, job: Job, run: Run, res: dict) -> None:
+        record = res.get("record") or {}
+        row = {
+            **record,
+            "schema": RESULTS_SCHEMA,
+            "key": f"testbed|{job.name}|{run.slot}|{run.attempt}|{run.id}",
+            "engine": job.experiment.kind,
+            "testbed": {
+                "job": job.name,
+                "run": run.id,
+                "slot": run.slot,
+                "attempt": run.attempt,
+                "status": res.get("status"),
+                "dish": job.dish,
+                "node": res.get("node"),
+                "schedule": job.schedule.kind,
+                "trigger": res.get("trigger"),
+                "experiment": {"kind": job.experiment.kind, **job.experiment.args},
+                "overhead": job.overhead,
+                "submitted": res.get("submitted"),
+                "started": res.get("started"),
+                "ended": res.get("ended"),
+                "versions": res.get("versions"),
+                "error": res.get("error"),
+                "abort": res.get("abort"),
+            },
+        }
+        with open(self.out / "results.jsonl", "a", encoding="utf-8") as f:
+            f.write(json.dumps(row, sort_keys=True) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def follow_up(job: Job, run: Run, status: str, store: Store, now: float) -> tuple[tuple[str, float] | None, str | None]:
+    """What follows a finished run: (follow-up for Store.finish, the job's new state)."""
+    s = job.schedule
+    _, _, slots = store.job(run.job_id)
+    last_slot = s.runs is not None and slots >= s.runs
+    retry = status == "failed" and run.attempt <= job.retries
+    if s.kind == "once":
+        if status == "done":
+            return None, "done"
+        if status == "aborted":
+            return ("again", now + job.reschedule_after_s), None
+        return (("retry", now + job.retry_delay_s), None) if retry else (None, "failed")
+    if retry and s.kind == "cron":
+        return ("retry", now + job.retry_delay_s), None
+    if last_slot:
+        return None, "done"
+    if s.kind == "cron":
+        return ("next", Cron.parse(s.cron).next_after(max(run.slot_due, now))), None
+    return ("next", now), None
+
+
+def _one_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    first = text[0] if text else type(e).__name__
+    # A task's own exception arrives wrapped; its last line is the cause.
+    last = text[-1] if len(text) > 1 else ""
+    return f"{type(e).__name__}: {first}" + (f" ... {last}" if last and last != first else "")
+
