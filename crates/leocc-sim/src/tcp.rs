@@ -18,6 +18,10 @@
 //!   reduction to ssthresh is paced by Proportional Rate Reduction (RFC 6937, Linux
 //!   `tcp_cwnd_reduction`): each ACK may release about ssthresh/prior_cwnd of what it
 //!   delivered, plus slow-start-like catch-up when inflight falls below ssthresh.
+//! - cwnd-limited tracking (`tcp_cwnd_validate`): whether cwnd stopped the last transmission,
+//!   latched for a window of data, and the most packets outstanding; loss-based controls grow
+//!   only while it allows (`AckSample::is_cwnd_limited`), so a flow held by its send buffer
+//!   keeps the window it uses.
 //! - RTO (RFC 6298, Linux bounds): srtt + max(4 rttvar, 200 ms), doubled per backoff, at
 //!   most 120 s; on expiry every unSACKed segment is marked lost (`tcp_enter_loss`).
 //! - Pacing: if the controller sets a rate, data leaves in TSO-sized skbs spaced at that rate:
@@ -399,6 +403,11 @@ pub struct Sender {
     prr: Option<Prr>,
     next_send_ns: u64,
     wake_at: Option<u64>,
+    /// `tcp_cwnd_validate`'s state: cwnd stopped the last transmission (latched until
+    /// `snd_una` reaches `cwnd_usage_seq`), and the most packets outstanding since.
+    is_cwnd_limited: bool,
+    max_packets_out: u64,
+    cwnd_usage_seq: u64,
     /// End of the data the application has written into the socket (segment number): new
     /// segments go out only below it.
     written: u64,
@@ -460,6 +469,9 @@ impl Sender {
             prr: None,
             next_send_ns: 0,
             wake_at: None,
+            is_cwnd_limited: false,
+            max_packets_out: 0,
+            cwnd_usage_seq: 0,
             written: 0,
             tx_counter: 0,
             last_reconfig_seq: 0,
@@ -894,6 +906,8 @@ impl Sender {
             min_rtt_us: self.min_rtt_us,
             srtt_us: self.srtt_us,
             mss: MSS,
+            cwnd_limited: self.is_cwnd_limited,
+            max_packets_out: self.max_packets_out.min(u64::from(u32::MAX)) as u32,
         }
     }
 
@@ -1019,8 +1033,33 @@ impl Sender {
         tso_autosize_segs(1.2 * self.cc.cwnd() as f64 * MSS as f64 * 1e6 / self.srtt_us as f64)
     }
 
-    /// Send what cwnd and pacing allow.
+    /// Send what cwnd and pacing allow, then note whether cwnd was what stopped the flow
+    /// (the tail of Linux `tcp_write_xmit`).
     pub fn try_send(&mut self, now: u64, io: &mut Io) {
+        let sent_before = self.stats.sent;
+        self.fill_window(now, io);
+        let cwnd_limited = self.in_flight() >= self.window();
+        if self.stats.sent > sent_before || cwnd_limited {
+            self.cwnd_validate(cwnd_limited);
+        }
+    }
+
+    /// Linux `tcp_cwnd_validate`'s tracking: cwnd-limited is latched for a window of data
+    /// (until `snd_una` passes what was sent when it was set), and while it is not, the most
+    /// packets outstanding in the window is kept. (Linux's RFC 2861 decay of an idle window,
+    /// `tcp_cwnd_application_limited`, does not apply to a bulk sender: it is skipped while the
+    /// writer waits for send-buffer space, which is what holds such a flow.)
+    fn cwnd_validate(&mut self, cwnd_limited: bool) {
+        let packets_out = self.snd_nxt - self.snd_una;
+        if self.snd_una >= self.cwnd_usage_seq || cwnd_limited || (!self.is_cwnd_limited && packets_out > self.max_packets_out) {
+            self.is_cwnd_limited = cwnd_limited;
+            self.max_packets_out = packets_out;
+            self.cwnd_usage_seq = self.snd_nxt;
+        }
+    }
+
+    /// Transmit what cwnd, pacing and the written data allow now.
+    fn fill_window(&mut self, now: u64, io: &mut Io) {
         // New data leaves in skbs of its own (tso_fragment cuts them off the application's
         // 64 KiB ones): a paced flow's each TSO burst; an unpaced flow's what the window lets
         // out now, in pieces of unpaced_skb_segs.

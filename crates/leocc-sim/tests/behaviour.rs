@@ -236,6 +236,25 @@ fn the_send_buffer_bounds_a_long_fat_path() {
 }
 
 #[test]
+fn a_window_held_by_the_send_buffer_stops_growing() {
+    // 200 Mbit/s, 200 ms: the 4 MiB send buffer holds about 2,800 segments, half a BDP, so Reno
+    // and CUBIC are held by it, not by cwnd, after slow start. Linux grows cwnd only while cwnd
+    // limits the flow (tcp_is_cwnd_limited); the simulator's grew by every ACK, to 118,000
+    // segments after 11 s on drawn path 21 where the kernel's stayed at 5,437.
+    for cc in ["reno", "cubic"] {
+        let t = Arc::new(constant_trace(200.0, 100 * MS, 10 * S, &[]));
+        let mut sc = Scenario::new(t, "constant", cc, 20 * S);
+        sc.queue = QueueLimit::Packets(3300);
+        let mut w = World::new(&sc).unwrap();
+        w.run(&mut |_| {});
+        let cwnd = w.sender(0).cc.cwnd();
+        let max_flight = leocc_sim::tcp::sndbuf_segs(sc.sndbuf_bytes) as u32;
+        // Slow start may double what was outstanding once more (tcp_is_cwnd_limited's slow-start clause).
+        assert!(cwnd <= 2 * max_flight + 10, "{cc}: cwnd {cwnd} while at most {max_flight} segments fit the send buffer");
+    }
+}
+
+#[test]
 fn leocc_alone_keeps_an_uplink_with_grant_waits_and_random_loss() {
     // Drawn path 4 (`leocc trace draw --seed 4`): uplink-like, 333 Mbit/s, 100 ms, grants 1-3
     // ms apart, 1.7 BDP buffer; 0.2 % added loss, a 64 MiB send buffer. The flow's RTTs carry

@@ -189,6 +189,11 @@ impl Controller for Cubic {
         if self.w.in_slow_start() && self.hystart.update(s, self.w.cwnd) {
             self.w.ssthresh = self.w.cwnd;
         }
+        // HyStart runs on every ACK (cubictcp_acked), the window's growth only while cwnd
+        // limits the flow (cubictcp_cong_avoid).
+        if !s.is_cwnd_limited(self.w.cwnd, self.w.in_slow_start()) {
+            return;
+        }
         let mut acked = s.acked_sacked;
         if self.w.in_slow_start() {
             acked = self.w.slow_start(acked);

@@ -97,9 +97,24 @@ pub struct AckSample {
     pub srtt_us: u64,
     /// Payload bytes per packet.
     pub mss: u32,
+    /// The last transmission attempt was stopped by cwnd, latched for a window of data (Linux
+    /// `tp->is_cwnd_limited`, kept by `tcp_cwnd_validate`).
+    pub cwnd_limited: bool,
+    /// Most packets outstanding in the current window (Linux `tp->max_packets_out`).
+    pub max_packets_out: u32,
 }
 
 impl AckSample {
+    /// Linux `tcp_is_cwnd_limited`: whether a loss-based control may grow its window `cwnd`.
+    /// Not while something else (the send buffer, the application, pacing) holds the flow
+    /// below it, except in slow start up to twice what was outstanding. Without this a flow
+    /// held by its send buffer grew cwnd without bound (118,000 packets after 11 s on drawn
+    /// path 21, where the kernel's stayed at 5,437), and every reduction after a loss started
+    /// from there.
+    pub fn is_cwnd_limited(&self, cwnd: u32, in_slow_start: bool) -> bool {
+        self.cwnd_limited || (in_slow_start && cwnd < 2 * self.max_packets_out)
+    }
+
     /// The delivery rate of this sample in bytes per second, if the sample is valid.
     pub fn delivery_rate(&self) -> Option<f64> {
         (self.delivered > 0 && self.interval_us > 0)
@@ -328,6 +343,8 @@ pub(crate) mod testing {
             min_rtt_us: 20_000,
             srtt_us: 20_000,
             mss: 1448,
+            cwnd_limited: true,
+            max_packets_out: 0,
         }
     }
 }

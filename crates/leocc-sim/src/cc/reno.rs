@@ -92,7 +92,7 @@ impl Controller for Reno {
     }
 
     fn on_ack(&mut self, s: &AckSample) {
-        if !s.ca_state.may_raise_cwnd() || s.acked_sacked == 0 {
+        if !s.ca_state.may_raise_cwnd() || s.acked_sacked == 0 || !s.is_cwnd_limited(self.w.cwnd, self.w.in_slow_start()) {
             return;
         }
         self.w.grow(s.acked_sacked);

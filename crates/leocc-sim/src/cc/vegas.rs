@@ -70,7 +70,9 @@ impl Controller for Vegas {
         }
         if s.ca_state == CaState::Loss {
             // Linux turns Vegas off outside the Open state (tcp_vegas_state) and grows as Reno.
-            self.w.grow(s.acked_sacked);
+            if s.is_cwnd_limited(self.w.cwnd, self.w.in_slow_start()) {
+                self.w.grow(s.acked_sacked);
+            }
             return;
         }
         let round_ended = s.prior_delivered >= self.round_end;
