@@ -84,20 +84,21 @@ if ! cmp -s "$REQS" "$STAMP" 2>/dev/null; then
   "$VENV/bin/pip" install -q --disable-pip-version-check -r "$REQS"
   cp "$REQS" "$STAMP"
 fi
-ML_STAMP="$VENV/.leocc_ml-installed"
-if [ ! -f "$ML_STAMP" ] || [ "$ROOT/python/leocc_ml/pyproject.toml" -nt "$ML_STAMP" ] \
-   || ! "$VENV/bin/python" -c 'import numpy, sklearn, pytest, leocc_ml' >/dev/null 2>&1; then
-  echo "setup: installing python/leocc_ml into .venv"
-  "$VENV/bin/pip" install -q --disable-pip-version-check -e "$ROOT/python/leocc_ml[test]"
-  touch "$ML_STAMP"
-fi
-TB_STAMP="$VENV/.leocc_testbed-installed"
-if [ ! -f "$TB_STAMP" ] || [ "$ROOT/python/leocc_testbed/pyproject.toml" -nt "$TB_STAMP" ] \
-   || ! "$VENV/bin/python" -c 'import leocc_testbed, ray' >/dev/null 2>&1; then
-  echo "setup: installing python/leocc_testbed (leocc testbed) into .venv"
-  "$VENV/bin/pip" install -q --disable-pip-version-check -e "$ROOT/python/leocc_testbed[test]"
-  touch "$TB_STAMP"
-fi
+# install_editable DIR "IMPORTS": the project's pure-Python package in DIR, editable (its
+# sources are used where they are), with its test extras; again when its pyproject.toml changed
+# or when IMPORTS stop importing.
+install_editable() {
+  local name; name="$(basename "$1")"
+  local stamp="$VENV/.$name-installed"
+  if [ ! -f "$stamp" ] || [ "$ROOT/$1/pyproject.toml" -nt "$stamp" ] \
+     || ! "$VENV/bin/python" -c "import $2" >/dev/null 2>&1; then
+    echo "setup: installing $1 into .venv"
+    "$VENV/bin/pip" install -q --disable-pip-version-check -e "$ROOT/$1[test]"
+    touch "$stamp"
+  fi
+}
+install_editable python/leocc_ml "numpy, sklearn, pytest, leocc_ml"
+install_editable python/leocc_testbed "leocc_testbed, ray, pytest"
 PY_STAMP="$VENV/.leocc-package"
 py_src_hash() {
   # Every crate: the package links the simulator and what it stands on (leocc-base, the probe's

@@ -84,26 +84,21 @@ def _bool(v: Any, key: str) -> bool:
 
 # Each experiment kind's arguments: name -> (checker, default or REQUIRED).
 REQUIRED = object()
+# A trace, a control and the link's settings: what `leocc sim` and `leocc emu-run` share.
+_LINK_RUN_ARGS: dict[str, tuple] = {
+    "trace": (lambda v, k: _str(v, k), REQUIRED),
+    "cc": (lambda v, k: _str(v, k, _CC, "a control's name"), REQUIRED),
+    "duration_s": (lambda v, k: _num(v, k, 1, 3600), 30.0),
+    "queue": (lambda v, k: _str(str(v), k, _QUEUE, "a queue limit (500, 150ms, 750kB)"), "150ms"),
+    "loss": (lambda v, k: _num(v, k, 0, 0.5), 0.0),
+    "seed": (lambda v, k: _int(v, k, 0, 2**32 - 1), 1),
+}
 _EXPERIMENT_ARGS: dict[str, dict[str, tuple]] = {
     # The simulator: `leocc sim --json`.
-    "sim": {
-        "trace": (lambda v, k: _str(v, k), REQUIRED),
-        "cc": (lambda v, k: _str(v, k, _CC, "a control's name"), REQUIRED),
-        "duration_s": (lambda v, k: _num(v, k, 1, 3600), 30.0),
-        "queue": (lambda v, k: _str(str(v), k, _QUEUE, "a queue limit (500, 150ms, 750kB)"), "150ms"),
-        "loss": (lambda v, k: _num(v, k, 0, 0.5), 0.0),
-        "seed": (lambda v, k: _int(v, k, 0, 2**32 - 1), 1),
-    },
+    "sim": _LINK_RUN_ARGS,
     # Kernel TCP with the chosen control through an emulated link, in namespaces of its own:
     # `leocc emu-run` (root on the node).
-    "emu": {
-        "trace": (lambda v, k: _str(v, k), REQUIRED),
-        "cc": (lambda v, k: _str(v, k, _CC, "a control's name"), REQUIRED),
-        "duration_s": (lambda v, k: _num(v, k, 1, 3600), 30.0),
-        "queue": (lambda v, k: _str(str(v), k, _QUEUE, "a queue limit (500, 150ms, 750kB)"), "150ms"),
-        "loss": (lambda v, k: _num(v, k, 0, 0.5), 0.0),
-        "seed": (lambda v, k: _int(v, k, 0, 2**32 - 1), 1),
-    },
+    "emu": _LINK_RUN_ARGS,
 }
 EXPERIMENT_KINDS = tuple(_EXPERIMENT_ARGS)
 
