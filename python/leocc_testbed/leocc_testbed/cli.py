@@ -154,8 +154,10 @@ def cmd_node(args) -> int:
     cfg = NodeConfig(
         dish=jobs_mod._str(args.dish, "--dish", jobs_mod._NAME, "a terminal's name of letters, digits, '.', '_' and '-'"),
         role=args.role, leocc=os.path.abspath(leocc), root=os.path.abspath(args.root),
-        netns=args.netns, pop=args.pop, iface=args.iface, scavenger_mbps=args.scavenger_mbps,
+        netns=args.netns, pop=args.pop, iface=args.iface, scavenger_mbps=args.scavenger_mbps, serve_addr=args.serve_addr,
     )
+    if args.role == "server" and not args.serve_addr:
+        raise SystemExit("leocc testbed node: a server node needs --serve-addr (the address clients reach it at)")
     return run_node(cfg, args.address, ray_bin, args.num_cpus, args.node_ip, args.metrics)
 
 
@@ -197,7 +199,8 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--dish", required=True, help="the terminal's name (jobs name it with dish = ...)")
     s.add_argument("--role", required=True, choices=ROLES)
     s.add_argument("--address", required=True, help="the Ray head's HOST:PORT")
-    s.add_argument("--netns", help="the terminal's network namespace (an emulated terminal's client side)")
+    s.add_argument("--netns", help="the network namespace experiments run in (an emulated terminal's client side, or a server's side)")
+    s.add_argument("--serve-addr", help="a server node: the address clients' iperf3 reaches it at")
     s.add_argument("--pop", help="the PoP address the detector probes for trigger jobs (e.g. 100.64.0.1)")
     s.add_argument("--iface", help="the terminal's interface, watched by scavenger mode")
     s.add_argument("--scavenger-mbps", type=float, help="user traffic above this (Mbit/s, over 1 s) stops overhead experiments")

@@ -12,7 +12,7 @@
     # timeout_s = 600                  trigger: give up waiting after this long
     # runs = 10                        cron and trigger: stop after this many runs
     [experiment]
-    kind = "sim"               # one of the project's own measurements: sim, emu
+    kind = "sim"               # one of the project's own measurements: sim, emu, iperf3
     trace = "traces/starlink-down-60s.trace"
     cc = "leocc"
     duration_s = 30
@@ -99,6 +99,16 @@ _EXPERIMENT_ARGS: dict[str, dict[str, tuple]] = {
     # Kernel TCP with the chosen control through an emulated link, in namespaces of its own:
     # `leocc emu-run` (root on the node).
     "emu": _LINK_RUN_ARGS,
+    # Kernel TCP between this terminal's node and a server node (`role = server`, the name its
+    # node joined with): iperf3 with the chosen control on the sending side. The server holds its
+    # own terminal resource for the run, so two jobs never share a server either.
+    "iperf3": {
+        "server": (lambda v, k: _str(v, k, _NAME, "a server node's name"), REQUIRED),
+        "cc": (lambda v, k: _str(v, k, _CC, "a control's name"), REQUIRED),
+        "duration_s": (lambda v, k: _num(v, k, 1, 3600), 10.0),
+        "reverse": (_bool, True),  # the server sends: the downlink, toward the satellite user
+        "port": (lambda v, k: _int(v, k, 1024, 65535), 5201),
+    },
 }
 EXPERIMENT_KINDS = tuple(_EXPERIMENT_ARGS)
 

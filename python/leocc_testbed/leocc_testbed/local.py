@@ -63,14 +63,14 @@ class Cluster:
 
         ray.init(address=self.address, logging_level="ERROR", log_to_driver=False, namespace="leocc-testbed")
 
-    def add_node(self, dish: str, *extra: str) -> None:
+    def add_node(self, dish: str, *extra: str, role: str = "client") -> None:
         """A node for terminal `dish` (extra: `leocc testbed node` options); returns once it
         is in the cluster."""
         import ray
 
         log = open(self.tmp / f"node-{dish}.log", "ab")
         self.nodes[dish] = subprocess.Popen(
-            [sys.executable, "-m", "leocc_testbed", "node", "--dish", dish, "--role", "client", "--address", self.address,
+            [sys.executable, "-m", "leocc_testbed", "node", "--dish", dish, "--role", role, "--address", self.address,
              "--root", str(REPO), "--num-cpus", "1", "--node-ip", "127.0.0.1", *extra],
             env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=die_with_parent,
         )

@@ -52,6 +52,7 @@ class NodeConfig:
     pop: str | None = None  # the PoP address the detector probes (for trigger jobs)
     iface: str | None = None  # the terminal's interface, whose traffic scavenger mode watches
     scavenger_mbps: float | None = None  # user traffic above this stops overhead experiments
+    serve_addr: str | None = None  # a server node: the address clients reach its experiments at
 
     def save(self, directory: Path | None = None) -> Path:
         d = directory or node_dir()

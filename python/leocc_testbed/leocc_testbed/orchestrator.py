@@ -50,15 +50,18 @@ def _remote_functions():
         return wait_trigger(job, NodeConfig.load(job.dish))
 
     @ray.remote(num_cpus=0, max_retries=0)
-    def execute(job_json: str, run_id: int) -> dict:
+    def execute(job_json: str, run_id: int, peer: dict | None = None) -> dict:
         from .jobs import Job
         from .node import NodeConfig, node_dir
         from .runner import execute as run
 
         job = Job.from_json(job_json)
-        return run(job, NodeConfig.load(job.dish), node_dir() / "runs" / f"{job.name}-{run_id}")
+        return run(job, NodeConfig.load(job.dish), node_dir() / "runs" / f"{job.name}-{run_id}", peer)
 
-    return watch, execute
+    from .runner import IperfServer
+
+    server = ray.remote(num_cpus=0, max_restarts=0)(IperfServer)
+    return watch, execute, server
 
 
 class Orchestrator:
@@ -70,7 +73,8 @@ class Orchestrator:
         self.out = Path(out_dir)
         self.out.mkdir(parents=True, exist_ok=True)
         self.log = log or (lambda m: print(f"testbed: {m}", file=sys.stderr, flush=True))
-        self.pending: dict = {}  # ObjectRef -> (run id, "watch" | "exec", trigger info)
+        # ObjectRef -> (run id, "watch" | "server" | "exec", trigger info, the server actor)
+        self.pending: dict = {}
         self.submitted_at: dict[int, float] = {}
         self.warned: set[str] = set()  # terminals with no node, already reported
 
@@ -79,7 +83,7 @@ class Orchestrator:
 
         if not ray.is_initialized():
             ray.init(address=self.address, logging_level="ERROR", log_to_driver=False, namespace="leocc-testbed")
-        self.watch, self.execute = _remote_functions()
+        self.watch, self.execute, self.server = _remote_functions()
 
     def serve(self, stop: Callable[[], bool] = lambda: False) -> None:
         """Run until `stop()` is true (or forever)."""
@@ -112,25 +116,40 @@ class Orchestrator:
         if job.schedule.kind == "trigger" and trigger is None:
             ref = self.watch.options(resources={f"at:{job.dish}": 1}).remote(job.to_json())
             self.store.set_run(run.id, "watching", started=time.time())
-            self.pending[ref] = (run.id, "watch", None)
+            self.pending[ref] = (run.id, "watch", None, None)
             self.log(f"{job.name} run {run.id}: waiting on {job.dish} for {job.schedule.when}")
             return
-        ref = self.execute.options(resources={f"dish:{job.dish}": 1}).remote(job.to_json(), run.id)
+        self.submitted_at.setdefault(run.id, time.time())
         self.store.set_run(run.id, "running")
-        self.submitted_at[run.id] = time.time()
-        self.pending[ref] = (run.id, "exec", trigger)
+        if job.experiment.kind == "iperf3":
+            # The server side first, on its own node and holding that node's resource.
+            srv = job.experiment.args["server"]
+            actor = self.server.options(resources={f"dish:{srv}": 1}).remote(srv, job.experiment.args["port"])
+            self.pending[actor.address.remote()] = (run.id, "server", trigger, actor)
+            self.log(f"{job.name} run {run.id}: starting iperf3's server on {srv}")
+            return
+        self._execute(job, run, trigger, None, None)
+
+    def _execute(self, job: Job, run: Run, trigger: dict | None, peer: dict | None, actor) -> None:
+        ref = self.execute.options(resources={f"dish:{job.dish}": 1}).remote(job.to_json(), run.id, peer)
+        self.pending[ref] = (run.id, "exec", trigger, actor)
         self.log(f"{job.name} run {run.id} (slot {run.slot}, attempt {run.attempt}): {job.experiment.kind} on {job.dish}")
 
     def _collect(self, ref) -> None:
         import ray
 
-        run_id, what, trigger = self.pending.pop(ref)
+        run_id, what, trigger, actor = self.pending.pop(ref)
         run = self.store.runs("id = ?", (run_id,))[0]
         job, job_state, _ = self.store.job(run.job_id)
         try:
             res = ray.get(ref)
         except Exception as e:  # the node died, the worker crashed, or the task raised
             res = {"status": "failed", "error": _one_line(e)}
+        if what == "server" and res.get("status") != "failed":
+            self._execute(job, run, trigger, res, actor)
+            return
+        if actor is not None:
+            res["server"] = self._finish_server(actor, res.get("status") == "failed" and what == "server")
         if what == "watch" and res.get("status") != "failed":
             if res["fired"]:
                 self.log(f"{job.name} run {run.id}: trigger fired after {res['waited_s']:.1f} s")
@@ -153,6 +172,19 @@ class Orchestrator:
         self._append_result(job, run, res)
         nxt = f"; next: {follow[0]} at {time.strftime('%H:%M:%S', time.localtime(follow[1]))}" if follow else ""
         self.log(f"{job.name} run {run.id}: {status}{' (' + detail + ')' if detail and status != 'done' else ''}{nxt}")
+
+    def _finish_server(self, actor, failed_to_start: bool) -> dict | None:
+        """The server side's last words, then the actor goes (and its node's resource with it)."""
+        import ray
+
+        info = None
+        if not failed_to_start:
+            try:
+                info = ray.get(actor.finish.remote(), timeout=30)
+            except Exception as e:
+                info = {"error": _one_line(e)}
+        ray.kill(actor)
+        return info
 
     def _append_result(self, job: Job, run: Run, res: dict) -> None:
         record = res.get("record") or {}
@@ -177,6 +209,7 @@ class Orchestrator:
                 "started": res.get("started"),
                 "ended": res.get("ended"),
                 "versions": res.get("versions"),
+                "server": res.get("server"),
                 "error": res.get("error"),
                 "abort": res.get("abort"),
             },

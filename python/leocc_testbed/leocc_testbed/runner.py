@@ -45,9 +45,15 @@ TRIGGER_POLL_S = 0.005
 STDERR_TAIL = 4000
 
 
-def argv(e: Experiment, cfg: NodeConfig) -> list[str]:
-    """The experiment's command on this node."""
+def argv(e: Experiment, cfg: NodeConfig, peer: dict | None = None) -> list[str]:
+    """The experiment's command on this node (`peer`: the server side's address and port, for
+    the kinds that have one)."""
     a = e.args
+    if e.kind == "iperf3":
+        cmd = ["iperf3", "-c", peer["addr"], "-p", str(peer["port"]), "-t", f"{a['duration_s']:g}", "-C", a["cc"], "-J"]
+        if a["reverse"]:
+            cmd.append("-R")
+        return _in_netns(cfg, cmd)
     trace = str(Path(cfg.root, a["trace"])) if not os.path.isabs(a["trace"]) else a["trace"]
     common = ["--trace", trace, "--duration", f"{a['duration_s']:g}", "--queue", str(a["queue"]), "--loss", f"{a['loss']:g}", "--seed", str(a["seed"])]
     if e.kind == "sim":
@@ -55,6 +61,75 @@ def argv(e: Experiment, cfg: NodeConfig) -> list[str]:
     if e.kind == "emu":
         return [cfg.leocc, "emu-run", "--flows", f"{a['cc']}@0-{a['duration_s']:g}", *common]
     raise ValueError(f"unknown experiment kind {e.kind}")
+
+
+def _in_netns(cfg: NodeConfig, cmd: list[str]) -> list[str]:
+    return ["ip", "netns", "exec", cfg.netns, *cmd] if cfg.netns else cmd
+
+
+def iperf3_record(out: str) -> dict | None:
+    """The fields of an eval record that iperf3's JSON report gives (None if it has none)."""
+    try:
+        r = json.loads(out)
+        end = r["end"]
+        secs = end["sum_received"]["seconds"] or 1.0
+        rec = {
+            "throughput_mbps": end["sum_received"]["bits_per_second"] / 1e6,
+            "duration_s": secs,
+            "retransmits": end["sum_sent"].get("retransmits"),
+            "cc": end.get("sender_tcp_congestion") or end.get("receiver_tcp_congestion"),
+            "iperf3": {"start": r.get("start", {}).get("test_start"), "end": end},
+        }
+        sender = end["streams"][0].get("sender", {})
+        if "mean_rtt" in sender:  # Linux's smoothed RTT of the sending socket, µs
+            rec["rtt_avg_ms"], rec["rtt_max_ms"] = sender["mean_rtt"] / 1e3, sender.get("max_rtt", 0) / 1e3
+        return rec
+    except (json.JSONDecodeError, KeyError, IndexError, TypeError):
+        return None
+
+
+class IperfServer:
+    """The server side of an `iperf3` experiment, on the server node (a Ray actor holding that
+    node's `dish:NAME` for the run): `iperf3 -s -1` (one test, then it exits) in the node's
+    namespace, listening before `address` returns."""
+
+    LISTEN_TIMEOUT_S = 10.0
+
+    def __init__(self, server: str, port: int):
+        self.cfg = NodeConfig.load(server)
+        if not self.cfg.serve_addr:
+            raise RuntimeError(f"node {server} has no --serve-addr: it is not a server node")
+        self.port = port
+        self.proc = subprocess.Popen(
+            _in_netns(self.cfg, ["iperf3", "-s", "-1", "-p", str(port), "--forceflush"]),
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True,
+            preexec_fn=die_with_parent, start_new_session=True,
+        )
+        deadline = time.monotonic() + self.LISTEN_TIMEOUT_S
+        self.lines: list[str] = []
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                break
+            self.lines.append(line.rstrip())
+            if "listening" in line.lower():
+                return
+        stop_group(self.proc)
+        raise RuntimeError(f"iperf3 -s on {server} did not start listening: {' / '.join(self.lines[-3:]) or 'no output'}")
+
+    def address(self) -> dict:
+        return {"addr": self.cfg.serve_addr, "port": self.port, "node": self.cfg.host, "dish": self.cfg.dish}
+
+    def finish(self, timeout_s: float = 10.0) -> dict:
+        """After the client's test: the server's exit (it ends after one test) and its last words."""
+        try:
+            self.proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            pass
+        if self.proc.poll() is None:
+            stop_group(self.proc)
+        rest = self.proc.stdout.read() if self.proc.stdout else ""
+        return {"exit_code": self.proc.returncode, "output_tail": ("\n".join(self.lines) + rest)[-STDERR_TAIL:]}
 
 
 class TrafficMonitor:
@@ -118,10 +193,10 @@ def _user_traffic_now(mon: TrafficMonitor) -> float:
     return rate
 
 
-def execute(job: Job, cfg: NodeConfig, run_dir: Path) -> dict:
+def execute(job: Job, cfg: NodeConfig, run_dir: Path, peer: dict | None = None) -> dict:
     """Run the job's experiment; the result dict always has status (done, failed, aborted)."""
     run_dir.mkdir(parents=True, exist_ok=True)
-    cmd = argv(job.experiment, cfg)
+    cmd = argv(job.experiment, cfg, peer)
     result: dict = {"node": cfg.host, "dish": cfg.dish, "argv": cmd, "started": time.time(), "versions": versions(cfg)}
     mon = TrafficMonitor(cfg) if _scavenging(job, cfg) else None
     if mon is not None:
@@ -165,14 +240,7 @@ def _run(job: Job, cfg: NodeConfig, cmd: list[str], result: dict, mon, out_path:
     result["exit_code"] = p.returncode
     stdout = out_path.read_text(errors="replace")
     result["stderr_tail"] = err_path.read_text(errors="replace")[-STDERR_TAIL:]
-    record = None
-    for line in reversed(stdout.splitlines()):
-        if line.startswith("{"):
-            try:
-                record = json.loads(line)
-                break
-            except json.JSONDecodeError:
-                pass
+    record = iperf3_record(stdout) if job.experiment.kind == "iperf3" else _last_json_line(stdout)
     result["record"] = record
     if abort is not None:
         result.update(status="aborted", abort=abort, partial_stdout=stdout[-STDERR_TAIL:])
@@ -180,8 +248,19 @@ def _run(job: Job, cfg: NodeConfig, cmd: list[str], result: dict, mon, out_path:
         result["status"] = "done"
     else:
         result["status"] = "failed"
-        result["error"] = f"{Path(cmd[0]).name} {cmd[1]} exited with {p.returncode}" + ("" if record else " and printed no JSON record")
+        result["error"] = f"{' '.join(cmd[:2])} ... exited with {p.returncode}" + ("" if record else " and printed no record")
     return result
+
+
+def _last_json_line(out: str) -> dict | None:
+    """The record a `leocc` command prints: its last line that is a JSON object."""
+    for line in reversed(out.splitlines()):
+        if line.startswith("{"):
+            try:
+                return json.loads(line)
+            except json.JSONDecodeError:
+                pass
+    return None
 
 
 def wait_trigger(job: Job, cfg: NodeConfig) -> dict:

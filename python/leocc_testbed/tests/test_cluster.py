@@ -270,3 +270,30 @@ def test_a_client_without_the_token_is_refused(cluster):
     probe = "import ray; ray.init(address='%s', logging_level='ERROR'); print('connected')" % cluster.address
     p = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120)
     assert p.returncode != 0 and "connected" not in p.stdout, "a client without the cluster's token got in"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="namespaces need root")
+def test_an_iperf3_run_between_a_terminal_and_a_server_node(cluster, tmp_path):
+    # The terminal's node in one namespace, a server node in the other (the veth's far end):
+    # kernel TCP with the job's control between them, the server sending (reverse).
+    term = Terminal("i")
+    try:
+        cluster.add_node("dish-i", "--netns", term.dish_ns)
+        cluster.add_node("cloud-i", "--netns", term.far_ns, "--serve-addr", "10.250.0.2", role="server")
+        st = Store(tmp_path / "state.db")
+        text = 'name = "ip"\ndish = "dish-i"\n[schedule]\nkind = "once"\n[experiment]\nkind = "iperf3"\nserver = "cloud-i"\ncc = "cubic"\nduration_s = 3\n'
+        jid = st.add_job(jobs.parse(text, "ip"), time.time())
+        orch = Orchestrator(st, cluster.address, tmp_path / "out", log=lambda m: None)
+        orch.connect()
+        serve_until(orch, lambda: all_done(st), 120)
+        (run,) = st.runs("job_id = ?", (jid,))
+        assert run.state == "done", run.detail
+        row = json.loads((tmp_path / "out" / "results.jsonl").read_text().splitlines()[0])
+        assert row["throughput_mbps"] > 100 and row["cc"] == "cubic", row
+        assert row["testbed"]["server"]["exit_code"] == 0, row["testbed"]["server"]
+        print(f"\niperf3 through the testbed: {row['throughput_mbps']:.0f} Mbit/s over the veth, {row['cc']}")
+    finally:
+        for n in ("dish-i", "cloud-i"):
+            if n in cluster.nodes:
+                cluster.kill_node(n)
+        term.close()

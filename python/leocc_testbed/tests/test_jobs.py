@@ -124,3 +124,13 @@ def test_restart_requeues_what_was_running(tmp_path):
     assert st.recover() == 1
     states = [(r.state, r.attempt) for r in st.runs("job_id = ?", (jid,))]
     assert states == [("interrupted", 1), ("queued", 1)], "an interruption is not the job's failure"
+
+
+def test_an_iperf3_job_names_its_server_and_takes_only_its_keys():
+    text = 'name = "i"\ndish = "d"\n[schedule]\nkind = "once"\n[experiment]\nkind = "iperf3"\nserver = "cloud-1"\ncc = "leocc"\n'
+    j = jobs.parse(text, "i.toml")
+    assert j.experiment.args == {"server": "cloud-1", "cc": "leocc", "duration_s": 10.0, "reverse": True, "port": 5201}
+    with pytest.raises(jobs.SpecError, match="unknown key.*trace"):
+        jobs.parse(text + 'trace = "t"\n', "i.toml")
+    with pytest.raises(jobs.SpecError, match="experiment.server: required"):
+        jobs.parse(text.replace('server = "cloud-1"\n', ""), "i.toml")
