@@ -24,6 +24,18 @@ fn skip_reason() -> Option<&'static str> {
     None
 }
 
+/// A fresh folder for one test, holding a 40 s generated Starlink downlink with ground truth
+/// (`starlink.trace`, seed `seed`); returns the folder and the trace.
+fn folder_with_trace(tag: &str, seed: u32) -> (std::path::PathBuf, std::path::PathBuf) {
+    let dir = std::env::temp_dir().join(format!("leocc-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("starlink.trace");
+    let seed = seed.to_string();
+    run(Command::new(BIN).args(["trace", "gen", "--profile", "starlink-down", "--duration", "40", "--seed", &seed, "-o"]).arg(&trace));
+    (dir, trace)
+}
+
 fn run(cmd: &mut Command) -> String {
     let o = cmd.output().expect("spawn leocc");
     assert!(o.status.success(), "{cmd:?}: {}\n{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
@@ -36,11 +48,7 @@ fn probe_inside_emu_detects_generated_reconfigurations() {
         println!("SKIP probe_inside_emu_detects_generated_reconfigurations: {why}");
         return;
     }
-    let dir = std::env::temp_dir().join(format!("leocc-probe-cli-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let trace_path = dir.join("starlink.trace");
-    run(Command::new(BIN).args(["trace", "gen", "--profile", "starlink-down", "--duration", "40", "--seed", "1", "-o"]).arg(&trace_path));
+    let (dir, trace_path) = folder_with_trace("probe-cli", 1);
     let events = dir.join("events.jsonl");
     let emu_log = dir.join("emu");
     // The daemon stops 0.3 s before the 40 s trace would loop.
@@ -94,11 +102,7 @@ fn probe_metrics_pass_promtool_and_a_real_prometheus_scrapes_them() {
             return;
         }
     }
-    let dir = std::env::temp_dir().join(format!("leocc-probe-metrics-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let trace_path = dir.join("starlink.trace");
-    run(Command::new(BIN).args(["trace", "gen", "--profile", "starlink-down", "--duration", "40", "--seed", "2", "-o"]).arg(&trace_path));
+    let (dir, trace_path) = folder_with_trace("probe-metrics", 2);
     let d = dir.display();
     let script = format!(
         r#"set -e

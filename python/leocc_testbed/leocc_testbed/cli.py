@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from . import jobs as jobs_mod
-from .node import ROLES, NodeConfig, run_head, run_node
+from .node import ROLES, NodeConfig, node_versions, run_head, run_node
 from .store import Store
 
 HOME_ENV = "LEOCC_TESTBED_HOME"
@@ -152,8 +152,8 @@ def cmd_node(args) -> int:
     if (args.scavenger_mbps is None) != (args.iface is None):
         raise SystemExit("leocc testbed node: --scavenger-mbps and --iface go together (the interface whose user traffic is measured)")
     cfg = NodeConfig(
-        dish=jobs_mod._str(args.dish, "--dish", jobs_mod._NAME, "a terminal's name of letters, digits, '.', '_' and '-'"),
-        role=args.role, leocc=os.path.abspath(leocc), root=os.path.abspath(args.root),
+        dish=jobs_mod.check_name(args.dish, "--dish", "a terminal's name"),
+        role=args.role, leocc=os.path.abspath(leocc), root=os.path.abspath(args.root), versions=node_versions(os.path.abspath(leocc)),
         netns=args.netns, pop=args.pop, iface=args.iface, scavenger_mbps=args.scavenger_mbps, serve_addr=args.serve_addr,
     )
     if args.role == "server" and not args.serve_addr:

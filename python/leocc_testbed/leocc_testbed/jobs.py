@@ -76,6 +76,11 @@ def _str(v: Any, key: str, pattern: re.Pattern | None = None, what: str = "") ->
     return v
 
 
+def check_name(v: Any, key: str, what: str = "a name") -> str:
+    """A terminal's or job's name: it becomes part of Ray resource names and file names."""
+    return _str(v, key, _NAME, f"{what} of letters, digits, '.', '_' and '-'")
+
+
 def _bool(v: Any, key: str) -> bool:
     if not isinstance(v, bool):
         raise SpecError(f"{key}: expected true or false, got {v!r}")
@@ -103,7 +108,7 @@ _EXPERIMENT_ARGS: dict[str, dict[str, tuple]] = {
     # node joined with): iperf3 with the chosen control on the sending side. The server holds its
     # own terminal resource for the run, so two jobs never share a server either.
     "iperf3": {
-        "server": (lambda v, k: _str(v, k, _NAME, "a server node's name"), REQUIRED),
+        "server": (lambda v, k: check_name(v, k, "a server node's name"), REQUIRED),
         "cc": (lambda v, k: _str(v, k, _CC, "a control's name"), REQUIRED),
         "duration_s": (lambda v, k: _num(v, k, 1, 3600), 10.0),
         "reverse": (_bool, True),  # the server sends: the downlink, toward the satellite user
@@ -224,8 +229,8 @@ def parse(text: str, source: str = "job") -> Job:
     try:
         _unknown(t, {"name", "dish", "overhead", "retries", "retry_delay_s", "reschedule_after_s", "schedule", "experiment"}, "top level")
         return Job(
-            name=_str(t.get("name"), "name", _NAME, "a name of letters, digits, '.', '_' and '-'"),
-            dish=_str(t.get("dish"), "dish", _NAME, "a terminal's name of letters, digits, '.', '_' and '-'"),
+            name=check_name(t.get("name"), "name"),
+            dish=check_name(t.get("dish"), "dish", "a terminal's name"),
             overhead=_bool(t.get("overhead", True), "overhead"),
             retries=_int(t.get("retries", 2), "retries", 0, 100),
             retry_delay_s=_num(t.get("retry_delay_s", DEFAULT_RETRY_DELAY_S), "retry_delay_s", 0, 86400),

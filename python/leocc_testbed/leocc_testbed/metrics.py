@@ -70,29 +70,20 @@ def serve(address: str, collect: Callable[[], Iterable[Metric]]) -> ThreadingHTT
 
 def orchestrator_metrics(db_path) -> list[Metric]:
     """Jobs and runs by state, open runs per terminal, and how overdue the oldest due run is."""
-    import json
-    import sqlite3
     import time
 
-    db = sqlite3.connect(db_path, timeout=10)
+    from .store import Store
+
+    st = Store(db_path)  # a connection of the scraping thread's own (SQLite's rule)
     try:
-        jobs = db.execute("SELECT state, COUNT(*) FROM jobs GROUP BY state").fetchall()
-        runs = db.execute("SELECT state, COUNT(*) FROM runs GROUP BY state").fetchall()
-        open_rows = db.execute(
-            "SELECT j.spec, r.state, COUNT(*) FROM runs r JOIN jobs j ON j.id = r.job_id WHERE r.state IN ('queued', 'watching', 'running') GROUP BY j.id, r.state"
-        ).fetchall()
-        oldest = db.execute("SELECT MIN(r.due) FROM runs r JOIN jobs j ON j.id = r.job_id WHERE r.state = 'queued' AND j.state = 'active'").fetchone()[0]
+        sm = st.summary()
     finally:
-        db.close()
-    per_dish: dict[tuple[str, str], int] = {}
-    for spec, state, n in open_rows:
-        key = (json.loads(spec)["dish"], state)
-        per_dish[key] = per_dish.get(key, 0) + n
-    now = time.time()
+        st.close()
+    oldest, now = sm["oldest_due"], time.time()
     return [
-        ("leocc_testbed_jobs", "gauge", "Jobs by state.", [({"state": s}, n) for s, n in jobs]),
-        ("leocc_testbed_runs", "gauge", "Runs by state (every attempt of every slot).", [({"state": s}, n) for s, n in runs]),
-        ("leocc_testbed_open_runs", "gauge", "Runs queued, waiting for a trigger or running, per terminal.", [({"dish": d, "state": s}, n) for (d, s), n in sorted(per_dish.items())]),
+        ("leocc_testbed_jobs", "gauge", "Jobs by state.", [({"state": s}, n) for s, n in sm["jobs"].items()]),
+        ("leocc_testbed_runs", "gauge", "Runs by state (every attempt of every slot).", [({"state": s}, n) for s, n in sm["runs"].items()]),
+        ("leocc_testbed_open_runs", "gauge", "Runs queued, waiting for a trigger or running, per terminal.", [({"dish": d, "state": s}, n) for (d, s), n in sorted(sm["open"].items())]),
         ("leocc_testbed_oldest_due_seconds", "gauge", "How long the oldest due run has waited (0: none waits).", [({}, max(0.0, now - oldest) if oldest is not None and oldest <= now else 0.0)]),
     ]
 

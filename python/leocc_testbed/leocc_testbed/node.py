@@ -34,6 +34,23 @@ ROLES = ("client", "server")
 WAIT_SLOTS = 1000
 
 
+def node_versions(leocc: str) -> dict:
+    """leocc, Ray, Python and the kernel of this machine, taken once when the node joins."""
+    import platform
+
+    try:
+        out = subprocess.run([leocc, "--version"], capture_output=True, text=True, timeout=10).stdout.strip()
+    except OSError as e:
+        out = f"unavailable ({e.strerror})"
+    try:
+        import ray
+
+        ray_version = ray.__version__
+    except ImportError:
+        ray_version = None
+    return {"leocc": out, "ray": ray_version, "python": platform.python_version(), "kernel": platform.release()}
+
+
 def node_dir() -> Path:
     """Where node descriptions live: $LEOCC_TESTBED_NODE_DIR, else /run/leocc-testbed."""
     return Path(os.environ.get(NODE_DIR_ENV, DEFAULT_NODE_DIR))
@@ -53,6 +70,7 @@ class NodeConfig:
     iface: str | None = None  # the terminal's interface, whose traffic scavenger mode watches
     scavenger_mbps: float | None = None  # user traffic above this stops overhead experiments
     serve_addr: str | None = None  # a server node: the address clients reach its experiments at
+    versions: dict | None = None  # the software its results come from (node_versions)
 
     def save(self, directory: Path | None = None) -> Path:
         d = directory or node_dir()

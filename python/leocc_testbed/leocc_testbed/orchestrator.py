@@ -73,10 +73,11 @@ class Orchestrator:
         self.out = Path(out_dir)
         self.out.mkdir(parents=True, exist_ok=True)
         self.log = log or (lambda m: print(f"testbed: {m}", file=sys.stderr, flush=True))
-        # ObjectRef -> (run id, "watch" | "server" | "exec", trigger info, the server actor)
+        # ObjectRef -> (run id, "watch" | "server" | "exec" | "finish", trigger info, the server actor)
         self.pending: dict = {}
         self.submitted_at: dict[int, float] = {}
-        self.warned: set[str] = set()  # terminals with no node, already reported
+        self.checked: set[str] = set()  # terminals whose presence in the cluster was checked
+        self.finishing: dict[int, dict] = {}  # run id -> the client's result, while the server side ends
 
     def connect(self) -> None:
         import ray
@@ -110,9 +111,11 @@ class Orchestrator:
         import ray
 
         job, _, _ = self.store.job(run.job_id)
-        if job.dish not in self.warned and f"dish:{job.dish}" not in ray.cluster_resources():
-            self.warned.add(job.dish)
-            self.log(f"no node of terminal {job.dish} is in the cluster: {job.name}'s run waits for one (leocc testbed node --dish {job.dish})")
+        if job.dish not in self.checked:
+            # Once per terminal: a question to Ray's control store per run would slow the loop.
+            self.checked.add(job.dish)
+            if f"dish:{job.dish}" not in ray.cluster_resources():
+                self.log(f"no node of terminal {job.dish} is in the cluster: {job.name}'s run waits for one (leocc testbed node --dish {job.dish})")
         if job.schedule.kind == "trigger" and trigger is None:
             ref = self.watch.options(resources={f"at:{job.dish}": 1}).remote(job.to_json())
             self.store.set_run(run.id, "watching", started=time.time())
@@ -148,8 +151,16 @@ class Orchestrator:
         if what == "server" and res.get("status") != "failed":
             self._execute(job, run, trigger, res, actor)
             return
+        if what == "exec" and actor is not None:
+            # The server side's last words come back as a task of their own: waiting for them
+            # here would hold up every other terminal's runs.
+            self.finishing[run.id] = res
+            self.pending[actor.finish.remote()] = (run.id, "finish", trigger, actor)
+            return
+        if what == "finish":
+            res = {**self.finishing.pop(run.id), "server": res if "error" not in res else {"error": res["error"]}}
         if actor is not None:
-            res["server"] = self._finish_server(actor, res.get("status") == "failed" and what == "server")
+            ray.kill(actor)
         if what == "watch" and res.get("status") != "failed":
             if res["fired"]:
                 self.log(f"{job.name} run {run.id}: trigger fired after {res['waited_s']:.1f} s")
@@ -172,19 +183,6 @@ class Orchestrator:
         self._append_result(job, run, res)
         nxt = f"; next: {follow[0]} at {time.strftime('%H:%M:%S', time.localtime(follow[1]))}" if follow else ""
         self.log(f"{job.name} run {run.id}: {status}{' (' + detail + ')' if detail and status != 'done' else ''}{nxt}")
-
-    def _finish_server(self, actor, failed_to_start: bool) -> dict | None:
-        """The server side's last words, then the actor goes (and its node's resource with it)."""
-        import ray
-
-        info = None
-        if not failed_to_start:
-            try:
-                info = ray.get(actor.finish.remote(), timeout=30)
-            except Exception as e:
-                info = {"error": _one_line(e)}
-        ray.kill(actor)
-        return info
 
     def _append_result(self, job: Job, run: Run, res: dict) -> None:
         record = res.get("record") or {}

@@ -162,23 +162,6 @@ class TrafficMonitor:
         return self.latest
 
 
-def versions(cfg: NodeConfig) -> dict:
-    """The software a result came from: leocc, Ray, Python and the kernel of the node."""
-    import platform
-
-    try:
-        leocc = subprocess.run([cfg.leocc, "--version"], capture_output=True, text=True, timeout=10).stdout.strip()
-    except OSError as e:
-        leocc = f"unavailable ({e.strerror})"
-    try:
-        import ray
-
-        ray_version = ray.__version__
-    except ImportError:
-        ray_version = None
-    return {"leocc": leocc, "ray": ray_version, "python": platform.python_version(), "kernel": platform.release()}
-
-
 def _scavenging(job: Job, cfg: NodeConfig) -> bool:
     return job.overhead and cfg.scavenger_mbps is not None and cfg.iface is not None
 
@@ -197,7 +180,7 @@ def execute(job: Job, cfg: NodeConfig, run_dir: Path, peer: dict | None = None) 
     """Run the job's experiment; the result dict always has status (done, failed, aborted)."""
     run_dir.mkdir(parents=True, exist_ok=True)
     cmd = argv(job.experiment, cfg, peer)
-    result: dict = {"node": cfg.host, "dish": cfg.dish, "argv": cmd, "started": time.time(), "versions": versions(cfg)}
+    result: dict = {"node": cfg.host, "dish": cfg.dish, "argv": cmd, "started": time.time(), "versions": cfg.versions}
     mon = TrafficMonitor(cfg) if _scavenging(job, cfg) else None
     if mon is not None:
         rate = _user_traffic_now(mon)
@@ -277,7 +260,8 @@ def wait_trigger(job: Job, cfg: NodeConfig) -> dict:
         cmd = ["ip", "netns", "exec", cfg.netns, *cmd]
     start = time.time()
     deadline = time.monotonic() + job.schedule.timeout_s
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(work / "stderr", "wb"), stdin=subprocess.DEVNULL, preexec_fn=die_with_parent, start_new_session=True)
+    with open(work / "stderr", "wb") as err:
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, stdin=subprocess.DEVNULL, preexec_fn=die_with_parent, start_new_session=True)
     try:
         while time.monotonic() < deadline:
             if fired.exists():

@@ -158,6 +158,27 @@ class Store:
         vals = [json.dumps(v) if k == "result" and not isinstance(v, str) and v is not None else v for k, v in fields.items()]
         self.db.execute(f"UPDATE runs SET state = ?{', ' + cols if cols else ''} WHERE id = ?", (state, *vals, run_id))
 
+    def summary(self) -> dict:
+        """Counts for monitoring: jobs and runs by state, open runs per (terminal, state), and
+        the due time of the oldest queued run of an active job (None: none)."""
+        open_rows = self.db.execute(
+            "SELECT j.spec, r.state, COUNT(*) FROM runs r JOIN jobs j ON j.id = r.job_id "
+            f"WHERE r.state IN ({','.join('?' * len(OPEN_STATES))}) GROUP BY j.id, r.state",
+            OPEN_STATES,
+        ).fetchall()
+        per_dish: dict[tuple[str, str], int] = {}
+        for spec, state, n in open_rows:
+            key = (json.loads(spec)["dish"], state)
+            per_dish[key] = per_dish.get(key, 0) + n
+        return {
+            "jobs": dict(self.db.execute("SELECT state, COUNT(*) FROM jobs GROUP BY state").fetchall()),
+            "runs": dict(self.db.execute("SELECT state, COUNT(*) FROM runs GROUP BY state").fetchall()),
+            "open": per_dish,
+            "oldest_due": self.db.execute(
+                "SELECT MIN(r.due) FROM runs r JOIN jobs j ON j.id = r.job_id WHERE r.state = 'queued' AND j.state = 'active'"
+            ).fetchone()[0],
+        }
+
     def recover(self) -> int:
         """After a restart: runs the last orchestrator had handed to Ray are interrupted and
         queued again at once. Returns how many."""
