@@ -272,26 +272,51 @@ def test_a_client_without_the_token_is_refused(cluster):
     assert p.returncode != 0 and "connected" not in p.stdout, "a client without the cluster's token got in"
 
 
+SERVER_KINDS = {
+    "iperf3": 'cc = "cubic"\nduration_s = 3',
+    "quic": 'cc = "cubic"\nduration_s = 3',
+    "leotp": "duration_s = 3",
+    "video": 'cc = "cubic"\nchunks = 2\ntop_mbps = 8',
+}
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="namespaces need root")
-def test_an_iperf3_run_between_a_terminal_and_a_server_node(cluster, tmp_path):
+def test_each_kind_with_a_server_runs_between_a_terminal_and_a_server_node(cluster, tmp_path):
     # The terminal's node in one namespace, a server node in the other (the veth's far end):
-    # kernel TCP with the job's control between them, the server sending (reverse).
+    # each kind's server side starts on the server node, the client on the terminal's node, the
+    # server sending (the downlink); results and time series land in the evaluation store.
+    import leocc
+
     term = Terminal("i")
     try:
         cluster.add_node("dish-i", "--netns", term.dish_ns)
         cluster.add_node("cloud-i", "--netns", term.far_ns, "--serve-addr", "10.250.0.2", role="server")
         st = Store(tmp_path / "state.db")
-        text = 'name = "ip"\ndish = "dish-i"\n[schedule]\nkind = "once"\n[experiment]\nkind = "iperf3"\nserver = "cloud-i"\ncc = "cubic"\nduration_s = 3\n'
-        jid = st.add_job(jobs.parse(text, "ip"), time.time())
-        orch = Orchestrator(st, cluster.address, tmp_path / "out", log=lambda m: None)
+        for kind, args in SERVER_KINDS.items():
+            text = f'name = "{kind}"\ndish = "dish-i"\nretries = 0\n[schedule]\nkind = "once"\n[experiment]\nkind = "{kind}"\nserver = "cloud-i"\n{args}\n'
+            st.add_job(jobs.parse(text, kind), time.time())
+        out = tmp_path / "out"
+        orch = Orchestrator(st, cluster.address, out, log=lambda m: None)
         orch.connect()
-        serve_until(orch, lambda: all_done(st), 120)
-        (run,) = st.runs("job_id = ?", (jid,))
-        assert run.state == "done", run.detail
-        row = json.loads((tmp_path / "out" / "results.jsonl").read_text().splitlines()[0])
-        assert row["throughput_mbps"] > 100 and row["cc"] == "cubic", row
-        assert row["testbed"]["server"]["exit_code"] == 0, row["testbed"]["server"]
-        print(f"\niperf3 through the testbed: {row['throughput_mbps']:.0f} Mbit/s over the veth, {row['cc']}")
+        serve_until(orch, lambda: all_done(st), 240)
+        for run in st.runs():
+            assert run.state == "done", (run.detail, json.loads(run.result or "{}").get("stderr_tail"))
+        rows = {r["testbed"]["job"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+        for kind in ("iperf3", "quic", "leotp"):
+            assert rows[kind]["throughput_mbps"] > 100, rows[kind]
+        assert rows["iperf3"]["cc"] == "cubic"
+        assert rows["video"]["qoe"] is not None and len(rows["video"]["chunks_log"]) == 2, rows["video"]
+        for kind, row in rows.items():
+            server = row["testbed"]["server"]
+            assert server["exit_code"] in (0, -15), (kind, server)
+        orch.fold()
+        assert not list((out / "ts").glob("*.csv")), "the CSVs were folded into a Parquet part"
+        ts = leocc.read_timeseries(out)
+        for kind in ("iperf3", "quic", "leotp"):
+            mine = ts[ts["key"] == rows[kind]["key"]]
+            assert len(mine) >= 25 and mine["throughput_mbps"].mean() > 100, (kind, mine.head())
+        print("\nthrough the testbed over a veth: " + ", ".join(
+            f"{k} {rows[k]['throughput_mbps']:.0f} Mbit/s" for k in ("iperf3", "quic", "leotp")) + f", video QoE {rows['video']['qoe']:.2f}")
     finally:
         for n in ("dish-i", "cloud-i"):
             if n in cluster.nodes:
