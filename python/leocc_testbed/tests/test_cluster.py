@@ -226,6 +226,52 @@ def test_scavenger_mode_stops_an_overhead_run_and_reschedules_it(cluster, tmp_pa
         term.close()
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="namespaces and BPF need root")
+def test_scavenger_mode_leaves_the_experiments_own_traffic_out(cluster, tmp_path):
+    # An overhead iperf3 run at 200 Mbit/s through a terminal whose threshold is 50: its own
+    # traffic (counted in the kernel, `leocc kernel traffic`) is not the user's, so it runs to
+    # the end; the same run with 150 Mbit/s of user traffic beside it is stopped, and the user
+    # rate it reports is the user's alone.
+    term = Terminal("o")
+    try:
+        cluster.add_node("dish-o", "--netns", term.dish_ns, "--iface", "tb0", "--scavenger-mbps", "50")
+        cluster.add_node("cloud-o", "--netns", term.far_ns, "--serve-addr", "10.250.0.2", role="server")
+        st = Store(tmp_path / "state.db")
+        iperf = lambda name, secs: jobs.parse(  # noqa: E731
+            f'name = "{name}"\ndish = "dish-o"\noverhead = true\nreschedule_after_s = 3600\n[schedule]\nkind = "once"\n'
+            f'[experiment]\nkind = "iperf3"\nserver = "cloud-o"\ncc = "cubic"\nduration_s = {secs}\nbitrate_mbps = 200\n', name)
+        quiet = st.add_job(iperf("quiet", 4), time.time())
+        orch = Orchestrator(st, cluster.address, tmp_path / "out", log=lambda m: None)
+        orch.connect()
+        serve_until(orch, lambda: all_done(st), 120)
+        (run,) = st.runs("job_id = ?", (quiet,))
+        assert run.state == "done", run.detail
+        own = json.loads(run.result)["own_traffic"]
+        own_mbps = (own["rx_bytes"] + own["tx_bytes"]) * 8 / 4 / 1e6
+        assert 150 < own_mbps < 260, own
+
+        busy = st.add_job(iperf("busy", 60), time.time())
+        serve_until(orch, lambda: bool(list((cluster.tmp / "nodes" / "runs").glob("busy-*"))), 60)
+        time.sleep(2)  # the experiment's own traffic flows
+        user = term.user_traffic(150, 10)
+        traffic_at = time.time()
+        serve_until(orch, lambda: bool(st.runs("job_id = ? AND state = 'aborted'", (busy,))), 60)
+        abort = json.loads(st.runs("job_id = ? AND state = 'aborted'", (busy,))[0].result)["abort"]
+        took = abort["stopped"] - traffic_at
+        print(f"\nscavenger mode: own traffic {own_mbps:.0f} Mbit/s left out; user traffic seen at {abort['user_mbps']:.0f} Mbit/s "
+              f"(1 s average) and the run stopped {took:.2f} s after it began")
+        # The window's average crosses the threshold while the user's traffic ramps in; it
+        # never holds the experiment's own 200 Mbit/s.
+        assert 50 < abort["user_mbps"] < 170 and took < 3, abort
+        st.cancel("busy")
+        user.wait()
+    finally:
+        for n in ("dish-o", "cloud-o"):
+            if n in cluster.nodes:
+                cluster.kill_node(n)
+        term.close()
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="the emulator needs root")
 def test_a_trigger_fires_on_a_reconfiguration_of_the_emulated_terminal(cluster, tmp_path):
     # The terminal: the bundled Starlink downlink replayed by the emulator (reconfigurations
