@@ -61,10 +61,14 @@ def _remote_functions():
         job = Job.from_json(job_json)
         return run(job, NodeConfig.load(job.dish), node_dir() / "runs" / f"{job.name}-{run_id}", peer)
 
+    @ray.remote(num_cpus=0, max_retries=0)
+    def warm() -> None:
+        from . import runner  # noqa: F401  (the import is the work: a run's task finds it done)
+
     from .runner import ServerSide
 
     server = ray.remote(num_cpus=0, max_restarts=0)(ServerSide)
-    return watch, execute, server
+    return watch, execute, warm, server
 
 
 class Orchestrator:
@@ -76,7 +80,7 @@ class Orchestrator:
         self.out = Path(out_dir)
         self.out.mkdir(parents=True, exist_ok=True)
         self.log = log or (lambda m: print(f"testbed: {m}", file=sys.stderr, flush=True))
-        # ObjectRef -> (run id, "watch" | "server" | "exec" | "finish", trigger info, the server actor)
+        # ObjectRef -> (run id, "watch" | "server" | "exec" | "finish" | "warm", trigger info, the server actor)
         self.pending: dict = {}
         self.submitted_at: dict[int, float] = {}
         self.checked: set[str] = set()  # terminals whose presence in the cluster was checked
@@ -88,7 +92,27 @@ class Orchestrator:
 
         if not ray.is_initialized():
             ray.init(address=self.address, logging_level="ERROR", log_to_driver=False, namespace="leocc-testbed")
-        self.watch, self.execute, self.server = _remote_functions()
+        self.watch, self.execute, self.warm, self.server = _remote_functions()
+        for name in ray.cluster_resources():
+            if name.startswith("dish:"):
+                self._warm(name.removeprefix("dish:"))
+
+    def wait_warm(self, timeout_s: float = 30.0) -> float:
+        """Wait until the nodes' workers have started (see _warm); returns the seconds waited."""
+        import ray
+
+        t0 = time.monotonic()
+        refs = [r for r, (_, what, _, _) in self.pending.items() if what == "warm"]
+        ray.wait(refs, num_returns=len(refs), timeout=timeout_s)
+        for r in refs:
+            self.pending.pop(r, None)
+        return time.monotonic() - t0
+
+    def _warm(self, dish: str) -> None:
+        """Have Ray start a worker on the terminal's node now: a node's first task otherwise
+        waits ~1.5 s for one (Ray keeps it for the runs that follow)."""
+        self.checked.add(dish)
+        self.pending[self.warm.options(resources={f"at:{dish}": 1}).remote()] = (None, "warm", None, None)
 
     def serve(self, stop: Callable[[], bool] = lambda: False) -> None:
         """Run until `stop()` is true (or forever)."""
@@ -159,6 +183,8 @@ class Orchestrator:
         import ray
 
         run_id, what, trigger, actor = self.pending.pop(ref)
+        if what == "warm":
+            return
         run = self.store.runs("id = ?", (run_id,))[0]
         job, job_state, _ = self.store.job(run.job_id)
         try:
