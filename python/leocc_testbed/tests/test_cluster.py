@@ -55,6 +55,13 @@ duration_s = {duration}
     return jobs.parse(text, name)
 
 
+def connected(cluster, st: Store, out) -> Orchestrator:
+    """A quiet orchestrator over `st`, connected to the cluster."""
+    orch = Orchestrator(st, cluster.address, out, log=lambda m: None)
+    orch.connect()
+    return orch
+
+
 def serve_until(orch: Orchestrator, done, timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     while not done():
@@ -74,8 +81,7 @@ def test_a_random_schedule_never_overlaps_on_a_terminal(cluster, tmp_path):
         st.add_job(job(f"rand-{i}", rng.choice(["dish-a", "dish-b"]), duration=rng.choice([1, 2, 4])), now + rng.uniform(0, 5))
     for d in ("dish-a", "dish-b"):
         st.add_job(job(f"cron-{d}", d, kind="cron", schedule_extra='cron = "*/2 * * * * *"\nruns = 3'), now)
-    orch = Orchestrator(st, cluster.address, tmp_path / "out", log=lambda m: None)
-    orch.connect()
+    orch = connected(cluster, st, tmp_path / "out")
     serve_until(orch, lambda: all_done(st), 300)
     rows = [json.loads(l) for l in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
     assert len(rows) == 24 + 6 and all(r["testbed"]["status"] == "done" for r in rows)
@@ -98,8 +104,7 @@ def test_a_node_lost_mid_job_fails_the_run_and_the_retry_runs(cluster, tmp_path)
     st = Store(tmp_path / "state.db")
     # 3600 simulated seconds: about ten seconds of work, long enough to be killed in.
     jid = st.add_job(job("long", "dish-k", duration=3600, extra="retries = 1"), time.time())
-    orch = Orchestrator(st, cluster.address, tmp_path / "out", log=lambda m: None)
-    orch.connect()
+    orch = connected(cluster, st, tmp_path / "out")
     nodes_runs = lambda: list((cluster.tmp / "nodes" / "runs").glob("long-*"))  # noqa: E731
     serve_until(orch, lambda: bool(nodes_runs()), 60)
     cluster.kill_node("dish-k")
@@ -191,8 +196,7 @@ def test_scavenger_mode_stops_an_overhead_run_and_reschedules_it(cluster, tmp_pa
         metric = lambda text, name: float(next(l for l in text.splitlines() if l.startswith(name)).split()[1])  # noqa: E731
         st = Store(tmp_path / "state.db")
         jid = st.add_job(job("scav", "dish-s", duration=3600, extra="overhead = true\nreschedule_after_s = 1"), time.time())
-        orch = Orchestrator(st, cluster.address, tmp_path / "out", log=lambda m: None)
-        orch.connect()
+        orch = connected(cluster, st, tmp_path / "out")
         serve_until(orch, lambda: bool(list((cluster.tmp / "nodes" / "runs").glob("scav-*"))), 60)
         deadline = time.monotonic() + 10
         while metric(scrape(), "leocc_testbed_experiment_running") != 1:
@@ -241,8 +245,7 @@ def test_scavenger_mode_leaves_the_experiments_own_traffic_out(cluster, tmp_path
             f'name = "{name}"\ndish = "dish-o"\noverhead = true\nreschedule_after_s = 3600\n[schedule]\nkind = "once"\n'
             f'[experiment]\nkind = "iperf3"\nserver = "cloud-o"\ncc = "cubic"\nduration_s = {secs}\nbitrate_mbps = 200\n', name)
         quiet = st.add_job(iperf("quiet", 4), time.time())
-        orch = Orchestrator(st, cluster.address, tmp_path / "out", log=lambda m: None)
-        orch.connect()
+        orch = connected(cluster, st, tmp_path / "out")
         serve_until(orch, lambda: all_done(st), 120)
         (run,) = st.runs("job_id = ?", (quiet,))
         assert run.state == "done", run.detail
@@ -289,8 +292,7 @@ def test_a_trigger_fires_on_a_reconfiguration_of_the_emulated_terminal(cluster, 
         cluster.add_node("dish-t", "--netns", ns_file.read_text().strip(), "--pop", "100.64.0.1")
         st = Store(tmp_path / "state.db")
         jid = st.add_job(job("trig", "dish-t", kind="trigger", schedule_extra='when = "event == 1"\ntimeout_s = 90\nruns = 1'), time.time())
-        orch = Orchestrator(st, cluster.address, tmp_path / "out", log=lambda m: None)
-        orch.connect()
+        orch = connected(cluster, st, tmp_path / "out")
         serve_until(orch, lambda: all_done(st), 150)
         (run,) = st.runs("job_id = ?", (jid,))
         assert run.state == "done", run.detail
@@ -342,8 +344,7 @@ def test_each_kind_with_a_server_runs_between_a_terminal_and_a_server_node(clust
             text = f'name = "{kind}"\ndish = "dish-i"\nretries = 0\n[schedule]\nkind = "once"\n[experiment]\nkind = "{kind}"\nserver = "cloud-i"\n{args}\n'
             st.add_job(jobs.parse(text, kind), time.time())
         out = tmp_path / "out"
-        orch = Orchestrator(st, cluster.address, out, log=lambda m: None)
-        orch.connect()
+        orch = connected(cluster, st, out)
         serve_until(orch, lambda: all_done(st), 240)
         for run in st.runs():
             assert run.state == "done", (run.detail, json.loads(run.result or "{}").get("stderr_tail"))
