@@ -1,7 +1,8 @@
 //! Builds bpf/leocc.bpf.c (which includes core/leocc.c and the option carrier
 //! bpf/leocc_option.bpf.c) into a BPF object and generates its libbpf-rs skeleton, so that
 //! nothing is compiled when `leocc kernel load` runs; and bpf/leocc_test_peer.bpf.c, the
-//! scriptable TCP peer of the option tests.
+//! scriptable TCP peer of the option tests; and bpf/leocc_traffic.bpf.c, the per-cgroup traffic
+//! counter of `leocc kernel traffic`.
 //!
 //! vmlinux.h is generated here from the build machine's kernel BTF (bpftool btf dump) into
 //! OUT_DIR rather than committed: it is 3+ MB, it must match the kernel types we read, and the
@@ -100,6 +101,18 @@ fn main() {
         .build();
     if let Err(e) = result {
         panic!("building {} failed: {e:#}", peer.display());
+    }
+
+    // The per-cgroup traffic counter (traffic::CgroupTraffic): only its object, like the peer.
+    let counter = bpf_dir.join("leocc_traffic.bpf.c");
+    let result = SkeletonBuilder::new()
+        .source(&counter)
+        .obj(out.join("leocc_traffic.bpf.o"))
+        .clang(&clang)
+        .clang_args(["-I".as_ref(), out.as_os_str(), "-Wall".as_ref()])
+        .build();
+    if let Err(e) = result {
+        panic!("building {} failed: {e:#}", counter.display());
     }
 }
 

@@ -105,10 +105,12 @@ class ResultsTest(unittest.TestCase):
                 with open(os.path.join(d, "ts", f"r{i}.csv"), "w") as f:
                     f.write("cc,seed,t_s,flow\n%s,1,0.1,0\n%s,1,0.2,0\n" % (cc, cc))
                 rows.append({"key": f"k{i}", "cc": cc, "throughput_mbps": 10.0 * (i + 1), "timeseries": f"ts/r{i}.csv"})
+            # A run that wrote no time series (a testbed video session) has no `timeseries`.
+            rows.append({"key": "k-none", "cc": "bbr", "throughput_mbps": 5.0})
             with open(os.path.join(d, "results.jsonl"), "w") as f:
                 f.write("".join(json.dumps(r) + "\n" for r in rows) + '{"key": "k2", "cc": "bb')
             res = leocc.read_results(d)
-            self.assertEqual(list(res["cc"]), ["cubic", "leocc"])
+            self.assertEqual(list(res["cc"]), ["cubic", "leocc", "bbr"])
             ts = leocc.read_timeseries(d)
             self.assertEqual(len(ts), 4)
             self.assertEqual(list(ts[ts.key == "k1"]["cc"]), ["leocc", "leocc"])

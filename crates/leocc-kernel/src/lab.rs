@@ -345,62 +345,9 @@ pub fn run_iperf3_with(
     parse_iperf3_json(&String::from_utf8_lossy(&out.stdout))
 }
 
-/// A cgroup v2 made for one test (under the cgroup2 root), removed on drop once its
-/// processes are gone. The option carrier attaches per cgroup: putting a test's sender and
-/// receiver processes in two of these gives each host its own role on one kernel.
-pub struct TestCgroup {
-    /// Its directory.
-    pub path: std::path::PathBuf,
-}
-
-impl TestCgroup {
-    /// Creates `leocc-test-<pid>-<n>-<tag>` under the cgroup2 root.
-    pub fn new(tag: &str) -> io::Result<TestCgroup> {
-        let root = crate::option::cgroup2_root().map_err(|e| io::Error::other(e.to_string()))?;
-        let n = NEXT_PAIR.fetch_add(1, Ordering::Relaxed);
-        let path = root.join(format!("leocc-test-{}-{n}-{tag}", std::process::id()));
-        std::fs::create_dir(&path)?;
-        Ok(TestCgroup { path })
-    }
-
-    /// Makes `cmd`'s process join this cgroup before it runs its program.
-    pub fn join(&self, cmd: &mut Command) {
-        use std::os::unix::process::CommandExt;
-        let procs = std::ffi::CString::new(
-            self.path.join("cgroup.procs").into_os_string().into_encoded_bytes(),
-        )
-        .expect("no NUL in cgroup paths");
-        // SAFETY: between fork and exec we only make async-signal-safe system calls on a
-        // string allocated before the fork.
-        unsafe {
-            cmd.pre_exec(move || {
-                let fd = libc::open(procs.as_ptr(), libc::O_WRONLY);
-                if fd < 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                let ok = libc::write(fd, b"0".as_ptr().cast(), 1) == 1;
-                libc::close(fd);
-                if ok {
-                    Ok(())
-                } else {
-                    Err(io::Error::last_os_error())
-                }
-            });
-        }
-    }
-}
-
-impl Drop for TestCgroup {
-    fn drop(&mut self) {
-        // Processes leave a cgroup when they exit; give killed ones a moment.
-        for _ in 0..50 {
-            if std::fs::remove_dir(&self.path).is_ok() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
+/// A cgroup v2 made for one test: the option carrier attaches per cgroup, so putting a test's
+/// sender and receiver processes in two of these gives each host its own role on one kernel.
+pub use crate::cgroup::Cgroup as TestCgroup;
 
 impl Iperf3Server {
     /// [`Iperf3Server::start`] with the server's process in `cgroup`.

@@ -21,11 +21,13 @@
 //! benchmark ([`bench`]).
 
 pub mod bench;
+pub mod cgroup;
 pub mod lab;
 pub mod loader;
 pub mod option;
 pub mod params;
 pub mod stats;
+pub mod traffic;
 
 /// The detector signal's map layout, pins, reader and writer: the `leocc-signal` crate, which
 /// needs no BPF program (the daemon and QUIC use it directly).

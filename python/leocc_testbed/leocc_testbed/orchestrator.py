@@ -16,7 +16,8 @@ What follows a run is decided here (`follow_up`), in the same transaction that r
 A trigger wait that times out ends the job. A cron or trigger job ends after `runs` slots.
 Every finished run is one line of OUT/results.jsonl, the evaluation store's format
 (`leocc.read_results`): the experiment's own record at the top level, the testbed's provenance
-under `testbed`.
+under `testbed`; its time series go to OUT/ts, folded into Parquet parts when the orchestrator
+is idle (series.py; `leocc.read_timeseries`).
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ from pathlib import Path
 from typing import Callable
 
 from .cron import Cron
+from .experiments import KINDS
 from .jobs import Job
+from . import series
 from .store import Run, Store
 
 TICK_S = 0.2
@@ -58,10 +61,14 @@ def _remote_functions():
         job = Job.from_json(job_json)
         return run(job, NodeConfig.load(job.dish), node_dir() / "runs" / f"{job.name}-{run_id}", peer)
 
-    from .runner import IperfServer
+    @ray.remote(num_cpus=0, max_retries=0)
+    def warm() -> None:
+        from . import runner  # noqa: F401  (the import is the work: a run's task finds it done)
 
-    server = ray.remote(num_cpus=0, max_restarts=0)(IperfServer)
-    return watch, execute, server
+    from .runner import ServerSide
+
+    server = ray.remote(num_cpus=0, max_restarts=0)(ServerSide)
+    return watch, execute, warm, server
 
 
 class Orchestrator:
@@ -73,18 +80,39 @@ class Orchestrator:
         self.out = Path(out_dir)
         self.out.mkdir(parents=True, exist_ok=True)
         self.log = log or (lambda m: print(f"testbed: {m}", file=sys.stderr, flush=True))
-        # ObjectRef -> (run id, "watch" | "server" | "exec" | "finish", trigger info, the server actor)
+        # ObjectRef -> (run id, "watch" | "server" | "exec" | "finish" | "warm", trigger info, the server actor)
         self.pending: dict = {}
         self.submitted_at: dict[int, float] = {}
         self.checked: set[str] = set()  # terminals whose presence in the cluster was checked
         self.finishing: dict[int, dict] = {}  # run id -> the client's result, while the server side ends
+        self.unfolded = False  # runs' time series wait in CSVs (series.py)
 
     def connect(self) -> None:
         import ray
 
         if not ray.is_initialized():
             ray.init(address=self.address, logging_level="ERROR", log_to_driver=False, namespace="leocc-testbed")
-        self.watch, self.execute, self.server = _remote_functions()
+        self.watch, self.execute, self.warm, self.server = _remote_functions()
+        for name in ray.cluster_resources():
+            if name.startswith("dish:"):
+                self._warm(name.removeprefix("dish:"))
+
+    def wait_warm(self, timeout_s: float = 30.0) -> float:
+        """Wait until the nodes' workers have started (see _warm); returns the seconds waited."""
+        import ray
+
+        t0 = time.monotonic()
+        refs = [r for r, (_, what, _, _) in self.pending.items() if what == "warm"]
+        ray.wait(refs, num_returns=len(refs), timeout=timeout_s)
+        for r in refs:
+            self.pending.pop(r, None)
+        return time.monotonic() - t0
+
+    def _warm(self, dish: str) -> None:
+        """Have Ray start a worker on the terminal's node now: a node's first task otherwise
+        waits ~1.5 s for one (Ray keeps it for the runs that follow)."""
+        self.checked.add(dish)
+        self.pending[self.warm.options(resources={f"at:{dish}": 1}).remote()] = (None, "warm", None, None)
 
     def serve(self, stop: Callable[[], bool] = lambda: False) -> None:
         """Run until `stop()` is true (or forever)."""
@@ -92,8 +120,17 @@ class Orchestrator:
         n = self.store.recover()
         if n:
             self.log(f"{n} run(s) interrupted by the last restart queued again")
-        while not stop():
-            self.step()
+        try:
+            while not stop():
+                self.step()
+        finally:
+            self.fold()
+
+    def fold(self) -> None:
+        """Fold the finished runs' time series into a Parquet part (series.py)."""
+        n = series.fold(self.out)
+        if n:
+            self.log(f"{n} run(s)' time series folded into {self.out / series.TS_DIR}")
 
     def step(self) -> None:
         import ray
@@ -101,6 +138,10 @@ class Orchestrator:
         for run in self.store.due_runs(time.time()):
             self._submit(run)
         if not self.pending:
+            if self.unfolded:
+                # Nothing runs: a good moment for the Parquet part.
+                self.fold()
+                self.unfolded = False
             time.sleep(TICK_S)
             return
         ready, _ = ray.wait(list(self.pending), num_returns=len(self.pending), timeout=TICK_S)
@@ -124,12 +165,12 @@ class Orchestrator:
             return
         self.submitted_at.setdefault(run.id, time.time())
         self.store.set_run(run.id, "running")
-        if job.experiment.kind == "iperf3":
+        if KINDS[job.experiment.kind].server is not None:
             # The server side first, on its own node and holding that node's resource.
             srv = job.experiment.args["server"]
-            actor = self.server.options(resources={f"dish:{srv}": 1}).remote(srv, job.experiment.args["port"])
+            actor = self.server.options(resources={f"dish:{srv}": 1}).remote(job.experiment.kind, srv, job.experiment.args)
             self.pending[actor.address.remote()] = (run.id, "server", trigger, actor)
-            self.log(f"{job.name} run {run.id}: starting iperf3's server on {srv}")
+            self.log(f"{job.name} run {run.id}: starting {job.experiment.kind}'s server on {srv}")
             return
         self._execute(job, run, trigger, None, None)
 
@@ -142,6 +183,8 @@ class Orchestrator:
         import ray
 
         run_id, what, trigger, actor = self.pending.pop(ref)
+        if what == "warm":
+            return
         run = self.store.runs("id = ?", (run_id,))[0]
         job, job_state, _ = self.store.job(run.job_id)
         try:
@@ -170,6 +213,7 @@ class Orchestrator:
                 self.store.finish(run, "timeout", follow_up=None, job_state="done", ended=time.time(), detail="trigger timeout")
             return
         status = res.get("status", "failed")
+        rows = res.pop("series", None) or []
         res["trigger"] = trigger
         res["submitted"] = self.submitted_at.pop(run.id, None)
         follow, new_state = follow_up(job, run, status, self.store, time.time())
@@ -180,16 +224,17 @@ class Orchestrator:
             run, status, follow_up=follow, job_state=new_state,
             started=res.get("started"), ended=res.get("ended", time.time()), node=res.get("node"), detail=detail, result=json.dumps(res),
         )
-        self._append_result(job, run, res)
+        self._append_result(job, run, res, rows)
         nxt = f"; next: {follow[0]} at {time.strftime('%H:%M:%S', time.localtime(follow[1]))}" if follow else ""
         self.log(f"{job.name} run {run.id}: {status}{' (' + detail + ')' if detail and status != 'done' else ''}{nxt}")
 
-    def _append_result(self, job: Job, run: Run, res: dict) -> None:
+    def _append_result(self, job: Job, run: Run, res: dict, rows: list[dict]) -> None:
         record = res.get("record") or {}
+        key = f"testbed|{job.name}|{run.slot}|{run.attempt}|{run.id}"
         row = {
             **record,
             "schema": RESULTS_SCHEMA,
-            "key": f"testbed|{job.name}|{run.slot}|{run.attempt}|{run.id}",
+            "key": key,
             "engine": job.experiment.kind,
             "testbed": {
                 "job": job.name,
@@ -210,8 +255,13 @@ class Orchestrator:
                 "server": res.get("server"),
                 "error": res.get("error"),
                 "abort": res.get("abort"),
+                "own_traffic": res.get("own_traffic"),
             },
         }
+        ts = series.write_run(self.out, key, rows)
+        if ts is not None:
+            row["timeseries"] = ts  # a run without rows has none (leocc.read_timeseries skips it)
+            self.unfolded = True
         with open(self.out / "results.jsonl", "a", encoding="utf-8") as f:
             f.write(json.dumps(row, sort_keys=True) + "\n")
             f.flush()

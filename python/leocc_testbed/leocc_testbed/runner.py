@@ -3,26 +3,27 @@
 Both run inside Ray tasks on the node that holds the job's terminal (orchestrator.py asks for
 its resources), read the node's description (node.NodeConfig) and return plain dicts.
 
-* An experiment is an argument vector of the node's `leocc` binary, built from the job's checked
-  arguments (`argv`); never a shell string. `sim` runs the simulator; `emu` runs kernel TCP with
-  the chosen control through an emulated link in network namespaces of its own (`leocc
-  emu-run`), so the control is set per experiment in its own namespace (the sysctl is per
-  namespace) and nothing privileged stays running.
+* An experiment is an argument vector of one of the project's tools, built from the job's
+  checked arguments by its kind (experiments.py); never a shell string. `emu` runs kernel TCP
+  with the chosen control through an emulated link in namespaces of its own (`leocc emu-run`);
+  the kinds with a server (iperf3, quic, leotp, video) set their control per socket, and their
+  server side runs on the server node as a `ServerSide` actor. Nothing privileged stays running.
 * A trigger (`wait_trigger`) is the detector's own expression language, evaluated by the
   detector itself: a `leocc probe` of the run's own (its own run directory, not publishing to
   the kernel) probes the terminal's PoP in the terminal's namespace and runs its --exec when the
   expression holds, which here only writes the matched values to a file the task polls.
 * Scavenger mode (`TrafficMonitor`): the terminal's interface counters, sampled every
-  SAMPLE_S, less the experiment's own traffic (none for `sim` and `emu`, which do not use the
-  terminal's interface), averaged over WINDOW_S. Above the node's threshold an overhead
-  experiment is not started, or is stopped (SIGTERM to its process group, SIGKILL after 1 s)
-  and reported `aborted` with what it had written so far.
+  SAMPLE_S, less the experiment's own traffic, averaged over WINDOW_S. `sim` and `emu` do not
+  use the terminal's interface; the kinds that do run under `leocc kernel traffic`, which counts
+  their sockets' bytes in the kernel (a cgroup of their own with a BPF counter). Above the
+  node's threshold an overhead experiment is not started, or is stopped (SIGTERM to its process
+  group, SIGKILL after 1 s) and reported `aborted` with what it had written so far.
 """
 
 from __future__ import annotations
 
+import base64
 import json
-import os
 import shlex
 import shutil
 import subprocess
@@ -31,7 +32,8 @@ import time
 from collections import deque
 from pathlib import Path
 
-from .jobs import Experiment, Job
+from .experiments import KINDS
+from .jobs import Job
 from .node import NodeConfig, node_dir
 from .proc import die_with_parent, stop_group
 
@@ -43,111 +45,124 @@ WINDOW_S = 1.0
 TRIGGER_POLL_S = 0.005
 # Bytes of an experiment's stderr kept in its result.
 STDERR_TAIL = 4000
+# Where `leocc kernel traffic` writes an experiment's own traffic in its run folder, and how
+# often (well under SAMPLE_S, so a sample's own count is at most this stale).
+OWN_TRAFFIC = "own-traffic.json"
+OWN_EVERY_S = 0.05
+# An Ethernet header: what the interface counts per packet beyond the IP packet.
+ETHERNET_HEADER = 14
 
 
-def argv(e: Experiment, cfg: NodeConfig, peer: dict | None = None) -> list[str]:
-    """The experiment's command on this node (`peer`: the server side's address and port, for
-    the kinds that have one)."""
-    a = e.args
-    if e.kind == "iperf3":
-        cmd = ["iperf3", "-c", peer["addr"], "-p", str(peer["port"]), "-t", f"{a['duration_s']:g}", "-C", a["cc"], "-J"]
-        if a["reverse"]:
-            cmd.append("-R")
-        return _in_netns(cfg, cmd)
-    trace = str(Path(cfg.root, a["trace"])) if not os.path.isabs(a["trace"]) else a["trace"]
-    common = ["--trace", trace, "--duration", f"{a['duration_s']:g}", "--queue", str(a["queue"]), "--loss", f"{a['loss']:g}", "--seed", str(a["seed"])]
-    if e.kind == "sim":
-        return [cfg.leocc, "sim", "--cc", a["cc"], *common, "--json"]
-    if e.kind == "emu":
-        return [cfg.leocc, "emu-run", "--flows", f"{a['cc']}@0-{a['duration_s']:g}", *common]
-    raise ValueError(f"unknown experiment kind {e.kind}")
+def argv(job: Job, cfg: NodeConfig, run_dir: Path, peer: dict | None = None) -> list[str]:
+    """The experiment's command on this node (`peer`: the server side's address, for the kinds
+    that have one). A kind that crosses the terminal runs in the terminal's namespace, and under
+    scavenger mode in a cgroup that counts its own traffic (`leocc kernel traffic`)."""
+    kind = KINDS[job.experiment.kind]
+    cmd = kind.client(job.experiment.args, cfg, peer, run_dir)
+    if not kind.crosses_terminal:
+        return cmd
+    cmd = _in_netns(cfg, cmd)
+    if _scavenging(job, cfg):
+        cmd = [cfg.leocc, "kernel", "traffic", "--out", str(run_dir / OWN_TRAFFIC), "--every", f"{OWN_EVERY_S:g}", "--", *cmd]
+    return cmd
 
 
 def _in_netns(cfg: NodeConfig, cmd: list[str]) -> list[str]:
     return ["ip", "netns", "exec", cfg.netns, *cmd] if cfg.netns else cmd
 
 
-def iperf3_record(out: str) -> dict | None:
-    """The fields of an eval record that iperf3's JSON report gives (None if it has none)."""
-    try:
-        r = json.loads(out)
-        end = r["end"]
-        secs = end["sum_received"]["seconds"] or 1.0
-        rec = {
-            "throughput_mbps": end["sum_received"]["bits_per_second"] / 1e6,
-            "duration_s": secs,
-            "retransmits": end["sum_sent"].get("retransmits"),
-            "cc": end.get("sender_tcp_congestion") or end.get("receiver_tcp_congestion"),
-            "iperf3": {"start": r.get("start", {}).get("test_start"), "end": end},
-        }
-        sender = end["streams"][0].get("sender", {})
-        if "mean_rtt" in sender:  # Linux's smoothed RTT of the sending socket, µs
-            rec["rtt_avg_ms"], rec["rtt_max_ms"] = sender["mean_rtt"] / 1e3, sender.get("max_rtt", 0) / 1e3
-        return rec
-    except (json.JSONDecodeError, KeyError, IndexError, TypeError):
-        return None
+class ServerSide:
+    """The server node's side of a run (kinds with a server, experiments.py): a Ray actor that
+    holds that node's `dish:NAME` for the run, starts the kind's server command in the node's
+    namespace and answers once its socket listens, so the client never races it."""
 
+    READY_TIMEOUT_S = 15.0
+    READY_POLL_S = 0.02
+    # A server that ends by itself (after one transfer) is given this long after the client.
+    END_GRACE_S = 10.0
 
-class IperfServer:
-    """The server side of an `iperf3` experiment, on the server node (a Ray actor holding that
-    node's `dish:NAME` for the run): `iperf3 -s -1` (one test, then it exits) in the node's
-    namespace, listening before `address` returns."""
-
-    LISTEN_TIMEOUT_S = 10.0
-
-    def __init__(self, server: str, port: int):
+    def __init__(self, kind: str, server: str, args: dict):
         self.cfg = NodeConfig.load(server)
         if not self.cfg.serve_addr:
             raise RuntimeError(f"node {server} has no --serve-addr: it is not a server node")
-        self.port = port
+        self.kind, self.args = KINDS[kind], args
+        self.work = Path(tempfile.mkdtemp(prefix=f"leocc-testbed-{kind}-server-"))
+        self.out = open(self.work / "output", "wb")
         self.proc = subprocess.Popen(
-            _in_netns(self.cfg, ["iperf3", "-s", "-1", "-p", str(port), "--forceflush"]),
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True,
-            preexec_fn=die_with_parent, start_new_session=True,
+            _in_netns(self.cfg, self.kind.server.argv(args, self.cfg, self.work)),
+            stdout=self.out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=die_with_parent, start_new_session=True,
         )
-        deadline = time.monotonic() + self.LISTEN_TIMEOUT_S
-        self.lines: list[str] = []
-        while time.monotonic() < deadline:
-            line = self.proc.stdout.readline()
-            if not line:
-                break
-            self.lines.append(line.rstrip())
-            if "listening" in line.lower():
-                return
-        stop_group(self.proc)
-        raise RuntimeError(f"iperf3 -s on {server} did not start listening: {' / '.join(self.lines[-3:]) or 'no output'}")
+        deadline = time.monotonic() + self.READY_TIMEOUT_S
+        while not self._listening():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                why = self._output().strip().splitlines()
+                self._stop()
+                raise RuntimeError(f"{kind} server on {server} did not start listening on port {args['port']}: {' / '.join(why[-3:]) or 'no output'}")
+            time.sleep(self.READY_POLL_S)
 
-    def address(self) -> dict:
-        return {"addr": self.cfg.serve_addr, "port": self.port, "node": self.cfg.host, "dish": self.cfg.dish}
+    def _listening(self) -> bool:
+        flag = "-t" if self.kind.server.proto == "tcp" else "-u"
+        out = subprocess.run(_in_netns(self.cfg, ["ss", "-H", "-l", "-n", flag, f"sport = :{self.args['port']}"]), capture_output=True, text=True).stdout
+        return bool(out.strip())
 
-    def finish(self, timeout_s: float = 10.0) -> dict:
-        """After the client's test: the server's exit (it ends after one test) and its last words."""
-        try:
-            self.proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            pass
+    def _output(self) -> str:
+        return (self.work / "output").read_text(errors="replace")
+
+    def _stop(self) -> None:
         if self.proc.poll() is None:
             stop_group(self.proc)
-        rest = self.proc.stdout.read() if self.proc.stdout else ""
-        return {"exit_code": self.proc.returncode, "output_tail": ("\n".join(self.lines) + rest)[-STDERR_TAIL:]}
+        self.out.close()
+
+    def address(self) -> dict:
+        peer = {"addr": self.cfg.serve_addr, "port": self.args["port"], "node": self.cfg.host, "dish": self.cfg.dish}
+        if self.kind.server.cert:
+            peer["cert"] = base64.b64encode((self.work / self.kind.server.cert).read_bytes()).decode()
+        return peer
+
+    def finish(self) -> dict:
+        """After the client: the server's end (waited for if it ends by itself) and its last words."""
+        if self.kind.server.ends_itself:
+            try:
+                self.proc.wait(timeout=self.END_GRACE_S)
+            except subprocess.TimeoutExpired:
+                pass
+        self._stop()
+        res = {"exit_code": self.proc.returncode, "output_tail": self._output()[-STDERR_TAIL:]}
+        shutil.rmtree(self.work, ignore_errors=True)
+        return res
 
 
 class TrafficMonitor:
-    """Bytes per second through the terminal's interface over the last WINDOW_S."""
+    """The terminal's user traffic: bytes per second through its interface over the last
+    WINDOW_S, less what the experiment's own sockets sent and received (`own`: the counts
+    `leocc kernel traffic` writes, with the interface's link header added per segment)."""
 
-    def __init__(self, cfg: NodeConfig):
-        self.cfg = cfg
+    def __init__(self, cfg: NodeConfig, own: Path | None = None):
+        self.cfg, self.own = cfg, own
         self.samples: deque[tuple[float, int]] = deque()
         self.latest: float | None = None
+        self.header = self._link_header()
+
+    def _link(self) -> dict:
+        cmd = ["ip", "-s", "-j", "link", "show", "dev", self.cfg.iface]
+        if self.cfg.netns:
+            cmd[1:1] = ["-n", self.cfg.netns]
+        return json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)[0]
+
+    def _link_header(self) -> int:
+        # The cgroup counter sees IP packets; the interface counts its link header too.
+        return ETHERNET_HEADER if self._link().get("link_type") == "ether" else 0
+
+    def _own_bytes(self) -> int:
+        try:
+            c = json.loads(self.own.read_text())
+        except (OSError, ValueError, AttributeError):
+            return 0  # not started yet (or no own traffic to count)
+        return c["tx_bytes"] + c["rx_bytes"] + self.header * (c["tx_packets"] + c["rx_packets"])
 
     def _bytes(self) -> int:
-        iface, ns = self.cfg.iface, self.cfg.netns
-        if ns:
-            out = subprocess.run(["ip", "-n", ns, "-s", "-j", "link", "show", "dev", iface], capture_output=True, text=True, check=True).stdout
-            st = json.loads(out)[0]["stats64"]
-            return int(st["rx"]["bytes"]) + int(st["tx"]["bytes"])
-        base = Path("/sys/class/net", iface, "statistics")
-        return int((base / "rx_bytes").read_text()) + int((base / "tx_bytes").read_text())
+        st = self._link()["stats64"]
+        return int(st["rx"]["bytes"]) + int(st["tx"]["bytes"]) - self._own_bytes()
 
     def sample(self) -> float | None:
         """Take a sample; the rate in Mbit/s over the window, None until it spans WINDOW_S / 2."""
@@ -158,7 +173,7 @@ class TrafficMonitor:
         (t0, b0), (t1, b1) = self.samples[0], self.samples[-1]
         if t1 - t0 < WINDOW_S / 2:
             return None
-        self.latest = (b1 - b0) * 8 / (t1 - t0) / 1e6
+        self.latest = max(0.0, (b1 - b0) * 8 / (t1 - t0) / 1e6)
         return self.latest
 
 
@@ -179,9 +194,10 @@ def _user_traffic_now(mon: TrafficMonitor) -> float:
 def execute(job: Job, cfg: NodeConfig, run_dir: Path, peer: dict | None = None) -> dict:
     """Run the job's experiment; the result dict always has status (done, failed, aborted)."""
     run_dir.mkdir(parents=True, exist_ok=True)
-    cmd = argv(job.experiment, cfg, peer)
+    cmd = argv(job, cfg, run_dir, peer)
     result: dict = {"node": cfg.host, "dish": cfg.dish, "argv": cmd, "started": time.time(), "versions": cfg.versions}
-    mon = TrafficMonitor(cfg) if _scavenging(job, cfg) else None
+    own = run_dir / OWN_TRAFFIC if KINDS[job.experiment.kind].crosses_terminal else None
+    mon = TrafficMonitor(cfg, own) if _scavenging(job, cfg) else None
     if mon is not None:
         rate = _user_traffic_now(mon)
         if rate > cfg.scavenger_mbps:
@@ -191,9 +207,12 @@ def execute(job: Job, cfg: NodeConfig, run_dir: Path, peer: dict | None = None) 
     marker.parent.mkdir(parents=True, exist_ok=True)
     marker.write_text(json.dumps({"argv": cmd, "started": result["started"]}))
     try:
-        return _run(job, cfg, cmd, result, mon, out_path, err_path)
+        result = _run(job, cfg, cmd, result, mon, out_path, err_path)
     finally:
         marker.unlink(missing_ok=True)
+    if own is not None and own.exists():
+        result["own_traffic"] = json.loads(own.read_text())
+    return result
 
 
 def active_marker(dish: str) -> Path:
@@ -223,8 +242,10 @@ def _run(job: Job, cfg: NodeConfig, cmd: list[str], result: dict, mon, out_path:
     result["exit_code"] = p.returncode
     stdout = out_path.read_text(errors="replace")
     result["stderr_tail"] = err_path.read_text(errors="replace")[-STDERR_TAIL:]
-    record = iperf3_record(stdout) if job.experiment.kind == "iperf3" else _last_json_line(stdout)
+    kind = KINDS[job.experiment.kind]
+    record = kind.record(stdout)
     result["record"] = record
+    result["series"] = kind.series(stdout, out_path.parent)
     if abort is not None:
         result.update(status="aborted", abort=abort, partial_stdout=stdout[-STDERR_TAIL:])
     elif p.returncode == 0 and record is not None:
@@ -233,17 +254,6 @@ def _run(job: Job, cfg: NodeConfig, cmd: list[str], result: dict, mon, out_path:
         result["status"] = "failed"
         result["error"] = f"{' '.join(cmd[:2])} ... exited with {p.returncode}" + ("" if record else " and printed no record")
     return result
-
-
-def _last_json_line(out: str) -> dict | None:
-    """The record a `leocc` command prints: its last line that is a JSON object."""
-    for line in reversed(out.splitlines()):
-        if line.startswith("{"):
-            try:
-                return json.loads(line)
-            except json.JSONDecodeError:
-                pass
-    return None
 
 
 def wait_trigger(job: Job, cfg: NodeConfig) -> dict:

@@ -55,6 +55,13 @@ duration_s = {duration}
     return jobs.parse(text, name)
 
 
+def connected(cluster, st: Store, out) -> Orchestrator:
+    """A quiet orchestrator over `st`, connected to the cluster."""
+    orch = Orchestrator(st, cluster.address, out, log=lambda m: None)
+    orch.connect()
+    return orch
+
+
 def serve_until(orch: Orchestrator, done, timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     while not done():
@@ -74,8 +81,7 @@ def test_a_random_schedule_never_overlaps_on_a_terminal(cluster, tmp_path):
         st.add_job(job(f"rand-{i}", rng.choice(["dish-a", "dish-b"]), duration=rng.choice([1, 2, 4])), now + rng.uniform(0, 5))
     for d in ("dish-a", "dish-b"):
         st.add_job(job(f"cron-{d}", d, kind="cron", schedule_extra='cron = "*/2 * * * * *"\nruns = 3'), now)
-    orch = Orchestrator(st, cluster.address, tmp_path / "out", log=lambda m: None)
-    orch.connect()
+    orch = connected(cluster, st, tmp_path / "out")
     serve_until(orch, lambda: all_done(st), 300)
     rows = [json.loads(l) for l in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
     assert len(rows) == 24 + 6 and all(r["testbed"]["status"] == "done" for r in rows)
@@ -98,8 +104,7 @@ def test_a_node_lost_mid_job_fails_the_run_and_the_retry_runs(cluster, tmp_path)
     st = Store(tmp_path / "state.db")
     # 3600 simulated seconds: about ten seconds of work, long enough to be killed in.
     jid = st.add_job(job("long", "dish-k", duration=3600, extra="retries = 1"), time.time())
-    orch = Orchestrator(st, cluster.address, tmp_path / "out", log=lambda m: None)
-    orch.connect()
+    orch = connected(cluster, st, tmp_path / "out")
     nodes_runs = lambda: list((cluster.tmp / "nodes" / "runs").glob("long-*"))  # noqa: E731
     serve_until(orch, lambda: bool(nodes_runs()), 60)
     cluster.kill_node("dish-k")
@@ -191,8 +196,7 @@ def test_scavenger_mode_stops_an_overhead_run_and_reschedules_it(cluster, tmp_pa
         metric = lambda text, name: float(next(l for l in text.splitlines() if l.startswith(name)).split()[1])  # noqa: E731
         st = Store(tmp_path / "state.db")
         jid = st.add_job(job("scav", "dish-s", duration=3600, extra="overhead = true\nreschedule_after_s = 1"), time.time())
-        orch = Orchestrator(st, cluster.address, tmp_path / "out", log=lambda m: None)
-        orch.connect()
+        orch = connected(cluster, st, tmp_path / "out")
         serve_until(orch, lambda: bool(list((cluster.tmp / "nodes" / "runs").glob("scav-*"))), 60)
         deadline = time.monotonic() + 10
         while metric(scrape(), "leocc_testbed_experiment_running") != 1:
@@ -226,6 +230,51 @@ def test_scavenger_mode_stops_an_overhead_run_and_reschedules_it(cluster, tmp_pa
         term.close()
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="namespaces and BPF need root")
+def test_scavenger_mode_leaves_the_experiments_own_traffic_out(cluster, tmp_path):
+    # An overhead iperf3 run at 200 Mbit/s through a terminal whose threshold is 50: its own
+    # traffic (counted in the kernel, `leocc kernel traffic`) is not the user's, so it runs to
+    # the end; the same run with 150 Mbit/s of user traffic beside it is stopped, and the user
+    # rate it reports is the user's alone.
+    term = Terminal("o")
+    try:
+        cluster.add_node("dish-o", "--netns", term.dish_ns, "--iface", "tb0", "--scavenger-mbps", "50")
+        cluster.add_node("cloud-o", "--netns", term.far_ns, "--serve-addr", "10.250.0.2", role="server")
+        st = Store(tmp_path / "state.db")
+        iperf = lambda name, secs: jobs.parse(  # noqa: E731
+            f'name = "{name}"\ndish = "dish-o"\noverhead = true\nreschedule_after_s = 3600\n[schedule]\nkind = "once"\n'
+            f'[experiment]\nkind = "iperf3"\nserver = "cloud-o"\ncc = "cubic"\nduration_s = {secs}\nbitrate_mbps = 200\n', name)
+        quiet = st.add_job(iperf("quiet", 4), time.time())
+        orch = connected(cluster, st, tmp_path / "out")
+        serve_until(orch, lambda: all_done(st), 120)
+        (run,) = st.runs("job_id = ?", (quiet,))
+        assert run.state == "done", run.detail
+        own = json.loads(run.result)["own_traffic"]
+        own_mbps = (own["rx_bytes"] + own["tx_bytes"]) * 8 / 4 / 1e6
+        assert 150 < own_mbps < 260, own
+
+        busy = st.add_job(iperf("busy", 60), time.time())
+        serve_until(orch, lambda: bool(list((cluster.tmp / "nodes" / "runs").glob("busy-*"))), 60)
+        time.sleep(2)  # the experiment's own traffic flows
+        user = term.user_traffic(150, 10)
+        traffic_at = time.time()
+        serve_until(orch, lambda: bool(st.runs("job_id = ? AND state = 'aborted'", (busy,))), 60)
+        abort = json.loads(st.runs("job_id = ? AND state = 'aborted'", (busy,))[0].result)["abort"]
+        took = abort["stopped"] - traffic_at
+        print(f"\nscavenger mode: own traffic {own_mbps:.0f} Mbit/s left out; user traffic seen at {abort['user_mbps']:.0f} Mbit/s "
+              f"(1 s average) and the run stopped {took:.2f} s after it began")
+        # The window's average crosses the threshold while the user's traffic ramps in; it
+        # never holds the experiment's own 200 Mbit/s.
+        assert 50 < abort["user_mbps"] < 170 and took < 3, abort
+        st.cancel("busy")
+        user.wait()
+    finally:
+        for n in ("dish-o", "cloud-o"):
+            if n in cluster.nodes:
+                cluster.kill_node(n)
+        term.close()
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="the emulator needs root")
 def test_a_trigger_fires_on_a_reconfiguration_of_the_emulated_terminal(cluster, tmp_path):
     # The terminal: the bundled Starlink downlink replayed by the emulator (reconfigurations
@@ -243,8 +292,7 @@ def test_a_trigger_fires_on_a_reconfiguration_of_the_emulated_terminal(cluster, 
         cluster.add_node("dish-t", "--netns", ns_file.read_text().strip(), "--pop", "100.64.0.1")
         st = Store(tmp_path / "state.db")
         jid = st.add_job(job("trig", "dish-t", kind="trigger", schedule_extra='when = "event == 1"\ntimeout_s = 90\nruns = 1'), time.time())
-        orch = Orchestrator(st, cluster.address, tmp_path / "out", log=lambda m: None)
-        orch.connect()
+        orch = connected(cluster, st, tmp_path / "out")
         serve_until(orch, lambda: all_done(st), 150)
         (run,) = st.runs("job_id = ?", (jid,))
         assert run.state == "done", run.detail
@@ -272,26 +320,50 @@ def test_a_client_without_the_token_is_refused(cluster):
     assert p.returncode != 0 and "connected" not in p.stdout, "a client without the cluster's token got in"
 
 
+SERVER_KINDS = {
+    "iperf3": 'cc = "cubic"\nduration_s = 3',
+    "quic": 'cc = "cubic"\nduration_s = 3',
+    "leotp": "duration_s = 3",
+    "video": 'cc = "cubic"\nchunks = 2\ntop_mbps = 8',
+}
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="namespaces need root")
-def test_an_iperf3_run_between_a_terminal_and_a_server_node(cluster, tmp_path):
+def test_each_kind_with_a_server_runs_between_a_terminal_and_a_server_node(cluster, tmp_path):
     # The terminal's node in one namespace, a server node in the other (the veth's far end):
-    # kernel TCP with the job's control between them, the server sending (reverse).
+    # each kind's server side starts on the server node, the client on the terminal's node, the
+    # server sending (the downlink); results and time series land in the evaluation store.
+    import leocc
+
     term = Terminal("i")
     try:
         cluster.add_node("dish-i", "--netns", term.dish_ns)
         cluster.add_node("cloud-i", "--netns", term.far_ns, "--serve-addr", "10.250.0.2", role="server")
         st = Store(tmp_path / "state.db")
-        text = 'name = "ip"\ndish = "dish-i"\n[schedule]\nkind = "once"\n[experiment]\nkind = "iperf3"\nserver = "cloud-i"\ncc = "cubic"\nduration_s = 3\n'
-        jid = st.add_job(jobs.parse(text, "ip"), time.time())
-        orch = Orchestrator(st, cluster.address, tmp_path / "out", log=lambda m: None)
-        orch.connect()
-        serve_until(orch, lambda: all_done(st), 120)
-        (run,) = st.runs("job_id = ?", (jid,))
-        assert run.state == "done", run.detail
-        row = json.loads((tmp_path / "out" / "results.jsonl").read_text().splitlines()[0])
-        assert row["throughput_mbps"] > 100 and row["cc"] == "cubic", row
-        assert row["testbed"]["server"]["exit_code"] == 0, row["testbed"]["server"]
-        print(f"\niperf3 through the testbed: {row['throughput_mbps']:.0f} Mbit/s over the veth, {row['cc']}")
+        for kind, args in SERVER_KINDS.items():
+            text = f'name = "{kind}"\ndish = "dish-i"\nretries = 0\n[schedule]\nkind = "once"\n[experiment]\nkind = "{kind}"\nserver = "cloud-i"\n{args}\n'
+            st.add_job(jobs.parse(text, kind), time.time())
+        out = tmp_path / "out"
+        orch = connected(cluster, st, out)
+        serve_until(orch, lambda: all_done(st), 240)
+        for run in st.runs():
+            assert run.state == "done", (run.detail, json.loads(run.result or "{}").get("stderr_tail"))
+        rows = {r["testbed"]["job"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+        for kind in ("iperf3", "quic", "leotp"):
+            assert rows[kind]["throughput_mbps"] > 100, rows[kind]
+        assert rows["iperf3"]["cc"] == "cubic"
+        assert rows["video"]["qoe"] is not None and len(rows["video"]["chunks_log"]) == 2, rows["video"]
+        for kind, row in rows.items():
+            server = row["testbed"]["server"]
+            assert server["exit_code"] in (0, -15), (kind, server)
+        orch.fold()
+        assert not list((out / "ts").glob("*.csv")), "the CSVs were folded into a Parquet part"
+        ts = leocc.read_timeseries(out)
+        for kind in ("iperf3", "quic", "leotp"):
+            mine = ts[ts["key"] == rows[kind]["key"]]
+            assert len(mine) >= 25 and mine["throughput_mbps"].mean() > 100, (kind, mine.head())
+        print("\nthrough the testbed over a veth: " + ", ".join(
+            f"{k} {rows[k]['throughput_mbps']:.0f} Mbit/s" for k in ("iperf3", "quic", "leotp")) + f", video QoE {rows['video']['qoe']:.2f}")
     finally:
         for n in ("dish-i", "cloud-i"):
             if n in cluster.nodes:

@@ -129,8 +129,24 @@ def test_restart_requeues_what_was_running(tmp_path):
 def test_an_iperf3_job_names_its_server_and_takes_only_its_keys():
     text = 'name = "i"\ndish = "d"\n[schedule]\nkind = "once"\n[experiment]\nkind = "iperf3"\nserver = "cloud-1"\ncc = "leocc"\n'
     j = jobs.parse(text, "i.toml")
-    assert j.experiment.args == {"server": "cloud-1", "cc": "leocc", "duration_s": 10.0, "reverse": True, "port": 5201}
+    assert j.experiment.args == {"server": "cloud-1", "cc": "leocc", "duration_s": 10.0, "reverse": True, "port": 5201, "bitrate_mbps": 0.0}
     with pytest.raises(jobs.SpecError, match="unknown key.*trace"):
         jobs.parse(text + 'trace = "t"\n', "i.toml")
     with pytest.raises(jobs.SpecError, match="experiment.server: required"):
         jobs.parse(text.replace('server = "cloud-1"\n', ""), "i.toml")
+
+
+def test_each_server_kind_checks_its_own_keys():
+    head = 'name = "k"\ndish = "d"\n[schedule]\nkind = "once"\n[experiment]\nserver = "cloud-1"\n'
+    q = jobs.parse(head + 'kind = "quic"\ncc = "bbr"\n', "q.toml")
+    assert q.experiment.args["port"] == 4433 and q.experiment.args["reverse"] is True
+    with pytest.raises(jobs.SpecError, match="experiment.cc: 'reno' is not one of leocc, cubic, newreno, bbr"):
+        jobs.parse(head + 'kind = "quic"\ncc = "reno"\n', "q.toml")
+    lt = jobs.parse(head + 'kind = "leotp"\nduration_s = 5\n', "l.toml")
+    assert lt.experiment.args == {"server": "cloud-1", "duration_s": 5.0, "port": 5301}
+    with pytest.raises(jobs.SpecError, match=r"unknown key\(s\) cc"):
+        jobs.parse(head + 'kind = "leotp"\ncc = "bbr"\n', "l.toml")
+    v = jobs.parse(head + 'kind = "video"\ncc = "bbr"\nchunks = 30\n', "v.toml")
+    assert v.experiment.args["predictor"] == "harmonic" and v.experiment.args["chunks"] == 30
+    with pytest.raises(jobs.SpecError, match="experiment.predictor: 'oracle' is not harmonic or leo"):
+        jobs.parse(head + 'kind = "video"\ncc = "bbr"\npredictor = "oracle"\n', "v.toml")

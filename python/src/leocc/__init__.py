@@ -179,7 +179,11 @@ def read_results(path: PathLike) -> pd.DataFrame:
 
 def _csv_series(base: str, runs: pd.DataFrame) -> pd.DataFrame:
     frames = []
+    if "timeseries" not in runs:
+        return pd.DataFrame()
     for key, rel in zip(runs["key"], runs["timeseries"]):
+        if not isinstance(rel, str):
+            continue  # a run that wrote no time series
         f = os.path.join(base, rel)
         if os.path.exists(f):
             df = pd.read_csv(f)

@@ -28,6 +28,26 @@ pub enum KernelCmd {
     /// ranges by `leocc sim --list-params leocc`): show them (default), set some, or return to
     /// the defaults. Flows already running keep theirs. Needs root and leocc loaded.
     Params(ParamsArgs),
+    /// Run a command in a cgroup of its own and count what its sockets send and receive (BPF
+    /// cgroup_skb programs: any protocol, any port), written to --out as JSON while it runs
+    /// and when it ends. Exits with the command's status. The testbed's scavenger mode uses it
+    /// to tell an experiment's own traffic from the terminal owner's. Needs root.
+    Traffic(TrafficArgs),
+}
+
+/// Options of `leocc kernel traffic`.
+#[derive(Args)]
+pub struct TrafficArgs {
+    /// Where to write the counts: {"tx_bytes", "tx_packets", "rx_bytes", "rx_packets" (IP
+    /// bytes; segments, a GSO packet counting its own), "t_s", "running"}, replaced atomically.
+    #[arg(long, value_name = "FILE")]
+    out: PathBuf,
+    /// Seconds between writes while the command runs.
+    #[arg(long, default_value_t = 0.1, value_name = "SECS")]
+    every: f64,
+    /// The command and its arguments (after `--`).
+    #[arg(required = true, last = true, value_name = "CMD")]
+    cmd: Vec<String>,
 }
 
 /// Options of `leocc kernel params`.
@@ -157,7 +177,73 @@ pub fn run(cmd: KernelCmd) -> anyhow::Result<()> {
         KernelCmd::Stats(a) => show_stats(a),
         KernelCmd::Bench(a) => run_bench(a),
         KernelCmd::Params(a) => params(a),
+        KernelCmd::Traffic(a) => traffic(a),
     }
+}
+
+/// The signal `leocc kernel traffic` received, passed on to its command.
+static TRAFFIC_SIGNAL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+extern "C" fn on_traffic_signal(sig: libc::c_int) {
+    TRAFFIC_SIGNAL.store(sig, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// `leocc kernel traffic`.
+fn traffic(a: TrafficArgs) -> anyhow::Result<()> {
+    use leocc_base::signal::{install, Handler};
+    use std::os::unix::process::{CommandExt, ExitStatusExt};
+    use std::sync::atomic::Ordering;
+    use std::time::{Duration, Instant};
+    if !(a.every.is_finite() && (0.01..=60.0).contains(&a.every)) {
+        bail!("--every {}: expected 0.01 to 60 seconds", a.every);
+    }
+    if !leocc_kernel::is_root() {
+        bail!("leocc kernel traffic needs root (it makes a cgroup and attaches BPF programs to it)");
+    }
+    let counter = leocc_kernel::traffic::CgroupTraffic::new().context("counting the command's traffic")?;
+    let mut cmd = std::process::Command::new(&a.cmd[0]);
+    cmd.args(&a.cmd[1..]);
+    counter.join(&mut cmd);
+    // SAFETY: prctl is async-signal-safe; the command dies with us rather than outlive us.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+            Ok(())
+        });
+    }
+    install(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP], Handler::Plain(on_traffic_signal), true);
+    let mut child = cmd.spawn().with_context(|| format!("running {}", a.cmd[0]))?;
+    let start = Instant::now();
+    let write = |running: bool| -> anyhow::Result<()> {
+        let t = counter.read()?;
+        let mut v = serde_json::to_value(t)?;
+        v["t_s"] = start.elapsed().as_secs_f64().into();
+        v["running"] = running.into();
+        leocc_base::out::write_atomic(&a.out, format!("{v}\n").as_bytes())?;
+        Ok(())
+    };
+    let every = Duration::from_secs_f64(a.every);
+    // The command's end and a signal to pass on are looked for this often, between writes.
+    let poll = Duration::from_millis(10).min(every);
+    let mut next_write = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        let sig = TRAFFIC_SIGNAL.swap(0, Ordering::SeqCst);
+        if sig != 0 {
+            // SAFETY: signalling our own child, which has not been reaped yet.
+            unsafe { libc::kill(child.id() as libc::pid_t, sig) };
+        }
+        if Instant::now() >= next_write {
+            write(true)?;
+            next_write += every;
+        }
+        std::thread::sleep(poll);
+    };
+    write(false)?;
+    drop(counter);
+    std::process::exit(status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0)));
 }
 
 /// `leocc kernel params`.
