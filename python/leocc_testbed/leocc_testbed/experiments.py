@@ -60,8 +60,11 @@ def _duration(default: float) -> Arg:
     return (lambda v, k: num(v, k, 1, 3600), default)
 
 
+def _port(default: int) -> Arg:
+    return (lambda v, k: whole(v, k, 1024, 65535), default)
+
+
 _SERVER: Arg = (lambda v, k: check_name(v, k, "a server node's name"), REQUIRED)
-_PORT = lambda default: (lambda v, k: whole(v, k, 1024, 65535), default)  # noqa: E731
 # The server sends (the downlink, toward the satellite user) unless `reverse = false`.
 _REVERSE: Arg = (flag, True)
 
@@ -240,7 +243,7 @@ KINDS: dict[str, Kind] = {
     # server node (the name its node joined with). The server holds its own resource for the
     # run, so two jobs never share a server either.
     "iperf3": Kind(
-        {"server": _SERVER, "cc": (_cc(), REQUIRED), "duration_s": _duration(10.0), "reverse": _REVERSE, "port": _PORT(5201),
+        {"server": _SERVER, "cc": (_cc(), REQUIRED), "duration_s": _duration(10.0), "reverse": _REVERSE, "port": _port(5201),
          # iperf3 -b: the sender's application rate (0: as fast as the control allows).
          "bitrate_mbps": (lambda v, k: num(v, k, 0, 1e6), 0.0)},
         _iperf3_client, iperf3_like_record, iperf3_like_series,
@@ -249,13 +252,13 @@ KINDS: dict[str, Kind] = {
     # QUIC (quinn) with LeoCC or one of quinn's controls on the sending side.
     "quic": Kind(
         {"server": _SERVER, "cc": (_cc(_QUIC_CC, "one of leocc, cubic, newreno, bbr"), REQUIRED), "duration_s": _duration(10.0), "reverse": _REVERSE,
-         "port": _PORT(4433)},
+         "port": _port(4433)},
         _quic_client, iperf3_like_record, iperf3_like_series,
         Server(_quic_server, "udp", ends_itself=True, cert="cert.der"),
     ),
     # LEOTP (seed 003): the producer on the server node, the consumer on the terminal's.
     "leotp": Kind(
-        {"server": _SERVER, "duration_s": _duration(10.0), "port": _PORT(5301)},
+        {"server": _SERVER, "duration_s": _duration(10.0), "port": _port(5301)},
         lambda a, cfg, peer, run: [cfg.leocc, "leotp", "get", f"{peer['addr']}:{peer['port']}", "bulk", "-t", f"{a['duration_s']:g}", "-i", f"{INTERVAL_S:g}"],
         iperf3_like_record, iperf3_like_series,
         Server(lambda a, cfg, work: [cfg.leocc, "leotp", "serve", "--listen", f"0.0.0.0:{a['port']}", "--duration", f"{a['duration_s'] + SERVER_SLACK_S:g}"],
@@ -264,7 +267,7 @@ KINDS: dict[str, Kind] = {
     # Adaptive video (RobustMPC) over kernel TCP with the job's control on both sockets.
     "video": Kind(
         {"server": _SERVER, "cc": (_cc(), REQUIRED), "predictor": (lambda v, k: text(v, k, re.compile(r"^(harmonic|leo)$"), "harmonic or leo"), "harmonic"),
-         "chunks": (lambda v, k: whole(v, k, 2, 900), 15), "top_mbps": (lambda v, k: num(v, k, 0.1, 10000), 160.0), "port": _PORT(8080)},
+         "chunks": (lambda v, k: whole(v, k, 2, 900), 15), "top_mbps": (lambda v, k: num(v, k, 0.1, 10000), 160.0), "port": _port(8080)},
         lambda a, cfg, peer, run: [*_python_tool("leocc_ml.video.cli"), "play", "--url", f"http://{peer['addr']}:{peer['port']}", "--predictor", a["predictor"], "--cc", a["cc"]],
         video_record, no_series,
         Server(lambda a, cfg, work: [*_python_tool("leocc_ml.video.cli"), "serve", "--host", "0.0.0.0", "--port", str(a["port"]), "--cc", a["cc"],

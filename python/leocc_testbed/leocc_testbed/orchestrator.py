@@ -85,7 +85,7 @@ class Orchestrator:
         self.submitted_at: dict[int, float] = {}
         self.checked: set[str] = set()  # terminals whose presence in the cluster was checked
         self.finishing: dict[int, dict] = {}  # run id -> the client's result, while the server side ends
-        self.unfolded = False  # runs' time series wait in CSVs (series.py)
+        self.unfolded: dict[str, str] = {}  # time series waiting in CSVs: path -> run key (series.py)
 
     def connect(self) -> None:
         import ray
@@ -120,6 +120,7 @@ class Orchestrator:
         n = self.store.recover()
         if n:
             self.log(f"{n} run(s) interrupted by the last restart queued again")
+        self.fold()  # what the last orchestrator left unfolded
         try:
             while not stop():
                 self.step()
@@ -128,7 +129,8 @@ class Orchestrator:
 
     def fold(self) -> None:
         """Fold the finished runs' time series into a Parquet part (series.py)."""
-        n = series.fold(self.out)
+        n = series.fold(self.out, self.unfolded)
+        self.unfolded = {}
         if n:
             self.log(f"{n} run(s)' time series folded into {self.out / series.TS_DIR}")
 
@@ -139,9 +141,7 @@ class Orchestrator:
             self._submit(run)
         if not self.pending:
             if self.unfolded:
-                # Nothing runs: a good moment for the Parquet part.
-                self.fold()
-                self.unfolded = False
+                self.fold()  # nothing runs: a good moment for the Parquet part
             time.sleep(TICK_S)
             return
         ready, _ = ray.wait(list(self.pending), num_returns=len(self.pending), timeout=TICK_S)
@@ -261,7 +261,7 @@ class Orchestrator:
         ts = series.write_run(self.out, key, rows)
         if ts is not None:
             row["timeseries"] = ts  # a run without rows has none (leocc.read_timeseries skips it)
-            self.unfolded = True
+            self.unfolded[ts] = key
         with open(self.out / "results.jsonl", "a", encoding="utf-8") as f:
             f.write(json.dumps(row, sort_keys=True) + "\n")
             f.flush()

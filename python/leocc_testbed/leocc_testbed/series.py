@@ -69,8 +69,11 @@ def _folded(d: Path) -> set[str]:
     return keys
 
 
-def fold(out: Path) -> int:
-    """Fold OUT/ts/*.csv into a new Parquet part; returns the number of runs folded."""
+def fold(out: Path, written: dict[str, str] | None = None) -> int:
+    """Fold OUT/ts/*.csv into a new Parquet part; returns the number of runs folded.
+    `written`: the run keys of the CSVs this process wrote (write_run's path -> key). Only CSVs
+    not in it (left by an orchestrator that stopped before folding them) make this read
+    results.jsonl for their keys and the parts' metadata for whether one already holds them."""
     d = out / TS_DIR
     csvs = sorted(d.glob("*.csv")) if d.is_dir() else []
     if not csvs:
@@ -79,7 +82,9 @@ def fold(out: Path) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    keys, folded = _keys_by_file(out), _folded(d)
+    keys, folded = dict(written or {}), set()
+    if any(f"{TS_DIR}/{f.name}" not in keys for f in csvs):
+        keys, folded = {**_keys_by_file(out), **keys}, _folded(d)
     frames, runs, done = [], [], []
     for f in csvs:
         key = keys.get(f"{TS_DIR}/{f.name}")
