@@ -105,14 +105,14 @@ def cmd_results(args) -> int:
         for r in rows:
             print(json.dumps(r, sort_keys=True))
         return 0
-    print(f"{'job':<28} {'run':>5} {'status':<9} {'dish':<12} {'node':<14} {'started':<19} {'Mbit/s':>8} {'p95 RTT ms':>10}")
+    print(f"{'job':<28} {'run':>5} {'kind':<7} {'status':<9} {'dish':<12} {'node':<14} {'started':<19} {'Mbit/s':>8} {'p95 RTT ms':>10}")
     for r in rows:
         tb = r["testbed"]
         thr = r.get("throughput_mbps")
         p95 = r.get("rtt_p95_ms")
         print(
-            f"{tb['job']:<28} {tb['run']:>5} {tb['status']:<9} {tb['dish']:<12} {str(tb.get('node') or '-'):<14} {_fmt_time(tb.get('started')):<19} "
-            f"{'-' if thr is None else f'{thr:.1f}':>8} {'-' if p95 is None else f'{p95:.1f}':>10}"
+            f"{tb['job']:<28} {tb['run']:>5} {tb['experiment']['kind']:<7} {tb['status']:<9} {tb['dish']:<12} {str(tb.get('node') or '-'):<14} "
+            f"{_fmt_time(tb.get('started')):<19} {'-' if thr is None else f'{thr:.1f}':>8} {'-' if p95 is None else f'{p95:.1f}':>10}"
         )
     return 0
 

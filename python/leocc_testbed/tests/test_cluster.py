@@ -146,6 +146,9 @@ def test_an_orchestrator_killed_mid_schedule_loses_nothing(cluster, tmp_path):
     assert done == [f"r{i}" for i in range(6)], "each job's result once, none lost"
     status = subprocess.run([*cli, "status"], env=env, capture_output=True, text=True)
     assert "r5" in status.stdout and "done" in status.stdout
+    listed = subprocess.run([*cli, "results"], env=env, capture_output=True, text=True).stdout.splitlines()
+    assert listed[0].split()[:4] == ["job", "run", "kind", "status"], listed[0]
+    assert sum(line.split()[2:4] == ["sim", "done"] for line in listed[1:]) == 6, listed
 
 
 class Terminal:
