@@ -179,8 +179,11 @@ pub fn thread_cpu_us() -> u64 {
 mod tests {
     use super::*;
 
-    /// A thread busy all the time leaves SCHED_FIFO within a window or two (before the RT
-    /// throttle could stop it) and returns once it idles. Needs permission for SCHED_FIFO.
+    /// A thread busy all the time leaves SCHED_FIFO (before the RT throttle could stop it) and
+    /// returns once it idles. On a quiet machine it leaves within a window or two; the test
+    /// allows ten, because on a shared machine time the hypervisor takes from the vCPU (steal)
+    /// counts as idle in a window (a CI run once saw three windows under 0.9). Needs permission
+    /// for SCHED_FIFO.
     #[test]
     fn a_busy_engine_thread_leaves_realtime_and_an_idle_one_returns() {
         std::thread::spawn(|| {
@@ -194,7 +197,7 @@ mod tests {
             let policy = || unsafe { libc::sched_getscheduler(0) };
             assert_eq!(policy(), libc::SCHED_FIFO);
             let t0 = clock.now_ns();
-            while clock.now_ns() - t0 < 3 * BUSY_WINDOW_NS && policy() == libc::SCHED_FIFO {
+            while clock.now_ns() - t0 < 10 * BUSY_WINDOW_NS && policy() == libc::SCHED_FIFO {
                 p.update(clock.now_ns());
             }
             assert_eq!(policy(), libc::SCHED_OTHER, "still SCHED_FIFO after {} ms of spinning", (clock.now_ns() - t0) / 1_000_000);
