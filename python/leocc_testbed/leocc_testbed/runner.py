@@ -53,17 +53,17 @@ OWN_EVERY_S = 0.05
 ETHERNET_HEADER = 14
 
 
-def argv(job: Job, cfg: NodeConfig, run_dir: Path, peer: dict | None = None) -> list[str]:
+def argv(job: Job, cfg: NodeConfig, run_dir: Path, peer: dict | None = None, own: Path | None = None) -> list[str]:
     """The experiment's command on this node (`peer`: the server side's address, for the kinds
-    that have one). A kind that crosses the terminal runs in the terminal's namespace, and under
-    scavenger mode in a cgroup that counts its own traffic (`leocc kernel traffic`)."""
+    that have one). A kind that crosses the terminal runs in the terminal's namespace; with
+    `own`, in a cgroup that counts its own traffic into that file (`leocc kernel traffic`)."""
     kind = KINDS[job.experiment.kind]
     cmd = kind.client(job.experiment.args, cfg, peer, run_dir)
     if not kind.crosses_terminal:
         return cmd
     cmd = _in_netns(cfg, cmd)
-    if _scavenging(job, cfg):
-        cmd = [cfg.leocc, "kernel", "traffic", "--out", str(run_dir / OWN_TRAFFIC), "--every", f"{OWN_EVERY_S:g}", "--", *cmd]
+    if own is not None:
+        cmd = [cfg.leocc, "kernel", "traffic", "--out", str(own), "--every", f"{OWN_EVERY_S:g}", "--", *cmd]
     return cmd
 
 
@@ -194,10 +194,12 @@ def _user_traffic_now(mon: TrafficMonitor) -> float:
 def execute(job: Job, cfg: NodeConfig, run_dir: Path, peer: dict | None = None) -> dict:
     """Run the job's experiment; the result dict always has status (done, failed, aborted)."""
     run_dir.mkdir(parents=True, exist_ok=True)
-    cmd = argv(job, cfg, run_dir, peer)
+    scavenging = _scavenging(job, cfg)
+    # Under scavenger mode a kind that crosses the terminal counts its own traffic here.
+    own = run_dir / OWN_TRAFFIC if scavenging and KINDS[job.experiment.kind].crosses_terminal else None
+    cmd = argv(job, cfg, run_dir, peer, own)
     result: dict = {"node": cfg.host, "dish": cfg.dish, "argv": cmd, "started": time.time(), "versions": cfg.versions}
-    own = run_dir / OWN_TRAFFIC if KINDS[job.experiment.kind].crosses_terminal else None
-    mon = TrafficMonitor(cfg, own) if _scavenging(job, cfg) else None
+    mon = TrafficMonitor(cfg, own) if scavenging else None
     if mon is not None:
         rate = _user_traffic_now(mon)
         if rate > cfg.scavenger_mbps:
