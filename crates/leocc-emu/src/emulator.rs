@@ -59,6 +59,10 @@ pub struct EmuConfig {
     pub terrestrial: Option<LinkModel>,
     /// Terrestrial one-way delay in µs; overrides the terrestrial model's delay.
     pub terrestrial_delay_us: Option<u64>,
+    /// The part of each satellite direction's delay (up, down), µs, beyond the PoP: echo
+    /// requests to the PoP and their replies skip it ([`leocc_trace::Trace::beyond_pop_us`]),
+    /// the data path crosses it all.
+    pub beyond_pop_us: (u64, u64),
     /// Limit of every capacity-limited queue.
     pub queue: QueueLimit,
     /// Discipline of every capacity-limited queue (the satellite data lanes and a terrestrial
@@ -94,6 +98,7 @@ impl EmuConfig {
             up,
             terrestrial: None,
             terrestrial_delay_us: None,
+            beyond_pop_us: (0, 0),
             queue: QueueLimit { packets: Some(DEFAULT_QUEUE_PACKETS), bytes: None },
             qdisc: Qdisc::DropTail,
             loss: 0.0,
@@ -123,6 +128,11 @@ impl EmuConfig {
 
     fn satellite_icmp(&self, m: &LinkModel, seed: u64) -> StageConfig {
         StageConfig { capacity: None, drop_in_outage: true, queue: QueueLimit::default(), ..self.satellite_data(m, seed) }
+    }
+
+    /// A lane of the PoP responder: the satellite's ICMP lane without the stretch beyond the PoP.
+    fn pop_lane(&self, m: &LinkModel, seed: u64, beyond_us: u64) -> StageConfig {
+        StageConfig { delay: DelaySource::ModelLess(m.clone(), beyond_us), ..self.satellite_icmp(m, seed) }
     }
 
     fn terrestrial_stage(&self, seed: u64) -> StageConfig {
@@ -302,7 +312,7 @@ fn build_directions(cfg: &EmuConfig) -> (Direction, Direction) {
         first: Segment { data: Stage::new(cfg.satellite_data(&cfg.up, s(1))), icmp: Some(Stage::new(cfg.satellite_icmp(&cfg.up, s(2)))) },
         second: Segment { data: Stage::new(cfg.terrestrial_stage(s(3))), icmp: None },
         satellite_is_first: true,
-        pop: Some(PopResponder::new(cfg.satellite_icmp(&cfg.up, s(4)), cfg.satellite_icmp(&cfg.down, s(5)))),
+        pop: Some(PopResponder::new(cfg.pop_lane(&cfg.up, s(4), cfg.beyond_pop_us.0), cfg.pop_lane(&cfg.down, s(5), cfg.beyond_pop_us.1))),
         counters: DirCounters::default(),
     };
     let mut down = Direction {

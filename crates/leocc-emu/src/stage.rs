@@ -47,6 +47,9 @@ pub enum DelaySource {
     Model(LinkModel),
     /// A constant delay in µs.
     Constant(u64),
+    /// The trace's delay less a fixed part, µs, that this lane's packets do not cross (the
+    /// stretch beyond the PoP, for the PoP responder's lanes).
+    ModelLess(LinkModel, u64),
 }
 
 /// How a stage is built.
@@ -258,6 +261,7 @@ impl<P: AsRef<[u8]>> Stage<P> {
         match &self.cfg.delay {
             DelaySource::Model(m) => m.delay_us(t_us),
             DelaySource::Constant(d) => *d,
+            DelaySource::ModelLess(m, less) => m.delay_us(t_us).saturating_sub(*less),
         }
     }
 

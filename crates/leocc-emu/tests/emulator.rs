@@ -167,6 +167,29 @@ fn pings_to_the_pop_are_dropped_during_outages() {
     assert!((10.0..=32.0).contains(&loss), "loss {loss} %: about 20 % of the time is outage");
 }
 
+/// A trace that gives its terminal–PoP round trip (`pop_rtt_ms`, as drawn paths do): the PoP
+/// answers after that round trip, as a real one would, while packets to the server cross the
+/// whole path (as in the simulator's probe stream).
+#[test]
+fn the_pop_answers_after_the_terminal_pop_round_trip_a_trace_gives() {
+    if !can_run("pop_rtt", &["ping"]) {
+        return;
+    }
+    let _g = serial();
+    let mut trace = constant_trace(20.0, 40);
+    trace.meta.pop_rtt_us = Some(30_000);
+    let mut cfg = config(&trace);
+    cfg.beyond_pop_us = trace.beyond_pop_us();
+    assert_eq!(cfg.beyond_pop_us, (25_000, 25_000), "80 ms of round trip, 30 of it to the PoP");
+    let emu = Emulator::start(&cfg).unwrap();
+    let (pop_rtt, _) = ping(&emu, &leocc_emu::POP_ADDR.to_string(), 100);
+    let (server_rtt, _) = ping(&emu, &leocc_emu::SERVER_ADDR.to_string(), 50);
+    stop_and_check(emu);
+    eprintln!("PoP ping {pop_rtt:.2} ms, server ping {server_rtt:.2} ms");
+    assert!((pop_rtt - 30.0).abs() < 2.0, "PoP ping {pop_rtt:.2} ms: the trace's pop_rtt_ms is 30");
+    assert!((server_rtt - 80.0).abs() < 2.0, "server ping {server_rtt:.2} ms: the data path keeps 2 x 40 ms");
+}
+
 #[test]
 fn a_terrestrial_bottleneck_limits_tcp_but_not_the_pop_ping() {
     if !can_run("terrestrial", &["iperf3", "ping"]) {

@@ -64,6 +64,7 @@ pub fn emulate(
         metrics: None,
     };
     let mut cfg = EmuConfig::new(trace.link(Dir::Up), trace.link(Dir::Down));
+    cfg.beyond_pop_us = trace.beyond_pop_us();
     cfg.label = name.to_string();
     let emu = Emulator::start(&cfg)?;
     let t0 = emu.clock().t0_mono_ns();

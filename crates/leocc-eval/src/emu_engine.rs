@@ -235,6 +235,7 @@ pub fn run(r: &EmuRun) -> Result<RunRecord> {
         }),
     );
     let mut cfg = EmuConfig::new(trace.link(Dir::Up), trace.link(Dir::Down));
+    cfg.beyond_pop_us = trace.beyond_pop_us();
     cfg.terrestrial = trace.terrestrial();
     cfg.seed = r.seed;
     cfg.loss = r.loss.unwrap_or(0.0);

@@ -9,9 +9,87 @@
 use crate::matrix::{trace_name, Engine};
 use anyhow::{bail, Context, Result};
 use leocc_emu::owned::{die_with_parent_by, own_group, terminate_group};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+/// The version of video.jsonl's rows: bumped when a field changes meaning or goes away. Rows
+/// without it are version 0.
+pub const SCHEMA: u32 = 1;
+
+/// One video session as the harness reports it (`leocc_ml.video`: its QoE summary and the
+/// session's settings), with the engine and, behind the emulator, the trace and control this
+/// module ran it with. The harness's per-chunk log stays in its own file (`DIR/video/`). An
+/// unknown or missing field is an error naming it: the harness and this type are one contract.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VideoRecord {
+    /// The row's version ([`SCHEMA`]; 0 for rows written before it).
+    #[serde(default)]
+    pub schema: u32,
+    /// `sim` (trace-driven player) or `emu` (kernel TCP behind the emulator).
+    pub engine: String,
+    /// The harness's mode: `trace` or `emu`.
+    pub mode: String,
+    /// The trace (emulator sessions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<String>,
+    /// The trace's profile (trace-driven sessions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    /// The server's congestion control (emulator sessions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cc: Option<String>,
+    /// The client's congestion control (emulator sessions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_cc: Option<String>,
+    /// RobustMPC's throughput predictor (one of [`PREDICTORS`]).
+    pub predictor: String,
+    /// Seed of a trace-driven session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// Chunks played.
+    pub chunks: u64,
+    /// QoE over the session (Pensieve's linear QoE: bitrate − rebuffering − switching).
+    pub qoe: f64,
+    /// QoE per chunk.
+    pub qoe_per_chunk: f64,
+    /// Mean bitrate played, Mbit/s.
+    pub mean_bitrate_mbps: f64,
+    /// The ladder's top rung, Mbit/s.
+    pub top_mbps: f64,
+    /// Rebuffering time / session time.
+    pub rebuffer_ratio: f64,
+    /// Rebuffering time, s.
+    pub rebuffer_s: f64,
+    /// Time to the first frame, s.
+    pub startup_s: f64,
+    /// Bitrate switches.
+    pub switches: u64,
+    /// Wall-clock length of an emulator session, s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_s: Option<f64>,
+}
+
+impl VideoRecord {
+    /// A session the harness reported (`v`, its per-chunk log dropped), run by `engine`.
+    fn from_harness(mut v: Value, engine: Engine, what: &Path) -> Result<VideoRecord> {
+        if let Some(o) = v.as_object_mut() {
+            o.remove("chunks_log");
+            o.insert("engine".into(), engine_name(engine).into());
+            o.insert("schema".into(), SCHEMA.into());
+        }
+        serde_json::from_value(v).with_context(|| format!("{}: not a video session record", what.display()))
+    }
+}
+
+fn engine_name(e: Engine) -> &'static str {
+    match e {
+        Engine::Sim => "sim",
+        Engine::Emu => "emu",
+    }
+}
 
 /// RobustMPC's throughput predictors: MPC's default, ours, and the trace oracle.
 pub const PREDICTORS: [&str; 3] = ["harmonic", "leo", "oracle"];
@@ -112,7 +190,7 @@ fn read_rows(path: &Path) -> Result<Vec<Value>> {
 
 /// Runs the plan; returns every session's result (with `engine`, `trace`, `cc` set) and writes
 /// them to `DIR/video.jsonl`.
-pub fn run(plan: &VideoPlan) -> Result<Vec<Value>> {
+pub fn run(plan: &VideoPlan) -> Result<Vec<VideoRecord>> {
     let (python, pkg) = find_python(&plan.leocc_exe)?;
     let dir = plan.out_dir.join("video");
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -150,9 +228,8 @@ pub fn run(plan: &VideoPlan) -> Result<Vec<Value>> {
                 harness(&args.iter().map(String::as_str).collect::<Vec<_>>()),
                 "leocc-video sim",
             )?;
-            for mut r in read_rows(&out)? {
-                r["engine"] = "sim".into();
-                rows.push(r);
+            for r in read_rows(&out)? {
+                rows.push(VideoRecord::from_harness(r, Engine::Sim, &out)?);
             }
         }
         Engine::Emu => {
@@ -185,39 +262,27 @@ pub fn run(plan: &VideoPlan) -> Result<Vec<Value>> {
                     ];
                     run_child(harness(&args), &format!("video session {}", s.file))?;
                 }
-                for mut r in read_rows(&out)? {
-                    r["engine"] = "emu".into();
-                    r["trace"] = trace_name(&s.trace).into();
-                    r["cc"] = s.cc.clone().into();
+                for r in read_rows(&out)? {
+                    let mut r = VideoRecord::from_harness(r, Engine::Emu, &out)?;
+                    r.trace = Some(trace_name(&s.trace));
+                    r.cc = Some(s.cc.clone());
                     rows.push(r);
                 }
             }
         }
     }
-    let mut text = String::new();
-    for r in &mut rows {
-        if let Some(o) = r.as_object_mut() {
-            o.remove("chunks_log");
-        }
-        text.push_str(&r.to_string());
-        text.push('\n');
-    }
+    let text: String = rows
+        .iter()
+        .map(|r| serde_json::to_value(r).expect("a video record always serialises").to_string() + "\n")
+        .collect();
     let jsonl = plan.out_dir.join("video.jsonl");
     leocc_base::out::write_atomic(&jsonl, text.as_bytes()).map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(rows)
 }
 
 /// A plain table: one row per engine, trace, control and predictor.
-pub fn table(rows: &[Value]) -> String {
-    let f = |r: &Value, k: &str| r.get(k).and_then(Value::as_f64).unwrap_or(f64::NAN);
-    let s = |r: &Value, k: &str| {
-        let v = r.get(k).and_then(Value::as_str).unwrap_or("-");
-        Path::new(v)
-            .file_stem()
-            .and_then(|x| x.to_str())
-            .unwrap_or(v)
-            .to_string()
-    };
+pub fn table(rows: &[VideoRecord]) -> String {
+    let stem = |v: &str| Path::new(v).file_stem().and_then(|x| x.to_str()).unwrap_or(v).to_string();
     let mut out = format!(
         "{:<6} {:<22} {:<7} {:<9} {:>7} {:>13} {:>9} {:>9}\n",
         "engine", "trace", "cc", "predictor", "QoE", "bitrate Mbit/s", "rebuf %", "switches"
@@ -225,14 +290,14 @@ pub fn table(rows: &[Value]) -> String {
     for r in rows {
         out.push_str(&format!(
             "{:<6} {:<22} {:<7} {:<9} {:>7.1} {:>13.1} {:>9.2} {:>9}\n",
-            s(r, "engine"),
-            s(r, "trace"),
-            r.get("cc").and_then(Value::as_str).unwrap_or("-"),
-            s(r, "predictor"),
-            f(r, "qoe"),
-            f(r, "mean_bitrate_mbps"),
-            100.0 * f(r, "rebuffer_ratio"),
-            r.get("switches").and_then(Value::as_u64).unwrap_or(0)
+            r.engine,
+            r.trace.as_deref().map_or("-".into(), stem),
+            r.cc.as_deref().unwrap_or("-"),
+            r.predictor,
+            r.qoe,
+            r.mean_bitrate_mbps,
+            100.0 * r.rebuffer_ratio,
+            r.switches
         ));
     }
     out
@@ -269,11 +334,16 @@ mod tests {
 
     #[test]
     fn table_lists_each_session() {
-        let rows = vec![
-            serde_json::json!({"engine": "emu", "trace": "starlink-down-60s", "cc": "bbr",
-            "predictor": "leo", "qoe": 170.25, "mean_bitrate_mbps": 150.0, "rebuffer_ratio": 0.01, "switches": 4}),
-        ];
-        let t = table(&rows);
+        let harness = serde_json::json!({"mode": "emu", "trace": "/x/starlink-down-60s.trace", "cc": "bbr", "client_cc": "bbr",
+            "predictor": "leo", "chunks": 45, "qoe": 170.25, "qoe_per_chunk": 3.78, "mean_bitrate_mbps": 150.0, "top_mbps": 170.0,
+            "rebuffer_ratio": 0.01, "rebuffer_s": 0.5, "startup_s": 0.3, "switches": 4, "wall_s": 61.0, "chunks_log": [{"chunk": 0}]});
+        let r = VideoRecord::from_harness(harness.clone(), Engine::Emu, Path::new("s.json")).unwrap();
+        assert_eq!((r.engine.as_str(), r.schema, r.switches), ("emu", SCHEMA, 4));
+        let mut bad = harness;
+        bad["rebufer_s"] = 0.5.into();
+        let e = format!("{:#}", VideoRecord::from_harness(bad, Engine::Emu, Path::new("s.json")).unwrap_err());
+        assert!(e.contains("s.json") && e.contains("rebufer_s"), "{e}");
+        let t = table(&[r]);
         assert!(
             t.lines().nth(1).unwrap().contains("starlink-down-60s"),
             "{t}"
@@ -298,10 +368,9 @@ mod tests {
         std::fs::remove_dir_all(&dir).ok();
         assert_eq!(rows.len(), 2 * PREDICTORS.len());
         for r in &rows {
-            let q = r["qoe"].as_f64().unwrap();
             // 45 chunks at most at the top rung (4.3 Pensieve units each).
-            assert!(q > 0.0 && q <= 45.0 * 4.3 + 1e-9, "{r}");
-            assert_eq!(r["chunks"].as_u64(), Some(45));
+            assert!(r.qoe > 0.0 && r.qoe <= 45.0 * 4.3 + 1e-9, "{r:?}");
+            assert_eq!((r.chunks, r.engine.as_str()), (45, "sim"));
         }
     }
 }

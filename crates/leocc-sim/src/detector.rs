@@ -158,7 +158,7 @@ pub struct Detector {
     /// Range of the share of an outage whose probes are lost (the rest are held).
     lost_share: (f64, f64),
     /// The part of each direction's delay (up, down) that lies beyond the PoP, µs: the probe
-    /// does not cross it ([`beyond_pop_us`]).
+    /// does not cross it ([`leocc_trace::Trace::beyond_pop_us`]).
     beyond_pop_us: (u64, u64),
     /// The outage each direction is in, if any: (start, lost until), µs.
     up_outage: Option<(u64, u64)>,
@@ -263,7 +263,7 @@ impl Detector {
     }
 
     /// The probe stops at the PoP: `beyond_us` (up, down) of the links' one-way delays lies
-    /// beyond it ([`beyond_pop_us`]).
+    /// beyond it ([`leocc_trace::Trace::beyond_pop_us`]).
     pub fn with_beyond_pop(mut self, beyond_us: (u64, u64)) -> Detector {
         self.beyond_pop_us = beyond_us;
         self
@@ -514,24 +514,6 @@ impl Detector {
     }
 }
 
-/// The part of each direction's one-way delay (up, down), µs, that lies beyond the PoP, which
-/// the detector's probe does not cross: none unless the trace gives its terminal–PoP round trip
-/// (`pop_rtt_ms`, drawn paths), else the lowest RTT of the satellite segment's delay series
-/// minus that round trip, split between the directions in proportion to their lowest delays.
-pub fn beyond_pop_us(trace: &leocc_trace::Trace) -> (u64, u64) {
-    use leocc_trace::Dir;
-    let Some(pop) = trace.meta.pop_rtt_us else { return (0, 0) };
-    let min = |d: Dir| trace.delay(d).values_us.iter().copied().min().unwrap_or(0);
-    let (up, down) = (min(Dir::Up), min(Dir::Down));
-    let total = up + down;
-    let beyond = total.saturating_sub(pop);
-    if total == 0 {
-        return (0, 0);
-    }
-    let b_up = (beyond as u128 * up as u128 / total as u128) as u64;
-    (b_up, beyond - b_up)
-}
-
 /// The confidence a sender's core receives for an event the receiver's host carried in the
 /// TCP option: the option holds a 3-bit grade, confidence → grade rounds down
 /// ([`leocc_core_sys::conf_grade`], as bpf/leocc_option.h), so 0..=100 arrives as one of 0, 16,
@@ -626,7 +608,7 @@ mod tests {
         let (p, t) = leocc_trace::draw::trace(14, 10_000, "test").unwrap();
         let pop = t.meta.pop_rtt_us.expect("drawn paths record the PoP RTT");
         assert!((20_000..=40_000).contains(&pop) && (pop as f64) < p.base_rtt_ms * 1000.0);
-        let (bu, bd) = beyond_pop_us(&t);
+        let (bu, bd) = t.beyond_pop_us();
         let min = |d: Dir| t.delay(d).values_us.iter().copied().min().unwrap();
         assert_eq!(min(Dir::Up) - bu + min(Dir::Down) - bd, pop);
         let mut d = Detector::new(t.link(Dir::Up), t.link(Dir::Down), PROBE_INTERVAL_US, OUTAGE_THRESHOLD_US, ProbeNoiseModel::None, 1)
@@ -637,7 +619,7 @@ mod tests {
         // Measured and generated traces have no PoP RTT: the probe crosses the whole segment.
         let mut g = t.clone();
         g.meta.pop_rtt_us = None;
-        assert_eq!(beyond_pop_us(&g), (0, 0));
+        assert_eq!(g.beyond_pop_us(), (0, 0));
     }
 
     #[test]

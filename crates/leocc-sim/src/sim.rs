@@ -299,7 +299,7 @@ impl World {
         let warmup = if sc.detector { sc.detector_warmup_us.div_ceil(period) * period } else { 0 };
         let detector =
             Detector::new(trace.link(Dir::Up), trace.link(Dir::Down), sc.probe_interval_us, sc.outage_threshold_us, sc.probe_noise, noise_seed)
-                .with_beyond_pop(crate::detector::beyond_pop_us(trace))
+                .with_beyond_pop(trace.beyond_pop_us())
                 .with_scoring(sc.detector_scoring)
                 .with_false_events(sc.false_event_interval_us)
                 .with_warm_loop(&truth_once(trace), period)

@@ -313,6 +313,26 @@ impl Trace {
         LinkModel::new(cap, delay, self.dir(dir).loss.clone(), &self.outages, self.meta.resolution_us)
     }
 
+    /// The part of each direction's one-way delay (up, down), µs, that lies beyond the PoP,
+    /// which a probe to the PoP does not cross: none unless the trace gives its terminal–PoP
+    /// round trip (`pop_rtt_ms`, drawn paths), else the lowest round trip of the satellite
+    /// segment's delay series minus that round trip, split between the directions in
+    /// proportion to their lowest delays. Both engines' probe lanes skip it (the simulator's
+    /// detector stream and the emulator's PoP responder), so a probe measures what it would on
+    /// a real terminal.
+    pub fn beyond_pop_us(&self) -> (u64, u64) {
+        let Some(pop) = self.meta.pop_rtt_us else { return (0, 0) };
+        let min = |d: Dir| self.delay(d).values_us.iter().copied().min().unwrap_or(0);
+        let (up, down) = (min(Dir::Up), min(Dir::Down));
+        let total = up + down;
+        if total == 0 {
+            return (0, 0);
+        }
+        let beyond = total.saturating_sub(pop);
+        let b_up = (beyond as u128 * up as u128 / total as u128) as u64;
+        (b_up, beyond - b_up)
+    }
+
     /// The link model of the terrestrial segment, if the trace has one.
     pub fn terrestrial(&self) -> Option<LinkModel> {
         self.terrestrial

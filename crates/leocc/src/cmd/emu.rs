@@ -90,6 +90,7 @@ fn config(a: &EmuArgs) -> anyhow::Result<EmuConfig> {
         None => trace.link(Dir::Up),
     };
     let mut cfg = EmuConfig::new(up, trace.link(Dir::Down));
+    cfg.beyond_pop_us = trace.beyond_pop_us();
     cfg.label = path.display().to_string();
     cfg.terrestrial = match &a.terrestrial_trace {
         Some(p) => {

@@ -25,9 +25,15 @@ use leocc_emu::chain::{node_addr, Chain, ChainConfig, HopConfig};
 use leocc_emu::owned::{die_with_parent, own_group, terminate_group};
 use leocc_emu::QueueLimit;
 use leocc_trace::isl::{self, ChainSpec};
-use leocc_base::metrics::{mean, quantile_nearest_rank, quantile_rounded, sorted};
+use leocc_base::metrics::{mean, quantile_rounded};
 use leocc_trace::{Dir, LinkModel};
-use serde_json::{json, Value};
+use serde_json::Value;
+
+mod record;
+mod report;
+
+pub use record::{EndpointFlow, LeotpRecord};
+pub use report::report;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
@@ -138,16 +144,32 @@ pub struct Run {
 impl Run {
     /// Whether `row` is this run's record: same experiment, protocol, chain, loss, seed,
     /// length and capacity.
-    fn is_recorded_in(&self, row: &Value) -> bool {
-        let close = |k: &str, v: f64| row[k].as_f64().is_some_and(|x| (x - v).abs() < 1e-9);
-        row["experiment"] == self.experiment.as_str()
-            && row["variant"] == self.variant.label().as_str()
-            && row["hops"].as_u64() == Some(self.hops as u64)
-            && row["seed"].as_u64() == Some(self.seed)
-            && close("loss", self.loss)
-            && close("duration_s", self.duration_s)
-            && close("mbps", self.mbps)
-            && row["flows"].as_u64().unwrap_or(1) == self.flows as u64
+    fn is_recorded_in(&self, row: &LeotpRecord) -> bool {
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        row.experiment == self.experiment
+            && row.variant == self.variant.label()
+            && row.hops == self.hops
+            && row.seed == self.seed
+            && close(row.loss, self.loss)
+            && close(row.duration_s, self.duration_s)
+            && close(row.mbps, self.mbps)
+            && row.flows == self.flows
+    }
+
+    /// A record of this run with its identity and nothing measured yet.
+    fn record(&self) -> LeotpRecord {
+        LeotpRecord {
+            schema: record::SCHEMA,
+            experiment: self.experiment.clone(),
+            variant: self.variant.label(),
+            hops: self.hops,
+            loss: self.loss,
+            mbps: self.mbps,
+            seed: self.seed,
+            duration_s: self.duration_s,
+            flows: self.flows,
+            ..LeotpRecord::default()
+        }
     }
 }
 
@@ -260,7 +282,7 @@ fn receiver_node(r: &Run, k: usize) -> usize {
 }
 
 /// Runs one cell; returns its JSON record.
-pub fn run(r: &Run, exe: &Path, scratch: &Path) -> Result<Value> {
+pub fn run(r: &Run, exe: &Path, scratch: &Path) -> Result<LeotpRecord> {
     let hops = hop_models(r)?;
     let ups: Vec<LinkModel> = hops.iter().map(|h| h.up.clone()).collect();
     let bottleneck = bottleneck_mbps(&hops, r.duration_s);
@@ -282,7 +304,7 @@ pub fn run(r: &Run, exe: &Path, scratch: &Path) -> Result<Value> {
     };
     let chain = Chain::start(&cfg).map_err(|e| anyhow!("{e}"))?;
     let mut kids: Vec<Child> = Vec::new();
-    let result = (|| -> Result<Value> {
+    let result = (|| -> Result<Vec<EndpointFlow>> {
         let h = chain.hops();
         let exe_s = exe.to_string_lossy().to_string();
         let spawn = |c: &mut Command| -> Result<Child> {
@@ -366,14 +388,14 @@ pub fn run(r: &Run, exe: &Path, scratch: &Path) -> Result<Value> {
                         &std::fs::read(&json).context("reading the leotp report")?,
                     )?;
                     let e = &v["end"];
-                    flows.push(json!({
-                        "thr_mbps": e["sum_received"]["bits_per_second"].as_f64().unwrap_or(0.0) / 1e6,
-                        "owd_mean_ms": e["one_way_delay_ms"]["mean"],
-                        "owd_p95_ms": e["one_way_delay_ms"]["p95"],
-                        "retransmits": e["retransmits"],
-                    }));
+                    flows.push(EndpointFlow {
+                        thr_mbps: e["sum_received"]["bits_per_second"].as_f64().unwrap_or(0.0) / 1e6,
+                        owd_mean_ms: e["one_way_delay_ms"]["mean"].as_f64(),
+                        owd_p95_ms: e["one_way_delay_ms"]["p95"].as_f64(),
+                        retransmits: e["retransmits"].as_u64(),
+                    });
                 }
-                Ok(combine(flows, "per segment, producer timestamp"))
+                Ok(flows)
             }
             Variant::Tcp(cc) => {
                 let ports: Vec<u16> = (0..r.flows).map(|k| PORT + k as u16).collect();
@@ -441,17 +463,14 @@ pub fn run(r: &Run, exe: &Path, scratch: &Path) -> Result<Value> {
                     let owd_mean = mean(&owd);
                     owd.sort_by(f64::total_cmp);
                     let p95 = quantile_rounded(&owd, 0.95);
-                    flows.push(json!({
-                        "thr_mbps": thr,
-                        "owd_mean_ms": owd_mean,
-                        "owd_p95_ms": p95,
-                        "retransmits": v["end"]["sum_sent"]["retransmits"],
-                    }));
+                    flows.push(EndpointFlow {
+                        thr_mbps: thr,
+                        owd_mean_ms: owd_mean,
+                        owd_p95_ms: p95,
+                        retransmits: v["end"]["sum_sent"]["retransmits"].as_u64(),
+                    });
                 }
-                Ok(combine(
-                    flows,
-                    "sender srtt every 100 ms minus reverse base delay",
-                ))
+                Ok(flows)
             }
         }
     })();
@@ -459,7 +478,9 @@ pub fn run(r: &Run, exe: &Path, scratch: &Path) -> Result<Value> {
         terminate_group(k);
     }
     let hops_summary: Vec<String> = chain.stop().iter().map(|s| s.to_string()).collect();
-    let mut v = result?;
+    let flows = result?;
+    let mut rec = r.record();
+    rec.set_endpoints(flows, owd_endpoint_method(&r.variant));
     let path = pathdelay::analyse(
         &capture.join("server.pcap"),
         node_addr(r.hops),
@@ -467,91 +488,18 @@ pub fn run(r: &Run, exe: &Path, scratch: &Path) -> Result<Value> {
         node_addr(0),
     );
     let _ = std::fs::remove_dir_all(&capture);
-    record_path_delay(
-        &mut v,
-        &path.context("measuring one-way delay from the chain's captures")?,
-    );
-    v["experiment"] = json!(r.experiment);
-    v["variant"] = json!(r.variant.label());
-    v["hops"] = json!(r.hops);
-    v["loss"] = json!(r.loss);
-    v["mbps"] = json!(r.mbps);
-    v["seed"] = json!(r.seed);
-    v["duration_s"] = json!(r.duration_s);
-    v["flows"] = json!(r.flows);
-    v["bottleneck_mbps"] = json!(bottleneck);
-    v["chain"] = json!(hops_summary);
-    Ok(v)
+    rec.set_path_delay(&path.context("measuring one-way delay from the chain's captures")?);
+    rec.bottleneck_mbps = Some(bottleneck);
+    rec.chain = Some(hops_summary);
+    Ok(rec)
 }
 
-/// One run's record from its flows' results: throughput summed, delays and retransmissions of
-/// a single flow as they are, of several the mean delay over flows and the total
-/// retransmissions, with the flows' own results and Jain's index over their throughput.
-fn combine(flows: Vec<Value>, owd_method: &str) -> Value {
-    let thr: Vec<f64> = flows
-        .iter()
-        .map(|f| f["thr_mbps"].as_f64().unwrap_or(0.0))
-        .collect();
-    let mut v = if flows.len() == 1 {
-        flows[0].clone()
-    } else {
-        let mean_of = |k: &str| {
-            let xs: Vec<f64> = flows.iter().filter_map(|f| f[k].as_f64()).collect();
-            mean(&xs)
-        };
-        json!({
-            "thr_mbps": thr.iter().sum::<f64>(),
-            "owd_mean_ms": mean_of("owd_mean_ms"),
-            "owd_p95_ms": mean_of("owd_p95_ms"),
-            "retransmits": flows.iter().filter_map(|f| f["retransmits"].as_u64()).sum::<u64>(),
-            "flow_mbps": thr,
-            "jain": leocc_base::metrics::jain(&thr),
-            "flows_detail": flows,
-        })
-    };
-    // The endpoints' own delay measurement, kept beside the path's (record_path_delay).
-    for (from, to) in [
-        ("owd_mean_ms", "owd_endpoint_mean_ms"),
-        ("owd_p95_ms", "owd_endpoint_p95_ms"),
-    ] {
-        if let Some(x) = v.as_object_mut().and_then(|o| o.remove(from)) {
-            v[to] = x;
-        }
+/// How each variant's endpoints measure one-way delay (kept beside the path's measurement).
+fn owd_endpoint_method(v: &Variant) -> &'static str {
+    match v {
+        Variant::Leotp { .. } => "per segment, producer timestamp",
+        Variant::Tcp(_) => "sender srtt every 100 ms minus reverse base delay",
     }
-    v["owd_endpoint_method"] = json!(owd_method);
-    v
-}
-
-/// Quantiles of the retransmitted packets' delay kept per run (0 %, 5 %, .., 100 %): enough
-/// for the CDF of Fig. 10 without storing every packet.
-const RETX_QUANTILES: usize = 21;
-
-/// Puts the path's one-way delay (the same measurement for every protocol) into a run's
-/// record: mean and p95 over every delivered data packet, the same for the in-order delay
-/// (what a stream-reading application waits, head-of-line blocking included), the
-/// retransmitted packets' share,
-/// mean and quantiles (Fig. 10), and the sender's traffic per delivered byte (Fig. 11).
-fn record_path_delay(v: &mut Value, p: &pathdelay::PathDelay) {
-    let all = sorted(&p.owd_ms);
-    let retx = sorted(&p.retx_owd_ms);
-    let inorder = sorted(&p.inorder_ms);
-    v["owd_method"] = json!(
-        "path: server capture to client capture, per data packet, from the data's first copy"
-    );
-    v["owd_mean_ms"] = json!(mean(&all));
-    v["owd_p95_ms"] = json!(quantile_nearest_rank(&all, 0.95));
-    v["inorder_mean_ms"] = json!(mean(&inorder));
-    v["inorder_p95_ms"] = json!(quantile_nearest_rank(&inorder, 0.95));
-    v["delivered_pkts"] = json!(p.delivered_pkts);
-    v["retx_pkts"] = json!(p.retx_owd_ms.len());
-    v["retx_share"] =
-        json!((p.delivered_pkts > 0).then(|| p.retx_owd_ms.len() as f64 / p.delivered_pkts as f64));
-    v["retx_owd_mean_ms"] = json!(mean(&retx));
-    v["retx_owd_quantiles_ms"] = json!((!retx.is_empty()).then(|| (0..RETX_QUANTILES)
-        .filter_map(|k| quantile_nearest_rank(&retx, k as f64 / (RETX_QUANTILES - 1) as f64))
-        .collect::<Vec<f64>>()));
-    v["sender_traffic_ratio"] = json!(p.sender_traffic_ratio());
-    v["path_unmatched_pkts"] = json!(p.unmatched);
 }
 
 /// Window over which the narrowest hop is taken, µs: about one RTT of a 6-hop chain.
@@ -582,293 +530,6 @@ fn ensure_leocc() -> Result<leocc_kernel::lab::GlobalLock> {
             .map_err(|e| anyhow!("loading LeoCC into the kernel: {e}: LeoCC cannot run end to end here"))?;
     }
     Ok(lock)
-}
-
-/// Mean of a field over the runs of `variant` (absent values skipped).
-fn field(rows: &[Value], pred: impl Fn(&Value) -> bool, key: &str) -> Option<f64> {
-    let v: Vec<f64> = rows
-        .iter()
-        .filter(|r| pred(r))
-        .filter_map(|r| r[key].as_f64())
-        .collect();
-    mean(&v)
-}
-
-/// Writes summary.md and the SVG plots for the rows in `out`.
-pub fn report(rows: &[Value], out: &Path) -> Result<PathBuf> {
-    use leocc_plot::{bars, color, Axis, Chart, Series, Style};
-    let mut md = String::from("# LEOTP on the emulated ISL chain\n\n");
-    let exp = |e: &'static str| move |r: &Value| r["experiment"] == e;
-    let labels = |e: &str| -> Vec<String> {
-        let mut l: Vec<String> = Vec::new();
-        for r in rows.iter().filter(|r| r["experiment"] == e) {
-            let s = r["variant"].as_str().unwrap_or("").to_string();
-            if !l.contains(&s) {
-                l.push(s);
-            }
-        }
-        l
-    };
-    for e in ["headline", "ablation"] {
-        let ls = labels(e);
-        if ls.is_empty() {
-            continue;
-        }
-        md.push_str(&format!(
-            "## {e}\n\n| variant | throughput Mbit/s | mean OWD ms | p95 OWD ms | in-order delay mean / p95 ms | retransmitted pkts % | their mean OWD ms | sender retransmits | bottleneck Mbit/s | runs |\n|---|---|---|---|---|---|---|---|---|---|\n"
-        ));
-        let mut thr = Vec::new();
-        let mut owd = Vec::new();
-        let mut inorder_means = Vec::new();
-        for l in &ls {
-            let is = |r: &Value| {
-                exp(if e == "headline" {
-                    "headline"
-                } else {
-                    "ablation"
-                })(r)
-                    && r["variant"] == l.as_str()
-            };
-            let (t, o, p, x) = (
-                field(rows, is, "thr_mbps"),
-                field(rows, is, "owd_mean_ms"),
-                field(rows, is, "owd_p95_ms"),
-                field(rows, is, "retransmits"),
-            );
-            let f = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.1}"));
-            let n = rows
-                .iter()
-                .filter(|r| is(r) && r.get("error").is_none())
-                .count();
-            let share = field(rows, is, "retx_share").map(|v| v * 100.0);
-            let inorder_mean = field(rows, is, "inorder_mean_ms");
-            let inorder = format!(
-                "{} / {}",
-                f(inorder_mean),
-                f(field(rows, is, "inorder_p95_ms"))
-            );
-            md.push_str(&format!(
-                "| {l} | {} | {} | {} | {inorder} | {} | {} | {} | {} | {n} |\n",
-                f(t),
-                f(o),
-                f(p),
-                f(share),
-                f(field(rows, is, "retx_owd_mean_ms")),
-                f(x),
-                f(field(rows, is, "bottleneck_mbps"))
-            ));
-            thr.push(t.map(|v| (v, v, v)));
-            owd.push(o.map(|v| (v, v, v)));
-            inorder_means.push(inorder_mean.map(|v| (v, v, v)));
-        }
-        md.push('\n');
-        if e == "headline" {
-            // Seed 003's Fig. 14: each run as a point, throughput against mean one-way delay
-            // under the chain's fluctuating capacity (up and to the left is better).
-            let mut c = Chart::new(
-                format!("{e}: throughput against mean one-way delay, one point per run"),
-                Axis::new("mean one-way delay (ms, ← better)"),
-                Axis::new("throughput (Mbit/s)"),
-            );
-            c.height = 360;
-            for (i, l) in ls.iter().enumerate() {
-                let pts: Vec<(f64, f64)> = rows
-                    .iter()
-                    .filter(|r| r["experiment"] == e && r["variant"] == l.as_str())
-                    .filter_map(|r| Some((r["owd_mean_ms"].as_f64()?, r["thr_mbps"].as_f64()?)))
-                    .collect();
-                c.series
-                    .push(Series::new(l.clone(), color(i), Style::Points, pts));
-            }
-            let svg = c.svg();
-            leocc_base::out::write_atomic(&out.join(format!("{e}-scatter.svg")), svg.as_bytes())
-                .map_err(|e| anyhow!("{e}"))?;
-            md.push_str(&format!(
-                "![{e}: throughput against mean one-way delay]({e}-scatter.svg)\n\n"
-            ));
-            let svg = retx_cdf(rows, e, &ls);
-            leocc_base::out::write_atomic(&out.join(format!("{e}-retx-owd.svg")), svg.as_bytes())
-                .map_err(|e| anyhow!("{e}"))?;
-            md.push_str(&format!(
-                "![{e}: one-way delay of retransmitted packets]({e}-retx-owd.svg)\n\n"
-            ));
-        }
-        // Two charts: Mbit/s and ms on one axis would flatten one of them. The delay chart puts
-        // the network's view (one-way delay) beside a stream reader's (in-order delay).
-        let delays = vec![
-            ("one-way (network)".to_string(), owd),
-            ("in-order (application)".to_string(), inorder_means),
-        ];
-        for (name, title, unit, series) in [
-            (
-                "throughput",
-                "throughput",
-                "Mbit/s",
-                vec![("throughput".to_string(), thr)],
-            ),
-            ("owd", "mean delay", "ms", delays),
-        ] {
-            let svg = bars(&format!("{e}: {title} ({unit})"), unit, &ls, &series);
-            leocc_base::out::write_atomic(&out.join(format!("{e}-{name}.svg")), svg.as_bytes())
-                .map_err(|e| anyhow!("{e}"))?;
-            md.push_str(&format!("![{e} {title}]({e}-{name}.svg)\n"));
-        }
-        md.push('\n');
-    }
-    for (e, xkey, xlabel) in [
-        ("loss", "loss", "random loss per hop"),
-        ("hops", "hops", "hops"),
-    ] {
-        let ls = labels(e);
-        if ls.is_empty() {
-            continue;
-        }
-        md.push_str(&format!("## {e}\n\n| variant | {xlabel} | throughput Mbit/s | mean OWD ms | sender traffic % of delivered | runs |\n|---|---|---|---|---|---|\n"));
-        let mut thr_series = Vec::new();
-        let mut owd_series = Vec::new();
-        let mut cost_series = Vec::new();
-        for (i, l) in ls.iter().enumerate() {
-            let mut pts = Vec::new();
-            let mut opts = Vec::new();
-            let mut cpts = Vec::new();
-            let mut xs: Vec<f64> = rows
-                .iter()
-                .filter(|r| r["experiment"] == e && r["variant"] == l.as_str())
-                .filter_map(|r| r[xkey].as_f64())
-                .collect();
-            xs.sort_by(f64::total_cmp);
-            xs.dedup();
-            for x0 in xs {
-                // Mean over the seeds of this x.
-                let at = |r: &Value| {
-                    r["experiment"] == e
-                        && r["variant"] == l.as_str()
-                        && r[xkey].as_f64() == Some(x0)
-                };
-                let x = if xkey == "loss" { x0 * 100.0 } else { x0 };
-                let (t, o) = (field(rows, at, "thr_mbps"), field(rows, at, "owd_mean_ms"));
-                if let Some(t) = t {
-                    pts.push((x, t));
-                }
-                if let Some(o) = o {
-                    opts.push((x, o));
-                }
-                let cost = field(rows, at, "sender_traffic_ratio").map(|r| r * 100.0);
-                if let Some(c) = cost {
-                    cpts.push((x, c));
-                }
-                let n = rows.iter().filter(|r| at(r)).count();
-                let f = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.1}"));
-                md.push_str(&format!(
-                    "| {l} | {x} | {} | {} | {} | {n} |\n",
-                    f(t),
-                    f(o),
-                    f(cost)
-                ));
-            }
-            thr_series.push(Series::new(l.clone(), color(i), Style::Line, pts));
-            owd_series.push(Series::new(l.clone(), color(i), Style::Line, opts));
-            cost_series.push(Series::new(l.clone(), color(i), Style::Line, cpts));
-        }
-        md.push('\n');
-        let x = if xkey == "loss" {
-            "random loss per hop, %"
-        } else {
-            "hops"
-        };
-        let mut c1 = Chart::new(
-            format!("{e}: throughput"),
-            Axis::new(x),
-            Axis::new("Mbit/s"),
-        );
-        c1.series = thr_series;
-        let mut c2 = Chart::new(
-            format!("{e}: mean one-way delay"),
-            Axis::new(x),
-            Axis::new("ms"),
-        );
-        c2.series = owd_series;
-        let mut charts = vec![c1, c2];
-        if e == "loss" {
-            // Seed 003's Fig. 11: what the sender pays for the losses.
-            let mut c3 = Chart::new("loss: traffic the server sent, % of the bytes delivered (100 = nothing sent twice)", Axis::new(x), Axis::new("%"));
-            c3.series = cost_series;
-            charts.push(c3);
-        }
-        let svg = leocc_plot::stack(&format!("LEOTP vs kernel TCP: {e}"), &charts);
-        leocc_base::out::write_atomic(&out.join(format!("{e}.svg")), svg.as_bytes())
-            .map_err(|e| anyhow!("{e}"))?;
-        md.push_str(&format!("![{e}]({e}.svg)\n\n"));
-    }
-    for (e, what) in [
-        ("fairness", "Two flows of each protocol at once over the same chain (seed 003's Fig. 15, equal RTTs)"),
-        (
-            "fairness-rtt",
-            "Two flows of each protocol at once, the second received at node 3, half-way along the chain (seed 003's Fig. 16, unequal RTTs; \
-             the hops only the far flow crosses have twice the capacity, so that the flows compete on the shared half; \
-             flows listed far / near; the delay is the far flow's, the only one both end captures see)",
-        ),
-    ] {
-        let ls = labels(e);
-        if ls.is_empty() {
-            continue;
-        }
-        md.push_str(&format!(
-            "## {e}\n\n{what}: each flow's throughput and Jain's index over the two.\n\n| variant | flow throughputs Mbit/s | total Mbit/s | Jain | mean OWD ms | runs |\n|---|---|---|---|---|---|\n"
-        ));
-        let mut jains = Vec::new();
-        for l in &ls {
-            let is = |r: &Value| r["experiment"] == e && r["variant"] == l.as_str();
-            let flows: Vec<String> = rows
-                .iter()
-                .filter(|r| is(r))
-                .filter_map(|r| r["flow_mbps"].as_array().map(|a| a.iter().filter_map(Value::as_f64).map(|x| format!("{x:.1}")).collect::<Vec<_>>().join(" / ")))
-                .collect();
-            let f = |v: Option<f64>, d: usize| v.map_or("-".into(), |v| format!("{v:.d$}"));
-            let n = rows.iter().filter(|r| is(r) && r.get("error").is_none()).count();
-            let j = field(rows, is, "jain");
-            md.push_str(&format!("| {l} | {} | {} | {} | {} | {n} |\n", flows.join("; "), f(field(rows, is, "thr_mbps"), 1), f(j, 3), f(field(rows, is, "owd_mean_ms"), 1)));
-            jains.push(j.map(|v| (v, v, v)));
-        }
-        let svg = bars(&format!("{e}: Jain's index of two flows (1 = equal shares)"), "Jain's index", &ls, &[("Jain".to_string(), jains)]);
-        leocc_base::out::write_atomic(&out.join(format!("{e}.svg")), svg.as_bytes()).map_err(|e| anyhow!("{e}"))?;
-        md.push_str(&format!("\n![{e}]({e}.svg)\n\n"));
-    }
-    let p = out.join("summary.md");
-    leocc_base::out::write_atomic(&p, md.as_bytes()).map_err(|e| anyhow!("{e}"))?;
-    Ok(p)
-}
-
-/// Seed 003's Fig. 10: the CDF of the retransmitted packets' one-way delay per protocol,
-/// from each run's quantiles (every run of a protocol weighs the same).
-fn retx_cdf(rows: &[Value], experiment: &str, labels: &[String]) -> String {
-    use leocc_plot::{color, Axis, Chart, Series, Style};
-    let mut c = Chart::new(
-        format!(
-            "{experiment}: one-way delay of retransmitted packets (CDF, from the path captures)"
-        ),
-        Axis::new("one-way delay (ms, log scale)").log(),
-        Axis::new("fraction of retransmitted packets"),
-    );
-    c.height = 340;
-    for (i, l) in labels.iter().enumerate() {
-        let mut v: Vec<f64> = rows
-            .iter()
-            .filter(|r| r["experiment"] == experiment && r["variant"] == l.as_str())
-            .filter_map(|r| r["retx_owd_quantiles_ms"].as_array())
-            .flat_map(|q| q.iter().filter_map(Value::as_f64))
-            .collect();
-        v.sort_by(f64::total_cmp);
-        let n = v.len() as f64;
-        let pts = v
-            .iter()
-            .enumerate()
-            .map(|(k, &x)| (x, (k + 1) as f64 / n))
-            .collect();
-        c.series
-            .push(Series::new(l.clone(), color(i), Style::Line, pts));
-    }
-    c.svg()
 }
 
 /// What `leocc leotp eval` runs.
@@ -909,9 +570,9 @@ pub fn evaluate(cfg: &EvalConfig, out: &Path) -> Result<PathBuf> {
     }
     // Finished runs of an earlier, interrupted or smaller evaluation into the same folder are
     // kept, not run again; failed ones are.
-    let mut rows: Vec<Value> = read_rows(&out.join("results.jsonl"))?
+    let mut rows: Vec<LeotpRecord> = record::read(&out.join("results.jsonl"))?
         .into_iter()
-        .filter(|r| r.get("error").is_none())
+        .filter(LeotpRecord::ok)
         .collect();
     let kept = rows.len();
     let todo: Vec<&Run> = runs
@@ -940,23 +601,18 @@ pub fn evaluate(cfg: &EvalConfig, out: &Path) -> Result<PathBuf> {
             Ok(v) => {
                 eprintln!(
                     "leotp eval:   {:.2} Mbit/s, mean OWD {} ms",
-                    v["thr_mbps"].as_f64().unwrap_or(0.0),
-                    v["owd_mean_ms"]
-                        .as_f64()
-                        .map_or("-".into(), |x| format!("{x:.1}"))
+                    v.thr_mbps.unwrap_or(0.0),
+                    v.owd_mean_ms.map_or("-".into(), |x| format!("{x:.1}"))
                 );
                 v
             }
             Err(e) => {
                 eprintln!("leotp eval:   failed: {e:#}");
-                json!({"experiment": r.experiment, "variant": r.variant.label(), "hops": r.hops, "loss": r.loss, "seed": r.seed,
-                       "duration_s": r.duration_s, "mbps": r.mbps, "flows": r.flows, "error": format!("{e:#}")})
+                LeotpRecord { error: Some(format!("{e:#}")), ..r.record() }
             }
         };
         rows.push(row);
-        let text: String = rows.iter().map(|r| format!("{r}\n")).collect();
-        leocc_base::out::write_atomic(&out.join("results.jsonl"), text.as_bytes())
-            .map_err(|e| anyhow!("{e}"))?;
+        record::write(&out.join("results.jsonl"), &rows)?;
     }
     for k in 0..FAIRNESS_FLOWS.max(1) {
         let _ = std::fs::remove_file(out.join(format!("leotp-get-{k}.json")));
@@ -965,24 +621,6 @@ pub fn evaluate(cfg: &EvalConfig, out: &Path) -> Result<PathBuf> {
         eprintln!("leotp eval: nothing to run; summary and plots rebuilt");
     }
     report(&rows, out)
-}
-
-/// The rows of a results file; none when it does not exist. A malformed line is an error
-/// naming file and line.
-fn read_rows(path: &Path) -> Result<Vec<Value>> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e).with_context(|| format!("read {}", path.display())),
-    };
-    text.lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| {
-            serde_json::from_str(l)
-                .with_context(|| format!("{}:{}: not a JSON object", path.display(), i + 1))
-        })
-        .collect()
 }
 
 /// Rebuilds summary.md and the plots in `out` from earlier results files, keeping the rows
@@ -996,14 +634,12 @@ pub fn report_from(files: &[PathBuf], experiments: &[String], out: &Path) -> Res
             bail!("{}: no such results file", f.display());
         }
         rows.extend(
-            read_rows(f)?
+            record::read(f)?
                 .into_iter()
-                .filter(|v| experiments.iter().any(|e| v["experiment"] == e.as_str())),
+                .filter(|v| experiments.contains(&v.experiment)),
         );
     }
-    let text: String = rows.iter().map(|r| format!("{r}\n")).collect();
-    leocc_base::out::write_atomic(&out.join("results.jsonl"), text.as_bytes())
-        .map_err(|e| anyhow!("{e}"))?;
+    record::write(&out.join("results.jsonl"), &rows)?;
     report(&rows, out)
 }
 
@@ -1044,56 +680,26 @@ mod tests {
                 eq[i].down.delay_us(5_000_000)
             );
         }
-        let one = combine(
-            vec![json!({"thr_mbps": 10.0, "owd_mean_ms": 50.0, "retransmits": 3})],
-            "m",
-        );
-        assert_eq!(
-            (one["thr_mbps"].as_f64(), one.get("jain")),
-            (Some(10.0), None)
-        );
-        let two = combine(
-            vec![
-                json!({"thr_mbps": 12.0, "owd_mean_ms": 40.0, "retransmits": 1}),
-                json!({"thr_mbps": 4.0, "owd_mean_ms": 60.0, "retransmits": 2}),
-            ],
-            "m",
-        );
-        assert_eq!(two["thr_mbps"].as_f64(), Some(16.0));
-        assert_eq!(two["owd_endpoint_mean_ms"].as_f64(), Some(50.0));
-        assert!(
-            two.get("owd_mean_ms").is_none(),
-            "the path's measurement, not the endpoints', fills owd_mean_ms"
-        );
-        assert_eq!(two["retransmits"].as_u64(), Some(3));
-        assert!((two["jain"].as_f64().unwrap() - 256.0 / (2.0 * 160.0)).abs() < 1e-12);
         // A fairness run's record is not mistaken for a one-flow run of the same cell.
         let single = Run {
             flows: 1,
             ..runs[0].clone()
         };
-        let mut row = json!({"experiment": "fairness", "variant": "leotp", "hops": 6, "loss": 0.01, "seed": 1, "duration_s": 20.0, "mbps": 30.0, "flows": 2});
+        let row = runs[0].record();
         assert!(runs[0].is_recorded_in(&row) && !single.is_recorded_in(&row));
-        row["flows"] = json!(null);
-        assert!(
-            single.is_recorded_in(&row),
-            "records from before the flows field are one-flow runs"
-        );
     }
 
     #[test]
     fn a_run_finds_its_own_record_and_no_other() {
         let r = plan("headline", 20.0, 30.0, 2, false).unwrap().remove(0);
-        let row = json!({"experiment": "headline", "variant": "leotp", "hops": 6, "loss": 0.015, "seed": 2, "duration_s": 20.0, "mbps": 30.0, "thr_mbps": 1.0});
+        let row = LeotpRecord { thr_mbps: Some(1.0), ..r.record() };
         assert!(r.is_recorded_in(&row));
-        for (k, v) in [
-            ("seed", json!(3)),
-            ("variant", json!("bbr")),
-            ("duration_s", json!(30.0)),
-            ("loss", json!(0.01)),
+        for (k, other) in [
+            ("seed", LeotpRecord { seed: 3, ..row.clone() }),
+            ("variant", LeotpRecord { variant: "bbr".into(), ..row.clone() }),
+            ("duration_s", LeotpRecord { duration_s: 30.0, ..row.clone() }),
+            ("loss", LeotpRecord { loss: 0.01, ..row.clone() }),
         ] {
-            let mut other = row.clone();
-            other[k] = v;
             assert!(!r.is_recorded_in(&other), "{k} differs");
         }
     }
@@ -1120,11 +726,15 @@ mod tests {
     fn the_report_tables_every_row() {
         let dir = std::env::temp_dir().join(format!("leotp-report-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
+        let row = |experiment: &str, variant: &str| LeotpRecord { experiment: experiment.into(), variant: variant.into(), ..LeotpRecord::default() };
         let rows = vec![
-            json!({"experiment": "headline", "variant": "leotp", "thr_mbps": 20.0, "owd_mean_ms": 40.0, "owd_p95_ms": 60.0, "retransmits": 3,
-                   "retx_share": 0.1, "retx_owd_mean_ms": 80.0, "retx_owd_quantiles_ms": [50.0, 70.0, 160.0], "inorder_mean_ms": 45.0, "inorder_p95_ms": 70.0}),
-            json!({"experiment": "headline", "variant": "bbr", "thr_mbps": 18.0, "owd_mean_ms": 90.0, "owd_p95_ms": 120.0, "retransmits": 30}),
-            json!({"experiment": "loss", "variant": "leotp", "loss": 0.02, "thr_mbps": 19.0, "owd_mean_ms": 41.0, "sender_traffic_ratio": 1.02}),
+            LeotpRecord {
+                thr_mbps: Some(20.0), owd_mean_ms: Some(40.0), owd_p95_ms: Some(60.0), retransmits: Some(3), retx_share: Some(0.1), retx_owd_mean_ms: Some(80.0),
+                retx_owd_quantiles_ms: Some(vec![50.0, 70.0, 160.0]), inorder_mean_ms: Some(45.0), inorder_p95_ms: Some(70.0),
+                ..row("headline", "leotp")
+            },
+            LeotpRecord { thr_mbps: Some(18.0), owd_mean_ms: Some(90.0), owd_p95_ms: Some(120.0), retransmits: Some(30), ..row("headline", "bbr") },
+            LeotpRecord { loss: 0.02, thr_mbps: Some(19.0), owd_mean_ms: Some(41.0), sender_traffic_ratio: Some(1.02), ..row("loss", "leotp") },
         ];
         let md = std::fs::read_to_string(report(&rows, &dir).unwrap()).unwrap();
         assert!(
