@@ -2,10 +2,11 @@
 //! appending each result to results.jsonl as soon as it finishes, with progress and an ETA.
 
 use crate::matrix::{Engine, RunSpec};
+use crate::results::Record;
 use crate::{align, results, tsstore};
 use anyhow::{anyhow, bail, Context, Result};
 use serde_json::Value;
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
@@ -193,7 +194,9 @@ impl Runner {
             );
         }
         let results_file = results_path(&self.out_dir);
-        let done = results::finished_keys(&results::read(&results_file)?);
+        let records = results::read(&results_file)?;
+        check_same_probe(specs, &records, &results_file)?;
+        let done = results::finished_keys(&records);
         results::repair(&results_file)?;
         let todo: Vec<&RunSpec> = specs.iter().filter(|s| !done.contains(&s.key)).collect();
         let outcome = Outcome {
@@ -356,6 +359,32 @@ pub fn fmt_duration(d: Duration) -> String {
     }
 }
 
+/// Refuses to resume a simulator run recorded with another PoP probe noise than this one asks
+/// for. The noise is not part of a run's key (a key names the cell; `leocc bench fidelity`
+/// aligns its simulator runs to the emulator's by it), so a folder of `bench fidelity` (a clean
+/// probe) and a `leocc eval --engine sim` into it (the bent-pipe noise) would otherwise share
+/// keys, and the eval would skip cells as done that ran with the other probe.
+fn check_same_probe(specs: &[RunSpec], records: &[Record], file: &Path) -> Result<()> {
+    let recorded: HashMap<&str, &str> = records
+        .iter()
+        .filter_map(|r| Some((r.str("key"), r.0.get("detection")?.get("probe_noise")?.as_str()?)))
+        .collect();
+    for s in specs.iter().filter(|s| s.engine == Engine::Sim) {
+        let want = s.probe_noise.unwrap_or_default().name();
+        if let Some(&had) = recorded.get(s.key.as_str()) {
+            if had != want {
+                bail!(
+                    "{} holds run {} with the PoP probe noise {had}; this one asks for {want}: \
+                     write to another folder (leocc bench fidelity's simulator runs use a clean probe, leocc eval the bent-pipe noise)",
+                    file.display(),
+                    s.key
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -388,6 +417,35 @@ mod tests {
         assert_eq!(labels[2], "sim a buffer 150ms single cubic seed 1");
         let distinct: std::collections::HashSet<_> = labels.iter().collect();
         assert_eq!(distinct.len(), labels.len(), "{labels:?}");
+    }
+
+    #[test]
+    fn a_simulator_run_recorded_with_another_probe_is_not_resumed() {
+        use crate::matrix::{Engine, Matrix, Scenario};
+        use leocc_sim::detector::ProbeNoiseModel;
+        let m = Matrix {
+            engine: Engine::Sim,
+            traces: vec!["traces/a.trace".into()],
+            ccs: vec!["cubic".into()],
+            scenarios: vec![Scenario::Single],
+            runs: 1,
+            seed: 1,
+            duration_s: Some(5.0),
+            queues: crate::matrix::parse_queues("500").unwrap(),
+            loss: None,
+            oracle_reconfig: false,
+        };
+        let mut specs = m.expand(|_| 5.0);
+        let key = specs[0].key.clone();
+        let row = |noise: &str| Record(serde_json::json!({"key": key, "detection": {"probe_noise": noise}}));
+        let file = Path::new("out/results.jsonl");
+        check_same_probe(&specs, &[row("bentpipe")], file).expect("the default probe, as recorded");
+        let e = check_same_probe(&specs, &[row("none")], file).unwrap_err().to_string();
+        assert!(e.contains("out/results.jsonl") && e.contains(&key) && e.contains("none") && e.contains("bentpipe"), "{e}");
+        specs[0].probe_noise = Some(ProbeNoiseModel::None);
+        check_same_probe(&specs, &[row("none")], file).expect("bench fidelity's clean probe, as recorded");
+        specs[0].engine = Engine::Emu;
+        check_same_probe(&specs, &[row("bentpipe")], file).expect("emulator runs have the daemon, not a noise model");
     }
 
     #[test]
