@@ -47,21 +47,40 @@ impl Context {
 pub trait Experiment {
     /// Its name in progress lines and errors (`matrix`, `sweep`, `video`, ...).
     fn name(&self) -> &'static str;
-    /// Checks what can be checked without running and returns the number of runs it holds.
-    fn plan(&self) -> Result<usize>;
+    /// Checks what can be checked without running and lists the runs it holds, one line
+    /// each, as its progress lines name them (`leocc eval --dry-run` prints them).
+    fn plan(&self) -> Result<Vec<String>>;
     /// Runs it and returns the table to print.
     fn run(&self, cx: &Context) -> Result<String>;
 }
 
+/// Every experiment's plan, checked, in order: its name and its runs. Nothing runs.
+pub fn plan_all(experiments: &[Box<dyn Experiment>]) -> Result<Vec<(&'static str, Vec<String>)>> {
+    experiments
+        .iter()
+        .map(|e| Ok((e.name(), e.plan().with_context(|| format!("planning the {} experiment", e.name()))?)))
+        .collect()
+}
+
+/// The plans as `leocc eval --dry-run` prints them: each experiment's runs under a heading.
+pub fn plan_text(plans: &[(&'static str, Vec<String>)]) -> String {
+    let total: usize = plans.iter().map(|(_, runs)| runs.len()).sum();
+    let mut out = String::new();
+    for (name, runs) in plans {
+        out += &format!("{name}: {} runs\n", runs.len());
+        for r in runs {
+            out += &format!("  {r}\n");
+        }
+    }
+    out + &format!("{total} runs in all; none run (--dry-run)\n")
+}
+
 /// Checks every experiment's plan, then runs them in order; returns their tables, joined.
 pub fn run_all(experiments: &[Box<dyn Experiment>], cx: &Context) -> Result<String> {
-    let mut plans = Vec::new();
-    for e in experiments {
-        let n = e.plan().with_context(|| format!("planning the {} experiment", e.name()))?;
-        plans.push(format!("{} ({n} runs)", e.name()));
-    }
+    let plans = plan_all(experiments)?;
     if experiments.len() > 1 {
-        eprintln!("eval: {}", plans.join(", then "));
+        let each: Vec<String> = plans.iter().map(|(name, runs)| format!("{name} ({} runs)", runs.len())).collect();
+        eprintln!("eval: {}", each.join(", then "));
     }
     let mut out = String::new();
     for e in experiments {
@@ -83,11 +102,11 @@ impl Experiment for MatrixExperiment {
     fn name(&self) -> &'static str {
         "matrix"
     }
-    fn plan(&self) -> Result<usize> {
+    fn plan(&self) -> Result<Vec<String>> {
         if self.matrix.traces.is_empty() {
             bail!("give the traces to run over: --trace FILE... or --traces-from INDEX (only --scenario leotp makes its own)");
         }
-        Ok(self.matrix.expand_qdiscs(&self.qdiscs, |t| self.seconds[t]).len())
+        Ok(self.matrix.expand_qdiscs(&self.qdiscs, |t| self.seconds[t]).iter().map(runner::run_label).collect())
     }
     fn run(&self, cx: &Context) -> Result<String> {
         let records = run_matrix_on(&self.matrix, &self.qdiscs, cx, self.ray.as_ref(), Some(&self.seconds))?;
@@ -108,8 +127,13 @@ impl Experiment for SweepExperiment {
     fn name(&self) -> &'static str {
         "sweep"
     }
-    fn plan(&self) -> Result<usize> {
-        Ok(self.sweep.expand(&self.matrix.expand(|t| self.seconds[t])).len())
+    fn plan(&self) -> Result<Vec<String>> {
+        let mut runs: Vec<String> = self.sweep.expand(&self.matrix.expand(|t| self.seconds[t])).iter().map(runner::run_label).collect();
+        if self.fairness {
+            // Their settings are chosen from the sweep's results.
+            runs.push("then the chosen setting against Cubic (fairness runs)".into());
+        }
+        Ok(runs)
     }
     fn run(&self, cx: &Context) -> Result<String> {
         let runner = cx.runner();
@@ -135,14 +159,21 @@ impl Experiment for StartsExperiment {
     fn name(&self) -> &'static str {
         "triggered starts"
     }
-    fn plan(&self) -> Result<usize> {
+    fn plan(&self) -> Result<Vec<String>> {
         self.expr.parse::<leocc_probe::trigger::Expr>().map_err(|e| anyhow::anyhow!("--start-when '{}': {e}", self.expr))?;
-        // Each trace becomes `starts` triggered and as many random copies of itself, each run as
-        // the matrix runs a trace (every scenario, control, buffer, discipline and seed).
-        let per_trace = Matrix { traces: self.matrix.traces.first().into_iter().cloned().collect(), ..self.matrix.clone() }
-            .expand_qdiscs(&self.qdiscs, |_| 0.0)
-            .len();
-        Ok(2 * self.starts * self.matrix.traces.len() * per_trace)
+        // Each trace becomes `starts` triggered and as many random copies of itself (where the
+        // trigger holds is found when it runs), each run as the matrix runs a trace (every
+        // scenario, control, buffer, discipline and seed).
+        let mut runs = Vec::new();
+        for trace in &self.matrix.traces {
+            let cells = Matrix { traces: vec![trace.clone()], ..self.matrix.clone() }.expand_qdiscs(&self.qdiscs, |_| 0.0);
+            for kind in ["triggered", "random"] {
+                for k in 1..=self.starts {
+                    runs.extend(cells.iter().map(|c| format!("{kind} start {k}: {}", runner::run_label(c))));
+                }
+            }
+        }
+        Ok(runs)
     }
     fn run(&self, cx: &Context) -> Result<String> {
         let mut m = self.matrix.clone();
@@ -161,8 +192,8 @@ impl Experiment for VideoExperiment {
     fn name(&self) -> &'static str {
         "video"
     }
-    fn plan(&self) -> Result<usize> {
-        Ok(self.plan.sessions().len())
+    fn plan(&self) -> Result<Vec<String>> {
+        Ok(self.plan.labels())
     }
     fn run(&self, _cx: &Context) -> Result<String> {
         Ok(crate::video::table(&crate::video::run(&self.plan)?))
@@ -178,13 +209,8 @@ impl Experiment for LeotpExperiment {
     fn name(&self) -> &'static str {
         "leotp"
     }
-    fn plan(&self) -> Result<usize> {
-        let c = &self.config;
-        let mut n = 0;
-        for e in &c.experiments {
-            n += crate::leotp::plan(e, c.duration_s, c.mbps, c.seed, c.with_leocc)?.len() * c.seeds.max(1) as usize;
-        }
-        Ok(n)
+    fn plan(&self) -> Result<Vec<String>> {
+        Ok(crate::leotp::plan_all(&self.config)?.iter().map(crate::leotp::Run::label).collect())
     }
     fn run(&self, cx: &Context) -> Result<String> {
         let summary = crate::leotp::evaluate(&self.config, &cx.out.join("leotp"))?;
@@ -378,7 +404,11 @@ mod tests {
         };
         // Per trace copy: 2 controls x 2 buffers x 2 disciplines x 3 seeds = 24 runs; each of
         // the 2 traces has 2 triggered and 2 random copies.
-        assert_eq!(e.plan().unwrap(), 2 * 4 * 24);
+        let runs = e.plan().unwrap();
+        assert_eq!(runs.len(), 2 * 4 * 24);
+        let distinct: std::collections::HashSet<_> = runs.iter().collect();
+        assert_eq!(distinct.len(), runs.len(), "every run has its own line: {runs:?}");
+        assert!(runs[0].starts_with("triggered start 1: ") && runs.iter().any(|r| r.starts_with("random start 2: ")), "{runs:?}");
         let bad = StartsExperiment { expr: "ri >".into(), ..e };
         assert!(bad.plan().unwrap_err().to_string().contains("--start-when 'ri >'"));
     }
@@ -389,7 +419,7 @@ mod tests {
         fn name(&self) -> &'static str {
             "refused"
         }
-        fn plan(&self) -> Result<usize> {
+        fn plan(&self) -> Result<Vec<String>> {
             bail!("bad option")
         }
         fn run(&self, _: &Context) -> Result<String> {
@@ -403,8 +433,8 @@ mod tests {
         fn name(&self) -> &'static str {
             "counted"
         }
-        fn plan(&self) -> Result<usize> {
-            Ok(1)
+        fn plan(&self) -> Result<Vec<String>> {
+            Ok(vec!["one".into()])
         }
         fn run(&self, _: &Context) -> Result<String> {
             self.0.fetch_add(1, Ordering::SeqCst);
@@ -420,6 +450,8 @@ mod tests {
         assert!(format!("{err:#}").contains("planning the refused experiment: bad option"), "{err:#}");
         assert_eq!(RUNS.load(Ordering::SeqCst), 0);
         assert_eq!(run_all(&[Box::new(Counted(&RUNS))], &cx).unwrap(), "ran\n");
+        let plans = plan_all(&[Box::new(Counted(&RUNS)), Box::new(Counted(&RUNS))]).unwrap();
+        assert_eq!(plan_text(&plans), "counted: 1 runs\n  one\ncounted: 1 runs\n  one\n2 runs in all; none run (--dry-run)\n");
         assert_eq!(RUNS.load(Ordering::SeqCst), 1);
     }
 }

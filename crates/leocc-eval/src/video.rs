@@ -121,6 +121,19 @@ pub struct Session {
 }
 
 impl VideoPlan {
+    /// One line per session, as `leocc eval --dry-run` lists them: behind the emulator every
+    /// trace × control × predictor, trace-driven every trace × predictor (one harness run).
+    pub fn labels(&self) -> Vec<String> {
+        match self.engine {
+            Engine::Emu => self.sessions().iter().map(|s| format!("video emu {} {} {}", trace_name(&s.trace), s.cc, s.predictor)).collect(),
+            Engine::Sim => self
+                .traces
+                .iter()
+                .flat_map(|t| PREDICTORS.iter().map(move |p| format!("video sim {} {p}", trace_name(t))))
+                .collect(),
+        }
+    }
+
     /// The emulator sessions: every trace × control × predictor.
     pub fn sessions(&self) -> Vec<Session> {
         let mut out = Vec::new();

@@ -145,6 +145,29 @@ fn eval_runs_once_per_queue_discipline_and_the_report_names_it() {
     std::fs::remove_dir_all(&out).unwrap();
 }
 
+/// `--dry-run` lists the runs the real command makes (the first test's matrix: 12), one line
+/// each under its experiment, and runs and writes nothing.
+#[test]
+fn eval_dry_run_lists_every_run_and_runs_none() {
+    let out = std::env::temp_dir().join(format!("leocc-eval-dry-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let o = Command::new(env!("CARGO_BIN_EXE_leocc"))
+        .args(["eval", "--dry-run", "--engine", "sim", "--trace", "traces/starlink-up-60s.trace", "--cc", "leocc,cubic"])
+        .args(["--scenario", "single,vs-bbr,leotp", "--runs", "2", "--duration", "8", "-o"])
+        .arg(&out)
+        .current_dir(root())
+        .output()
+        .expect("run leocc eval --dry-run");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8(o.stdout).unwrap();
+    let runs: Vec<&str> = text.lines().filter(|l| l.starts_with("  ")).collect();
+    assert!(text.contains("matrix: 12 runs") && text.contains("leotp: "), "{text}");
+    assert!(runs.contains(&"  sim starlink-up-60s buffer 150ms vs-bbr leocc+bbr seed 2"), "{text}");
+    assert!(runs.iter().any(|r| r.starts_with("  leotp headline leotp hops 6")), "{text}");
+    assert!(text.ends_with(&format!("{} runs in all; none run (--dry-run)\n", runs.len())), "{text}");
+    assert!(!out.exists(), "a dry run writes nothing");
+}
+
 #[test]
 fn eval_rejects_a_bad_trace_before_running_anything() {
     let dir = std::env::temp_dir().join(format!("leocc-eval-bad-{}", std::process::id()));

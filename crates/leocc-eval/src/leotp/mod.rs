@@ -156,6 +156,19 @@ impl Run {
             && row.flows == self.flows
     }
 
+    /// The run as progress lines and `leocc eval --dry-run` name it.
+    pub fn label(&self) -> String {
+        format!(
+            "leotp {} {} hops {} loss {:.1} % seed {}{}",
+            self.experiment,
+            self.variant.label(),
+            self.hops,
+            self.loss * 100.0,
+            self.seed,
+            if self.flows > 1 { format!(", {} flows", self.flows) } else { String::new() }
+        )
+    }
+
     /// A record of this run with its identity and nothing measured yet.
     fn record(&self) -> LeotpRecord {
         LeotpRecord {
@@ -551,23 +564,23 @@ pub struct EvalConfig {
     pub exe: PathBuf,
 }
 
+/// Every run of the evaluation, in the order they run: each experiment's plan for each seed.
+pub fn plan_all(cfg: &EvalConfig) -> Result<Vec<Run>> {
+    let mut runs = Vec::new();
+    for e in &cfg.experiments {
+        for k in 0..cfg.seeds.max(1) {
+            runs.extend(plan(e, cfg.duration_s, cfg.mbps, cfg.seed + k, cfg.with_leocc)?);
+        }
+    }
+    Ok(runs)
+}
+
 /// Runs the experiments one run at a time, writing `results.jsonl` after every run (so a
 /// long evaluation can be watched and an interrupted one keeps its runs), then summary.md
 /// and the plots. A run that fails is reported on stderr and recorded with its error.
 pub fn evaluate(cfg: &EvalConfig, out: &Path) -> Result<PathBuf> {
     std::fs::create_dir_all(out).with_context(|| format!("create {}", out.display()))?;
-    let mut runs = Vec::new();
-    for e in &cfg.experiments {
-        for k in 0..cfg.seeds.max(1) {
-            runs.extend(plan(
-                e,
-                cfg.duration_s,
-                cfg.mbps,
-                cfg.seed + k,
-                cfg.with_leocc,
-            )?);
-        }
-    }
+    let runs = plan_all(cfg)?;
     // Finished runs of an earlier, interrupted or smaller evaluation into the same folder are
     // kept, not run again; failed ones are.
     let mut rows: Vec<LeotpRecord> = record::read(&out.join("results.jsonl"))?
@@ -588,15 +601,7 @@ pub fn evaluate(cfg: &EvalConfig, out: &Path) -> Result<PathBuf> {
         );
     }
     for (i, r) in todo.iter().enumerate() {
-        eprintln!(
-            "leotp eval: [{}/{}] {} {} hops {} loss {:.1} % ...",
-            i + 1,
-            todo.len(),
-            r.experiment,
-            r.variant.label(),
-            r.hops,
-            r.loss * 100.0
-        );
+        eprintln!("leotp eval: [{}/{}] {} ...", i + 1, todo.len(), r.label());
         let row = match run(r, &cfg.exe, out) {
             Ok(v) => {
                 eprintln!(

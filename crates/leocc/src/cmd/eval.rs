@@ -4,7 +4,7 @@ use anyhow::{bail, Context as _, Result};
 use clap::Args;
 use leocc_base::controls::{self, ORACLE_LEOCC};
 use leocc_eval::experiment::{
-    run_all, run_matrix, single_table, trace_seconds, Context, Experiment, LeotpExperiment, MatrixExperiment, StartsExperiment,
+    plan_all, plan_text, run_all, run_matrix, single_table, trace_seconds, Context, Experiment, LeotpExperiment, MatrixExperiment, StartsExperiment,
     SweepExperiment, VideoExperiment,
 };
 use leocc_eval::matrix::{parse_qdiscs, parse_queues, Engine, Matrix, Scenario, DEFAULT_QDISCS, DEFAULT_QUEUES};
@@ -121,6 +121,10 @@ pub struct EvalArgs {
     /// With --sweep: skip the fairness runs of the chosen setting (and the defaults) against Cubic.
     #[arg(long, requires = "sweep")]
     no_fairness: bool,
+    /// Check the options and list every run the command would make, one line each, without
+    /// running any or writing anything (runs already in the output folder are listed too).
+    #[arg(long)]
+    dry_run: bool,
     /// Start runs where this trigger expression holds over each trace (e.g. 'event == 1',
     /// 'rtt > 1.5 * avg(rtt, 10s)'), and as many at random moments, then compare the two
     /// (median throughput and p95 RTT). What an expression sees over a trace:
@@ -266,6 +270,10 @@ pub fn eval(a: EvalArgs) -> Result<()> {
             (None, Some(expr)) => Box::new(StartsExperiment { matrix, qdiscs, expr, starts: a.starts.max(1) }),
             (None, None) => Box::new(MatrixExperiment { matrix, qdiscs, ray, seconds }),
         });
+    }
+    if a.dry_run {
+        print!("{}", plan_text(&plan_all(&experiments)?));
+        return Ok(());
     }
     print!("{}", run_all(&experiments, &cx)?);
     Ok(())
