@@ -199,6 +199,30 @@ fn scenario(plan: &Plan, job: &Job) -> Result<Scenario, String> {
     Ok(sc)
 }
 
+impl Plan {
+    /// One line per run, in the order they are handed out (`--dry-run`).
+    pub fn labels(&self) -> Vec<String> {
+        jobs(self)
+            .iter()
+            .map(|j| {
+                let who = j.variant.map_or("reference", |v| self.variants[v].name);
+                let mix = match j.mix {
+                    Mix::Single => "one flow",
+                    Mix::Three => "three staggered flows",
+                    Mix::VsBbr => "against BBRv1",
+                };
+                format!(
+                    "ablation {who} {} {} buffer {} seed {}, {mix}",
+                    j.cc,
+                    self.traces[j.trace].name,
+                    crate::runner::buffer_label(&self.queues[j.queue]),
+                    j.seed
+                )
+            })
+            .collect()
+    }
+}
+
 fn jobs(plan: &Plan) -> Vec<Job> {
     let mut out = Vec::new();
     for trace in 0..plan.traces.len() {
@@ -407,7 +431,17 @@ mod tests {
             variants: VARIANTS[..2].to_vec(),
             jobs: 2,
         };
-        let rows = run(&plan, &|_, _| {}).unwrap();
+        let labels = plan.labels();
+        // The two reference controls, then each variant alone, three staggered, against BBRv1.
+        assert_eq!(labels.len(), 2 + 2 * 3, "{labels:?}");
+        assert_eq!(labels[2], "ablation default leocc const buffer 100 pkts seed 1, one flow");
+        let done = AtomicUsize::new(0);
+        let rows = run(&plan, &|n, total| {
+            assert_eq!(total, labels.len(), "the plan lists every run handed out");
+            done.fetch_max(n, Ordering::Relaxed);
+        })
+        .unwrap();
+        assert_eq!(done.load(Ordering::Relaxed), labels.len());
         assert_eq!(rows.len(), 2);
         for r in &rows {
             assert_eq!(r.cells, 1);

@@ -9,8 +9,9 @@
 //! The kinds: [`MatrixExperiment`] (the engines over traces x buffers x scenarios x controls x
 //! seeds, locally or on Ray), [`SweepExperiment`] (a parameter sweep and its fairness runs),
 //! [`StartsExperiment`] (runs started where a trigger holds against random starts),
-//! [`VideoExperiment`] (ABR sessions) and [`LeotpExperiment`] (the LEOTP chain). `leocc bench
-//! ablation` and `leocc bench robust` run in process and keep their own commands.
+//! [`VideoExperiment`] (ABR sessions), [`LeotpExperiment`] (the LEOTP chain) and
+//! [`AblationExperiment`] (`leocc bench ablation`, in process). `leocc bench robust` keeps its
+//! own command: it draws its paths and scores them per path, not per run.
 
 use std::path::{Path, PathBuf};
 
@@ -215,6 +216,46 @@ impl Experiment for LeotpExperiment {
     fn run(&self, cx: &Context) -> Result<String> {
         let summary = crate::leotp::evaluate(&self.config, &cx.out.join("leotp"))?;
         Ok(format!("LEOTP summary: {}\n", summary.display()))
+    }
+}
+
+/// `leocc bench ablation`: LeoCC's variants against the default and the reference controls
+/// in the simulator, in process ([`crate::ablation`]); the rows also go to `output` as JSON.
+pub struct AblationExperiment {
+    pub plan: crate::ablation::Plan,
+    pub output: Option<PathBuf>,
+}
+
+impl Experiment for AblationExperiment {
+    fn name(&self) -> &'static str {
+        "ablation"
+    }
+    fn plan(&self) -> Result<Vec<String>> {
+        Ok(self.plan.labels())
+    }
+    fn run(&self, _cx: &Context) -> Result<String> {
+        use std::io::IsTerminal;
+        let tty = std::io::stderr().is_terminal();
+        let started = std::time::Instant::now();
+        let progress = |done: usize, total: usize| {
+            let el = started.elapsed().as_secs_f64();
+            let eta = el / done as f64 * (total - done) as f64;
+            if tty {
+                eprint!("\rablation: {done}/{total} runs, {el:.0} s, about {eta:.0} s left   ");
+            } else if done.is_multiple_of(50) || done == total {
+                eprintln!("ablation: {done}/{total} runs, {el:.0} s, about {eta:.0} s left");
+            }
+        };
+        let rows = crate::ablation::run(&self.plan, &progress).map_err(|e| anyhow::anyhow!(e))?;
+        if tty {
+            eprintln!();
+        }
+        if let Some(path) = &self.output {
+            leocc_base::write_atomic(path, serde_json::to_string_pretty(&rows)?.as_bytes())
+                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            eprintln!("ablation: rows written to {}", path.display());
+        }
+        Ok(crate::ablation::table(&rows))
     }
 }
 

@@ -48,12 +48,17 @@ pub fn results_path(out_dir: &Path) -> PathBuf {
 /// A run as a progress line names it: engine, trace, buffer (and its discipline when not
 /// drop-tail), scenario, control, a sweep's parameters, seed. The buffer is in it because the
 /// matrix runs every cell once per buffer: without it two lines would read the same.
-pub fn run_label(spec: &RunSpec) -> String {
-    let q = spec.queue.to_string();
-    let buffer = match q.parse::<u64>() {
+/// A buffer as labels name it: `500 pkts`, `150ms`, `750000b`.
+pub(crate) fn buffer_label(queue: &impl std::fmt::Display) -> String {
+    let q = queue.to_string();
+    match q.parse::<u64>() {
         Ok(_) => format!("{q} pkts"),
         Err(_) => q,
-    };
+    }
+}
+
+pub fn run_label(spec: &RunSpec) -> String {
+    let buffer = buffer_label(&spec.queue);
     let qdisc = match spec.qdisc {
         leocc_sim::Qdisc::DropTail => String::new(),
         other => format!(" {other}"),

@@ -206,12 +206,15 @@ pub struct BenchAblationArgs {
     /// Write the rows as JSON to FILE too.
     #[arg(long, short)]
     pub output: Option<std::path::PathBuf>,
+    /// List the runs, one line each, and run none.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 fn run_ablation(a: BenchAblationArgs) -> anyhow::Result<()> {
-    use leocc_eval::ablation::{self, NamedTrace, Plan, VARIANTS};
+    use leocc_eval::ablation::{NamedTrace, Plan, VARIANTS};
+    use leocc_eval::experiment::{plan_all, plan_text, run_all, AblationExperiment, Context, Experiment};
     use leocc_trace::gen::{generate, Profile};
-    use std::io::IsTerminal;
 
     if !(0.0..1.0).contains(&a.loss) || a.duration <= 0.0 || a.seeds == 0 {
         anyhow::bail!("--loss must be in [0, 1), --duration and --seeds positive");
@@ -272,27 +275,19 @@ fn run_ablation(a: BenchAblationArgs) -> anyhow::Result<()> {
         plan.seeds.len(),
         if plan.multi { ", single flow, three flows and against BBRv1" } else { ", single flow" }
     );
-    let tty = std::io::stderr().is_terminal();
-    let started = Instant::now();
-    let progress = |done: usize, total: usize| {
-        let el = started.elapsed().as_secs_f64();
-        let eta = el / done as f64 * (total - done) as f64;
-        if tty {
-            eprint!("\rablation: {done}/{total} runs, {el:.0} s, about {eta:.0} s left   ");
-        } else if done.is_multiple_of(50) || done == total {
-            eprintln!("ablation: {done}/{total} runs, {el:.0} s, about {eta:.0} s left");
-        }
+    let jobs = plan.jobs;
+    let experiments: Vec<Box<dyn Experiment>> = vec![Box::new(AblationExperiment { plan, output: a.output })];
+    if a.dry_run {
+        print!("{}", plan_text(&plan_all(&experiments)?));
+        return Ok(());
+    }
+    let cx = Context {
+        exe: std::env::current_exe()?,
+        out: std::env::current_dir()?,
+        jobs,
+        command_line: std::env::args().collect::<Vec<_>>().join(" "),
     };
-    let rows = ablation::run(&plan, &progress).map_err(|e| anyhow::anyhow!(e))?;
-    if tty {
-        eprintln!();
-    }
-    print!("{}", ablation::table(&rows));
-    if let Some(path) = &a.output {
-        leocc_base::write_atomic(path, serde_json::to_string_pretty(&rows)?.as_bytes())
-            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-        eprintln!("ablation: rows written to {}", path.display());
-    }
+    print!("{}", run_all(&experiments, &cx)?);
     Ok(())
 }
 
