@@ -237,6 +237,7 @@ pub fn write(out_dir: &Path, records: &[Record], command_line: &str) -> Result<P
         .map(|(&(e, q), _)| ((e, q), across::Group::new(&cells, e, q)))
         .collect();
     html.push_str(&headline_table(&cells, &many));
+    html.push_str(&detection_cost_table(&cells));
     let mut shown: BTreeMap<(&str, &str), usize> = BTreeMap::new();
     for ((engine, trace, queue), (path, queue_label)) in &traces {
         let group = (engine.as_str(), queue.as_str());
@@ -335,6 +336,56 @@ fn queue_label(runs: &[&Record]) -> String {
 
 /// The paper's comparisons, one row per engine and trace with a LeoCC run; one row across
 /// traces for an engine and buffer in `many`.
+/// LeoCC with the detector against LeoCC fed the truth (`leocc-oracle`), wherever both ran
+/// alone in one cell: (engine, trace, buffer, the LeoCC runs, throughput and p95 RTT of each).
+/// The difference is what detection errors cost (missed, late and false events).
+fn detection_costs<'c, 'r>(cells: &'c Cells<'r>) -> Vec<(&'c CellKey, &'c [&'r Record], Option<Stat>, Option<Stat>, Option<Stat>, Option<Stat>)> {
+    cells
+        .iter()
+        .filter(|((_, _, _, scenario, label), _)| scenario == "single" && label == "leocc")
+        .filter_map(|(key @ (engine, trace, queue, scenario, _), runs)| {
+            let oracle = cells.get(&(engine.clone(), trace.clone(), queue.clone(), scenario.clone(), controls::ORACLE_LEOCC.into()))?;
+            Some((
+                key,
+                runs.as_slice(),
+                stat(runs, "throughput_mbps"),
+                stat(oracle, "throughput_mbps"),
+                stat(runs, "rtt_p95_ms"),
+                stat(oracle, "rtt_p95_ms"),
+            ))
+        })
+        .collect()
+}
+
+/// The report's section on what detection errors cost ([`detection_costs`]); empty when no
+/// cell ran `leocc-oracle` beside `leocc`.
+fn detection_cost_table(cells: &Cells) -> String {
+    let rows: String = detection_costs(cells)
+        .into_iter()
+        .map(|((engine, trace, _, _, _), runs, thr, thr_o, p95, p95_o)| {
+            format!(
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{}{}</tr>",
+                esc(engine),
+                esc(trace),
+                esc(&queue_label(runs)),
+                runs.len(),
+                change_cell(thr, thr_o),
+                change_cell(p95, p95_o)
+            )
+        })
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    format!(
+        "<h2>What detection errors cost</h2><p>LeoCC with the reconfiguration detector (the simulator runs the daemon's own detection on a simulated \
+         probe stream) against LeoCC fed the trace's true reconfigurations (<code>leocc-oracle</code>), single-flow runs: the changes are what missed, \
+         late and false events cost. {}</p><table><tr><th>engine</th><th>trace</th><th>buffer</th><th>runs</th>\
+         <th>throughput vs leocc-oracle</th><th>p95 RTT vs leocc-oracle</th></tr>{rows}</table>",
+        esc(NOISE_LEGEND)
+    )
+}
+
 fn headline_table(cells: &Cells, many: &BTreeMap<(&str, &str), across::Group>) -> String {
     let mut rows = String::new();
     // Runs per cell of every LeoCC row and its rivals, for the caption.
@@ -922,6 +973,15 @@ pub fn markdown(records: &[Record]) -> String {
             parts.join("; ")
         );
     }
+    for ((engine, trace, _, _, _), runs, thr, thr_o, p95, p95_o) in detection_costs(&cells) {
+        let _ = writeln!(
+            s,
+            "- {engine}, {trace}, buffer {}: LeoCC with the detector vs leocc-oracle (what detection errors cost): throughput {}, p95 RTT {}.",
+            queue_label(runs),
+            change_text(thr, thr_o),
+            change_text(p95, p95_o)
+        );
+    }
     s
 }
 
@@ -1020,6 +1080,24 @@ mod tests {
         recs.push(run("emu", "leocc", 1, 186.0, 62.0));
         recs.push(run("emu", "bbr", 1, 185.5, 90.0));
         recs
+    }
+
+    /// Where leocc-oracle ran beside leocc, the report and the markdown say what detection
+    /// errors cost, with the noise verdict; elsewhere they say nothing of it.
+    #[test]
+    fn the_report_states_what_detection_errors_cost() {
+        let mut recs = fixed_records();
+        assert!(detection_cost_table(&by_cell(&recs)).is_empty() && !markdown(&recs).contains("leocc-oracle"));
+        for (seed, d) in [(1, -1.0), (2, 0.0), (3, 1.0)] {
+            recs.push(run("sim", "leocc-oracle", seed, 180.0 + d, 55.0 + d));
+        }
+        let md = markdown(&recs);
+        assert!(
+            md.contains("- sim, t, buffer 150ms: LeoCC with the detector vs leocc-oracle (what detection errors cost): throughput +0 % (within noise, n=3), p95 RTT +11 % (beyond noise)."),
+            "{md}"
+        );
+        let html = detection_cost_table(&by_cell(&recs));
+        assert!(html.contains("What detection errors cost") && html.contains("<td>sim</td>") && !html.contains("<td>emu</td>"), "{html}");
     }
 
     #[test]
