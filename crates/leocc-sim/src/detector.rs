@@ -6,8 +6,11 @@
 //! The stream (paper §4.1.1, DESIGN.md's emulator topology): the satellite-side host sends an
 //! ICMP echo to the PoP every 10 ms. Probes do not queue behind TCP data: the terminal and the
 //! PoP answer ICMP on their own queue, so a probe sees only the satellite segment's propagation
-//! delay in each direction (`LinkModel::delay_us`), and it is lost when it crosses the link
-//! during an outage (`LinkModel::in_outage`) or by the trace's random loss. On top of that
+//! delay in each direction (`LinkModel::delay_us`; on a drawn path only the part up to the PoP),
+//! it is held at the satellite hop when it crosses the link during an outage and released when
+//! the outage ends (lost in the outage's first share, which depends on the noise model, and
+//! when the hold would last more than [`MAX_HOLD_US`]), and it is lost by the trace's random
+//! loss. On top of that
 //! comes the per-probe noise fitted to real recordings ([`leocc_probe::gen::ProbeNoise`],
 //! [`ProbeNoiseModel`]): send-timer jitter and slips, RTT jitter (AR(1), spikes, upper-band
 //! visits, congestion episodes) and Gilbert–Elliott background loss. Replies keep FIFO order,
@@ -31,6 +34,11 @@ use serde::Serialize;
 
 use crate::rng::Rng;
 
+/// The longest a probe is held at the satellite hop, µs: one that would wait longer is lost. A
+/// terminal does not keep pings through a link that is gone for seconds (bent-pipe outages
+/// hold probes 45-140 ms, docs/detector.md), and without a bound a trace with a long gap (a
+/// sparse mahimahi file: one delivery a week) would hold every probe sent in it.
+pub const MAX_HOLD_US: u64 = 2_000_000;
 /// The seed's stream of the outages' lost shares (the noise uses streams 2 to 4).
 const STREAM_OUTAGE_SHARE: u64 = 6;
 /// Probe interval (paper §4.1.1: 10 ms).
@@ -228,6 +236,12 @@ impl Detector {
     /// given Δoutage) and `noise` on the probe stream, its draws from `seed`.
     pub fn new(up: LinkModel, down: LinkModel, interval_us: u64, threshold_us: u64, noise: ProbeNoiseModel, seed: u64) -> Detector {
         let cfg = DetectorConfig { threshold_ns: threshold_us * 1000, ..DetectorConfig::default() };
+        Detector::with_config(up, down, interval_us, cfg, noise, seed)
+    }
+
+    /// [`Detector::new`] with the whole detector configuration given (`leocc probe simulate`'s
+    /// options).
+    pub fn with_config(up: LinkModel, down: LinkModel, interval_us: u64, cfg: DetectorConfig, noise: ProbeNoiseModel, seed: u64) -> Detector {
         Detector {
             up,
             down,
@@ -260,6 +274,23 @@ impl Detector {
             next_false_us: 0,
             false_events: 0,
         }
+    }
+
+    /// The detector of a run over `trace`, as `leocc sim` and `leocc probe simulate` both build
+    /// it: its probe stops at the trace's PoP and its warm-up loops whole intervals of the
+    /// trace's schedule. Then `warm_up` (for [`Detector::whole_loops`] of the trace).
+    pub fn on_trace(trace: &leocc_trace::Trace, interval_us: u64, cfg: DetectorConfig, noise: ProbeNoiseModel, seed: u64) -> Detector {
+        use leocc_trace::Dir;
+        Detector::with_config(trace.link(Dir::Up), trace.link(Dir::Down), interval_us, cfg, noise, seed)
+            .with_beyond_pop(trace.beyond_pop_us())
+            .with_warm_loop(&crate::probe_trace::truth_once(trace), trace.duration_us().max(1))
+    }
+
+    /// `warmup_us` rounded up to whole loops of `trace`, so that the run stays on the trace's
+    /// timeline.
+    pub fn whole_loops(warmup_us: u64, trace: &leocc_trace::Trace) -> u64 {
+        let period = trace.duration_us().max(1);
+        warmup_us.div_ceil(period) * period
     }
 
     /// The probe stops at the PoP: `beyond_us` (up, down) of the links' one-way delays lies
@@ -416,7 +447,7 @@ impl Detector {
                 until
             }
         };
-        (t >= lost_until).then_some(o.until)
+        (t >= lost_until && o.until - t <= MAX_HOLD_US).then_some(o.until)
     }
 
     /// Deliver every reply that arrived by run time `now`; returns what happened and the next

@@ -14,8 +14,8 @@
 //!   with jitter and loss fitted to real recordings, fed to the daemon's own detection core
 //!   (`leocc_probe::detect`); its events carry their confidence into the core. With data
 //!   flowing down (the default) an event reaches the sender on the next ACK, confidence as a
-//!   grade, as the TCP-option carrier does. `probe_trace` runs the same detector on the probe
-//!   stream alone over a trace, without flows or noise (`leocc probe simulate`).
+//!   grade, as the TCP-option carrier does. `probe_trace` drives the same stream and detector
+//!   alone over a trace, without flows (`leocc probe simulate`, clean by default).
 //! - **Events** (`event`): one binary heap ordered by (time, sequence number); all randomness
 //!   from one seed (`rng`). The same scenario and seed give the same result, bit for bit.
 //!

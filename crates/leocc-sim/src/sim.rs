@@ -24,6 +24,7 @@ use leocc_trace::{Dir, LinkModel, OPPORTUNITY_BYTES};
 
 use crate::cc::{new_controller, CcConfig, ReconfigEvent};
 use crate::detector::{conf_through_option, Detector};
+use leocc_probe::detect::DetectorConfig;
 use crate::event::{Ev, EventQueue};
 use crate::metrics::{mbps, FlowResult, FlowStats, RunResult, TsRow};
 use leocc_base::record::RunRecord;
@@ -294,16 +295,11 @@ impl World {
         }
         let noise_seed = Rng::derive(sc.seed, STREAM_PROBE_NOISE).next_u64();
         let phase = Rng::derive(sc.seed, STREAM_PROBE_PHASE).below(sc.probe_interval_us.max(1));
-        // A whole number of the trace's loops, so that the run stays on the trace's timeline.
-        let period = trace.duration_us().max(1);
-        let warmup = if sc.detector { sc.detector_warmup_us.div_ceil(period) * period } else { 0 };
-        let detector =
-            Detector::new(trace.link(Dir::Up), trace.link(Dir::Down), sc.probe_interval_us, sc.outage_threshold_us, sc.probe_noise, noise_seed)
-                .with_beyond_pop(trace.beyond_pop_us())
-                .with_scoring(sc.detector_scoring)
-                .with_false_events(sc.false_event_interval_us)
-                .with_warm_loop(&truth_once(trace), period)
-                .warm_up(warmup, phase);
+        let warmup = if sc.detector { Detector::whole_loops(sc.detector_warmup_us, trace) } else { 0 };
+        let cfg = DetectorConfig { threshold_ns: sc.outage_threshold_us * 1000, scoring: sc.detector_scoring, ..DetectorConfig::default() };
+        let detector = Detector::on_trace(trace, sc.probe_interval_us, cfg, sc.probe_noise, noise_seed)
+            .with_false_events(sc.false_event_interval_us)
+            .warm_up(warmup, phase);
         let oracle = oracle_times(trace, sc.duration_us);
         let truth = truth_times(trace, sc.duration_us);
         let mut w = World {
@@ -920,14 +916,7 @@ fn oracle_times(trace: &leocc_trace::Trace, end_us: u64) -> Vec<u64> {
 /// trace's reconfigurations, or those `leocc probe simulate` finds in its outages and level
 /// steps when it lists none), repeated every loop of the trace, up to `end_us`.
 fn truth_times(trace: &leocc_trace::Trace, end_us: u64) -> Vec<u64> {
-    every_loop(&truth_once(trace), trace.duration_us().max(1), end_us)
-}
-
-/// The trace's true reconfigurations within one loop, ascending.
-fn truth_once(trace: &leocc_trace::Trace) -> Vec<u64> {
-    let period = trace.duration_us().max(1);
-    let (once, _) = crate::probe_trace::truth_of(trace);
-    once.into_iter().filter(|&t| t < period).collect()
+    every_loop(&crate::probe_trace::truth_once(trace), trace.duration_us().max(1), end_us)
 }
 
 /// `once` (times within one loop of the trace, ascending) repeated every `period`, the times

@@ -91,10 +91,11 @@ enum ProbeAction {
         #[arg(long)]
         json: bool,
     },
-    /// Evaluate the detection logic in a pure simulation: probes every interval over a trace's
-    /// link model (loss during outages and by the trace's loss rate, the trace's delays),
-    /// scored against the trace's ground truth. Prints precision, recall, detection delay and
-    /// the probe overhead.
+    /// Evaluate the detection logic in a pure simulation: the probe stream `leocc sim` feeds
+    /// its detector (probes every interval over the trace's delays up to the PoP, held through
+    /// outages, lost by the trace's loss rate, with the chosen noise), without flows, scored
+    /// against the trace's ground truth. Prints precision, recall, detection delay and the
+    /// probe overhead.
     Simulate {
         #[command(flatten)]
         traces: TraceSet,
@@ -107,6 +108,15 @@ enum ProbeAction {
         /// Loss-draw seed.
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Noise on the probe stream: none (the trace alone), bentpipe or isl (the fits to real
+        /// recordings that `leocc sim` uses; its default is bentpipe).
+        #[arg(long, default_value = "none", value_parser = parse_noise)]
+        probe_noise: leocc_sim::detector::ProbeNoiseModel,
+        /// Seconds the detector has been probing before the loop that is scored (rounded up
+        /// to whole loops of the trace), as a daemon that runs all the time and as `leocc sim`
+        /// warms it; 0: it starts cold with the trace.
+        #[arg(long, default_value_t = 300.0)]
+        detector_warmup: f64,
         /// Print one JSON object per trace.
         #[arg(long)]
         json: bool,
@@ -324,8 +334,11 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<()> {
         }
         Some(ProbeAction::Gen { gen, output }) => gen_cmd(&gen, &output),
         Some(ProbeAction::Bench { seeds, duration, json }) => bench_cmd(seeds, duration, json),
-        Some(ProbeAction::Simulate { traces, threshold_ms, interval_ms, seed, json }) => {
-            simulate_cmd(&traces.load()?, threshold_ms, interval_ms, seed, json)
+        Some(ProbeAction::Simulate { traces, threshold_ms, interval_ms, seed, probe_noise, detector_warmup, json }) => {
+            if !(0.0..=86_400.0).contains(&detector_warmup) {
+                anyhow::bail!("--detector-warmup {detector_warmup}: seconds from 0 to 86400");
+            }
+            simulate_cmd(&traces.load()?, threshold_ms, interval_ms, seed, probe_noise, (detector_warmup * 1e6) as u64, json)
         }
         Some(ProbeAction::Emulate { traces, threshold_ms, max_seconds, keep_logs }) => {
             emulate_cmd(&traces.load()?, threshold_ms, max_seconds, keep_logs.as_deref())
@@ -652,13 +665,27 @@ fn overhead_line(what: &str, bps: f64) -> String {
     format!("probe overhead{what}: {:.1} kbit/s per direction at the IP layer ({:.3} % of a 10 Mbit/s uplink)", bps / 1e3, bps * 100.0 / REFERENCE_UPLINK_BPS)
 }
 
-fn simulate_cmd(traces: &[(String, leocc_trace::Trace)], threshold_ms: f64, interval_ms: f64, seed: u64, json: bool) -> anyhow::Result<()> {
+fn parse_noise(s: &str) -> Result<leocc_sim::detector::ProbeNoiseModel, String> {
+    leocc_sim::detector::ProbeNoiseModel::parse(s)
+}
+
+fn simulate_cmd(
+    traces: &[(String, leocc_trace::Trace)],
+    threshold_ms: f64,
+    interval_ms: f64,
+    seed: u64,
+    noise: leocc_sim::detector::ProbeNoiseModel,
+    warmup_us: u64,
+    json: bool,
+) -> anyhow::Result<()> {
     use leocc_probe::icmp::overhead_bps;
     use leocc_sim::probe_trace::{simulate, SimConfig};
     let cfg = SimConfig {
         interval_us: ms_to_ns("interval-ms", interval_ms, 1.0)? / 1000,
         seed,
         detector: DetectorConfig { threshold_ns: ms_to_ns("threshold-ms", threshold_ms, 1.0)?, ..DetectorConfig::default() },
+        noise,
+        warmup_us,
     };
     let mut all = Totals::default();
     for (name, trace) in traces {
