@@ -426,21 +426,9 @@ mod tests {
 
     #[test]
     fn a_simulator_run_recorded_with_another_probe_is_not_resumed() {
-        use crate::matrix::{Engine, Matrix, Scenario};
+        use crate::matrix::{test_matrix, Engine, Scenario};
         use leocc_sim::detector::ProbeNoiseModel;
-        let m = Matrix {
-            engine: Engine::Sim,
-            traces: vec!["traces/a.trace".into()],
-            ccs: vec!["cubic".into()],
-            scenarios: vec![Scenario::Single],
-            runs: 1,
-            seed: 1,
-            duration_s: Some(5.0),
-            queues: crate::matrix::parse_queues("500").unwrap(),
-            loss: None,
-            oracle_reconfig: false,
-        };
-        let mut specs = m.expand(|_| 5.0);
+        let mut specs = test_matrix(vec![Scenario::Single]).expand(|_| 30.0);
         let key = specs[0].key.clone();
         let row = |noise: &str| Record(serde_json::json!({"key": key, "detection": {"probe_noise": noise}}));
         let file = Path::new("out/results.jsonl");

@@ -28,14 +28,14 @@ use leocc_trace::isl::{self, ChainSpec};
 use leocc_base::metrics::{mean, quantile_rounded};
 use leocc_trace::{Dir, LinkModel};
 use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 
 mod record;
 mod report;
 
 pub use record::{EndpointFlow, LeotpRecord};
 pub use report::report;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 
 /// Seconds per run unless told otherwise: long enough for a handover or two per hop.
 pub const DEFAULT_DURATION_S: f64 = 20.0;
