@@ -81,7 +81,9 @@ pub fn simulate(trace: &Trace, cfg: &SimConfig) -> SimResult {
         d.advance(t);
         t = d.send_probe(t).1;
     }
-    d.advance(u64::MAX);
+    while let Some(at) = d.next_arrival_us() {
+        d.advance(at);
+    }
     let (truth, truth_source) = truth_of(trace);
     let truth: Vec<u64> = truth.into_iter().filter(|&x| x < end).collect();
     SimResult { probes: d.probes_sent, replies: d.replies, truth_source, score: d.score(&truth) }
