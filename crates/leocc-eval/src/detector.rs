@@ -9,7 +9,7 @@ use leocc_probe::detect::DetectorConfig;
 use leocc_probe::net::parse_target;
 use leocc_probe::replay::Score;
 use leocc_probe::replay::score_log;
-use leocc_sim::probe_trace::truth_of;
+use leocc_sim::detector::truth_of;
 use leocc_trace::{Dir, Trace};
 use std::path::{Path, PathBuf};
 

@@ -77,17 +77,10 @@ impl VideoRecord {
     fn from_harness(mut v: Value, engine: Engine, what: &Path) -> Result<VideoRecord> {
         if let Some(o) = v.as_object_mut() {
             o.remove("chunks_log");
-            o.insert("engine".into(), engine_name(engine).into());
+            o.insert("engine".into(), engine.to_string().into());
             o.insert("schema".into(), SCHEMA.into());
         }
         serde_json::from_value(v).with_context(|| format!("{}: not a video session record", what.display()))
-    }
-}
-
-fn engine_name(e: Engine) -> &'static str {
-    match e {
-        Engine::Sim => "sim",
-        Engine::Emu => "emu",
     }
 }
 

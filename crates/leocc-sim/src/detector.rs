@@ -283,7 +283,7 @@ impl Detector {
         use leocc_trace::Dir;
         Detector::with_config(trace.link(Dir::Up), trace.link(Dir::Down), interval_us, cfg, noise, seed)
             .with_beyond_pop(trace.beyond_pop_us())
-            .with_warm_loop(&crate::probe_trace::truth_once(trace), trace.duration_us().max(1))
+            .with_warm_loop(&truth_once(trace), trace.duration_us().max(1))
     }
 
     /// `warmup_us` rounded up to whole loops of `trace`, so that the run stays on the trace's
@@ -543,6 +543,27 @@ impl Detector {
                 .then(|| self.confidences.iter().map(|&c| f64::from(c)).sum::<f64>() / self.confidences.len() as f64),
         }
     }
+}
+
+/// Ground truth of a trace, µs, and where it came from: its reconfiguration times, or those
+/// the trace crate detects from its outages and level steps when it lists none. What the
+/// detector is scored against and what its warm-up loops.
+pub fn truth_of(trace: &leocc_trace::Trace) -> (Vec<u64>, &'static str) {
+    if !trace.reconfigurations_us().is_empty() {
+        return (trace.reconfigurations_us().to_vec(), "trace");
+    }
+    let dir = match trace.meta.direction {
+        leocc_trace::Measured::Up => leocc_trace::Dir::Up,
+        _ => leocc_trace::Dir::Down,
+    };
+    (leocc_trace::stats::detect_reconfigurations(trace, dir), "detected from the trace")
+}
+
+/// The trace's true reconfigurations within one loop, ascending.
+pub fn truth_once(trace: &leocc_trace::Trace) -> Vec<u64> {
+    let period = trace.duration_us().max(1);
+    let (once, _) = truth_of(trace);
+    once.into_iter().filter(|&t| t < period).collect()
 }
 
 /// The confidence a sender's core receives for an event the receiver's host carried in the

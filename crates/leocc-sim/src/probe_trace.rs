@@ -13,10 +13,10 @@
 
 use leocc_probe::detect::DetectorConfig;
 use leocc_probe::replay::Score;
-use leocc_trace::{Dir, Trace};
+use leocc_trace::Trace;
 use serde::Serialize;
 
-use crate::detector::{Detector, ProbeNoiseModel};
+use crate::detector::{truth_of, Detector, ProbeNoiseModel};
 #[cfg(test)]
 use crate::detector::DEFAULT_WARMUP_US;
 
@@ -47,25 +47,6 @@ pub struct SimResult {
     pub truth_source: &'static str,
     /// The score (times in µs of trace time, but stored as ns-free integers: µs).
     pub score: Score,
-}
-
-/// Ground truth of a trace, µs, and where it came from.
-pub fn truth_of(trace: &Trace) -> (Vec<u64>, &'static str) {
-    if !trace.reconfigurations_us().is_empty() {
-        return (trace.reconfigurations_us().to_vec(), "trace");
-    }
-    let dir = match trace.meta.direction {
-        leocc_trace::Measured::Up => Dir::Up,
-        _ => Dir::Down,
-    };
-    (leocc_trace::stats::detect_reconfigurations(trace, dir), "detected from the trace")
-}
-
-/// The trace's true reconfigurations within one loop, ascending.
-pub fn truth_once(trace: &Trace) -> Vec<u64> {
-    let period = trace.duration_us().max(1);
-    let (once, _) = truth_of(trace);
-    once.into_iter().filter(|&t| t < period).collect()
 }
 
 /// Runs the probe stream over one loop of `trace`, after the warm-up, and scores the

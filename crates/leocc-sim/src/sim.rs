@@ -916,7 +916,7 @@ fn oracle_times(trace: &leocc_trace::Trace, end_us: u64) -> Vec<u64> {
 /// trace's reconfigurations, or those `leocc probe simulate` finds in its outages and level
 /// steps when it lists none), repeated every loop of the trace, up to `end_us`.
 fn truth_times(trace: &leocc_trace::Trace, end_us: u64) -> Vec<u64> {
-    every_loop(&crate::probe_trace::truth_once(trace), trace.duration_us().max(1), end_us)
+    every_loop(&crate::detector::truth_once(trace), trace.duration_us().max(1), end_us)
 }
 
 /// `once` (times within one loop of the trace, ascending) repeated every `period`, the times

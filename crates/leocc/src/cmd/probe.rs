@@ -110,7 +110,7 @@ enum ProbeAction {
         seed: u64,
         /// Noise on the probe stream: none (the trace alone), bentpipe or isl (the fits to real
         /// recordings that `leocc sim` uses; its default is bentpipe).
-        #[arg(long, default_value = "none", value_parser = parse_noise)]
+        #[arg(long, default_value = "none", value_parser = leocc_sim::detector::ProbeNoiseModel::parse)]
         probe_noise: leocc_sim::detector::ProbeNoiseModel,
         /// Seconds the detector has been probing before the loop that is scored (rounded up
         /// to whole loops of the trace), as a daemon that runs all the time and as `leocc sim`
@@ -663,10 +663,6 @@ const REFERENCE_UPLINK_BPS: f64 = 10e6;
 
 fn overhead_line(what: &str, bps: f64) -> String {
     format!("probe overhead{what}: {:.1} kbit/s per direction at the IP layer ({:.3} % of a 10 Mbit/s uplink)", bps / 1e3, bps * 100.0 / REFERENCE_UPLINK_BPS)
-}
-
-fn parse_noise(s: &str) -> Result<leocc_sim::detector::ProbeNoiseModel, String> {
-    leocc_sim::detector::ProbeNoiseModel::parse(s)
 }
 
 fn simulate_cmd(
