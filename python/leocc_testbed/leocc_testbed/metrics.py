@@ -94,6 +94,6 @@ def node_metrics(cfg, monitor, active_path) -> list[Metric]:
     return [
         ("leocc_testbed_node_info", "gauge", "The node's terminal and role (value 1).", [({"dish": cfg.dish, "role": cfg.role, "host": cfg.host}, 1)]),
         ("leocc_testbed_experiment_running", "gauge", "1 while an experiment runs on the terminal.", [({"dish": cfg.dish}, 1 if active_path.exists() else 0)]),
-        ("leocc_testbed_user_traffic_mbps", "gauge", "Traffic through the terminal's interface over the last second, Mbit/s (NaN: not watched).", [({"dish": cfg.dish}, float("nan") if rate is None else rate)]),
+        ("leocc_testbed_user_traffic_mbps", "gauge", "Traffic through the terminal's interface over the last second, less a running experiment's own, Mbit/s (NaN: not watched).", [({"dish": cfg.dish}, float("nan") if rate is None else rate)]),
         ("leocc_testbed_scavenger_threshold_mbps", "gauge", "User traffic above which overhead experiments stop, Mbit/s (NaN: scavenger mode off).", [({"dish": cfg.dish}, float("nan") if cfg.scavenger_mbps is None else cfg.scavenger_mbps)]),
     ]

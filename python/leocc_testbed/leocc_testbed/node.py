@@ -116,9 +116,10 @@ def _serve_node_metrics(cfg: NodeConfig, address: str) -> None:
     import time
 
     from .metrics import node_metrics, serve
-    from .runner import SAMPLE_S, TrafficMonitor, active_marker
+    from .runner import SAMPLE_S, TrafficMonitor, active_marker, active_own_traffic
 
-    monitor = TrafficMonitor(cfg) if cfg.iface else None
+    # The experiment's own traffic is left out here as scavenger mode leaves it out.
+    monitor = TrafficMonitor(cfg, lambda: active_own_traffic(cfg.dish)) if cfg.iface else None
     if monitor is not None:
 
         def sample_forever():

@@ -31,6 +31,7 @@ import tempfile
 import time
 from collections import deque
 from pathlib import Path
+from typing import Callable
 
 from .experiments import KINDS
 from .jobs import Job
@@ -135,10 +136,16 @@ class ServerSide:
 class TrafficMonitor:
     """The terminal's user traffic: bytes per second through its interface over the last
     WINDOW_S, less what the experiment's own sockets sent and received (`own`: the counts
-    `leocc kernel traffic` writes, with the interface's link header added per segment)."""
+    `leocc kernel traffic` writes, with the interface's link header added per segment).
 
-    def __init__(self, cfg: NodeConfig, own: Path | None = None):
-        self.cfg, self.own = cfg, own
+    `own` is the run's count file, or a function naming the file of whichever run is going
+    (None between runs), as the node's metrics need: when the file changes the window starts
+    again, since one run's cumulative count must not be subtracted from another's bytes."""
+
+    def __init__(self, cfg: NodeConfig, own: Path | Callable[[], Path | None] | None = None):
+        self.cfg = cfg
+        self._own_of = own if callable(own) else (lambda: own)
+        self.own: Path | None = None
         self.samples: deque[tuple[float, int]] = deque()
         self.latest: float | None = None
         self.header = self._link_header()
@@ -167,6 +174,10 @@ class TrafficMonitor:
     def sample(self) -> float | None:
         """Take a sample; the rate in Mbit/s over the window, None until it spans WINDOW_S / 2."""
         now = time.monotonic()
+        own = self._own_of()
+        if own != self.own:
+            self.own = own
+            self.samples.clear()
         self.samples.append((now, self._bytes()))
         while len(self.samples) > 2 and now - self.samples[1][0] >= WINDOW_S:
             self.samples.popleft()
@@ -207,7 +218,9 @@ def execute(job: Job, cfg: NodeConfig, run_dir: Path, peer: dict | None = None) 
     out_path, err_path = run_dir / "stdout", run_dir / "stderr"
     marker = active_marker(cfg.dish)
     marker.parent.mkdir(parents=True, exist_ok=True)
-    marker.write_text(json.dumps({"argv": cmd, "started": result["started"]}))
+    tmp = marker.with_suffix(".tmp")  # the node's metrics read it while it is written
+    tmp.write_text(json.dumps({"argv": cmd, "started": result["started"], "own_traffic": None if own is None else str(own)}))
+    tmp.replace(marker)
     try:
         result = _run(job, cfg, cmd, result, mon, out_path, err_path)
     finally:
@@ -220,6 +233,15 @@ def execute(job: Job, cfg: NodeConfig, run_dir: Path, peer: dict | None = None) 
 def active_marker(dish: str) -> Path:
     """The file that says an experiment runs on the terminal (the node's metrics read it)."""
     return node_dir() / "active" / f"{dish}.json"
+
+
+def active_own_traffic(dish: str) -> Path | None:
+    """The count file of the experiment running on the terminal, if it counts its own traffic."""
+    try:
+        own = json.loads(active_marker(dish).read_text()).get("own_traffic")
+    except (OSError, ValueError):
+        return None  # no run, or its marker is being written
+    return None if own is None else Path(own)
 
 
 def _run(job: Job, cfg: NodeConfig, cmd: list[str], result: dict, mon, out_path: Path, err_path: Path) -> dict:

@@ -238,10 +238,13 @@ def test_scavenger_mode_leaves_the_experiments_own_traffic_out(cluster, tmp_path
     # An overhead iperf3 run at 200 Mbit/s through a terminal whose threshold is 50: its own
     # traffic (counted in the kernel, `leocc kernel traffic`) is not the user's, so it runs to
     # the end; the same run with 150 Mbit/s of user traffic beside it is stopped, and the user
-    # rate it reports is the user's alone.
+    # rate it reports is the user's alone. The node's metric leaves it out too.
     term = Terminal("o")
     try:
-        cluster.add_node("dish-o", "--netns", term.dish_ns, "--iface", "tb0", "--scavenger-mbps", "50")
+        port = free_port()
+        cluster.add_node("dish-o", "--netns", term.dish_ns, "--iface", "tb0", "--scavenger-mbps", "50", "--metrics", f"127.0.0.1:{port}")
+        scrape = lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()  # noqa: E731
+        metric = lambda text, name: float(next(l for l in text.splitlines() if l.startswith(name)).split()[1])  # noqa: E731
         cluster.add_node("cloud-o", "--netns", term.far_ns, "--serve-addr", "10.250.0.2", role="server")
         st = Store(tmp_path / "state.db")
         iperf = lambda name, secs: jobs.parse(  # noqa: E731
@@ -249,12 +252,22 @@ def test_scavenger_mode_leaves_the_experiments_own_traffic_out(cluster, tmp_path
             f'[experiment]\nkind = "iperf3"\nserver = "cloud-o"\ncc = "cubic"\nduration_s = {secs}\nbitrate_mbps = 200\n', name)
         quiet = st.add_job(iperf("quiet", 4), time.time())
         orch = connected(cluster, st, tmp_path / "out")
-        serve_until(orch, lambda: all_done(st), 120)
+        seen = []  # the node's user traffic metric while the run goes
+
+        def watch():
+            text = scrape()
+            if metric(text, "leocc_testbed_experiment_running") == 1:
+                seen.append(metric(text, "leocc_testbed_user_traffic_mbps"))
+            return all_done(st)
+
+        serve_until(orch, watch, 120)
         (run,) = st.runs("job_id = ?", (quiet,))
         assert run.state == "done", run.detail
         own = json.loads(run.result)["own_traffic"]
         own_mbps = (own["rx_bytes"] + own["tx_bytes"]) * 8 / 4 / 1e6
         assert 150 < own_mbps < 260, own
+        seen = [x for x in seen if x == x]  # NaN: the window restarting as the run began
+        assert len(seen) >= 5 and max(seen) < 50, f"the node's metric counted the run's own traffic: {seen}"
 
         busy = st.add_job(iperf("busy", 60), time.time())
         serve_until(orch, lambda: bool(list((cluster.tmp / "nodes" / "runs").glob("busy-*"))), 60)
