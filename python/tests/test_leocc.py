@@ -149,6 +149,13 @@ class ResultsTest(unittest.TestCase):
             self.assertEqual(len(both), len(ts) + 1)
             late = leocc.read_timeseries(d, runs=leocc.read_results(d).query("key == 'late'"))
             self.assertEqual(list(late["throughput_mbps"]), [12.5])
+            # A run made again (`bench fidelity --rerun`) lands in a newer part: its new series
+            # replaces the folded one, and the other runs' stay.
+            again = ts[ts.key == res["key"][0]].head(3).assign(throughput_mbps=99.0)
+            again.to_parquet(os.path.join(d, "ts", "part-00001.parquet"), index=False)
+            ts2 = leocc.read_timeseries(d)
+            self.assertEqual(list(ts2[ts2.key == res["key"][0]]["throughput_mbps"]), [99.0] * 3)
+            self.assertEqual(len(ts2[ts2.key == res["key"][1]]), 50)
 
 
 if __name__ == "__main__":

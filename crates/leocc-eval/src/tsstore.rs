@@ -11,9 +11,13 @@
 //! the part is an integer, DOUBLE when every value is a number, UTF8 otherwise; a run without a
 //! column the part has gets nulls there. The part's metadata lists its run keys
 //! (`leocc.runs`), which is how a reader finds a run without scanning, and how an interrupted
-//! compaction is finished: a CSV whose key a part already holds was folded, and is removed.
+//! compaction is finished: a CSV whose key a part written after it already holds was folded,
+//! and is removed. A CSV newer than the part that holds its key is a run made again
+//! (`leocc bench fidelity --rerun`): it is folded into a new part, and the newest part that
+//! holds a key is that run's series.
 //!
-//! Readers ([`Store::read`]) take a run's CSV when it is still there, else its part.
+//! Readers ([`Store::read`]) take a run's CSV when it is still there, else the newest part that
+//! holds it.
 
 use crate::report::TsRow;
 use anyhow::{bail, Context, Result};
@@ -69,10 +73,12 @@ pub fn compact(out_dir: &Path, runs: &[Pending]) -> Result<Compacted> {
     let mut done = Compacted::default();
     let mut tables = BTreeMap::new();
     for r in runs.iter().filter(|r| r.csv.exists()) {
-        if store.part_of.contains_key(&r.key) {
-            remove(&r.csv)?;
-            done.already_folded += 1;
-            continue;
+        if let Some(&i) = store.part_of.get(&r.key) {
+            if !newer(&r.csv, &store.parts[i]) {
+                remove(&r.csv)?;
+                done.already_folded += 1;
+                continue;
+            }
         }
         match Csv::read(&r.csv) {
             Ok(t) => {
@@ -146,6 +152,12 @@ fn process_alive(pid: u32) -> bool {
     }
     // SAFETY: signal 0 only checks for existence and permission.
     unsafe { libc::kill(pid, 0) == 0 || *libc::__errno_location() == libc::EPERM }
+}
+
+/// Whether file `a` was written after file `b` (an unreadable time counts as older).
+fn newer(a: &Path, b: &Path) -> bool {
+    let t = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    matches!((t(a), t(b)), (Some(a), Some(b)) if a > b)
 }
 
 fn remove(p: &Path) -> Result<()> {
@@ -345,7 +357,7 @@ fn write_part(path: &Path, tables: &BTreeMap<String, (Csv, PathBuf)>) -> Result<
 pub struct Store {
     dir: PathBuf,
     parts: Vec<PathBuf>,
-    /// Run key -> index into `parts`.
+    /// Run key -> index into `parts` of the newest part that holds it.
     part_of: HashMap<String, usize>,
 }
 
@@ -621,8 +633,10 @@ mod tests {
             }],
         )
         .unwrap();
-        // A compaction killed after its part was renamed in but before the CSV was removed.
+        // A compaction killed after its part was renamed in but before the CSV was removed:
+        // the CSV is older than the part.
         write_csv(&d, "a.csv", SIM);
+        set_age(&a, &d.join("ts/part-00000.parquet"), -1);
         let b = write_csv(&d, "b.csv", EMU);
         let c = compact(
             &d,
@@ -662,6 +676,30 @@ mod tests {
             .unwrap(),
             Compacted::default()
         );
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// Sets `file`'s modification time `secs` seconds from `reference`'s.
+    fn set_age(file: &Path, reference: &Path, secs: i64) {
+        let t = std::fs::metadata(reference).unwrap().modified().unwrap();
+        let t = if secs < 0 { t - std::time::Duration::from_secs(secs.unsigned_abs()) } else { t + std::time::Duration::from_secs(secs as u64) };
+        std::fs::File::options().write(true).open(file).unwrap().set_modified(t).unwrap();
+    }
+
+    /// A run made again after its series was folded (`bench fidelity --rerun`): its new CSV,
+    /// newer than the part, is folded into a new part, and readers take the new series.
+    #[test]
+    fn a_run_made_again_replaces_its_folded_series() {
+        let d = tmp("rerun");
+        let a = write_csv(&d, "a.csv", SIM);
+        compact(&d, &[Pending { key: "a".into(), csv: a.clone() }]).unwrap();
+        let before = Store::open(&d).unwrap().read("a", "ts/a.csv").unwrap();
+        write_csv(&d, "a.csv", EMU);
+        set_age(&a, &d.join("ts/part-00000.parquet"), 1);
+        let c = compact(&d, &[Pending { key: "a".into(), csv: a.clone() }]).unwrap();
+        assert_eq!((c.runs, c.already_folded), (1, 0));
+        let after = Store::open(&d).unwrap().read("a", "ts/a.csv").unwrap();
+        assert_ne!(format!("{before:?}"), format!("{after:?}"), "the new series, not the folded one");
         std::fs::remove_dir_all(&d).unwrap();
     }
 

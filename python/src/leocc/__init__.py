@@ -204,11 +204,16 @@ def read_timeseries(path: PathLike, runs: Optional[pd.DataFrame] = None) -> pd.D
     runs = read_results(f) if runs is None else runs
     keys = set(runs["key"]) if len(runs) else set()
     frames = []
-    for part in sorted(glob.glob(os.path.join(base, TS_DIR, "part-*.parquet"))):
-        df = pd.read_parquet(part, filters=[("key", "in", sorted(keys))]) if keys else None
+    folded: set = set()
+    # Newest part first: a run made again (`leocc bench fidelity --rerun`) is folded into a new
+    # part, and its series there replaces the older one.
+    for part in sorted(glob.glob(os.path.join(base, TS_DIR, "part-*.parquet")), reverse=True):
+        wanted = sorted(keys - folded)
+        df = pd.read_parquet(part, filters=[("key", "in", wanted)]) if wanted else None
         if df is not None and len(df):
             frames.append(df)
-    folded = set().union(*(set(df["key"]) for df in frames)) if frames else set()
+            folded |= set(df["key"])
+    frames.reverse()
     csv = _csv_series(base, runs[~runs["key"].isin(folded)]) if len(runs) else pd.DataFrame()
     if len(csv):
         frames.append(csv)
