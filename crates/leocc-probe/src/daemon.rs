@@ -46,9 +46,6 @@ const ANNOUNCE_FIRST_NS: u64 = 1_000_000_000;
 const ANNOUNCE_MAX_NS: u64 = 300_000_000_000;
 /// State file refresh period, ns: 1 s.
 const STATE_PERIOD_NS: u64 = 1_000_000_000;
-/// Minimum gap between two signal writes without a new event, ns: 50 ms keeps the freshness
-/// stamp far inside the kernel's 1 s staleness limit at 20 map updates per second.
-const PUBLISH_PERIOD_NS: u64 = 50_000_000;
 /// Retry period for a publisher that failed (map not loaded yet), ns: 5 s.
 const PUBLISH_RETRY_NS: u64 = 5_000_000_000;
 /// Events kept in the state file.
@@ -276,7 +273,6 @@ impl Backoff {
 struct PublishState {
     sink: Option<Box<dyn Publisher>>,
     ok: Option<bool>,
-    last_ns: u64,
     retry_at_ns: u64,
     seq_base: u64,
 }
@@ -361,7 +357,7 @@ pub fn run_with_triggers(opts: Options, publisher: Option<Box<dyn Publisher>>, a
         pop,
         log,
         instance,
-        publish: PublishState { sink: publisher, ok: None, last_ns: 0, retry_at_ns: 0, seq_base: 0 },
+        publish: PublishState { sink: publisher, ok: None, retry_at_ns: 0, seq_base: 0 },
         start_mono: now,
         start_wall: net::wall_ns(),
         seq: 0,
@@ -637,16 +633,16 @@ impl Daemon {
         }
     }
 
+    /// Every valid reply is published: its RTT is one sample of the terminal-PoP path for
+    /// LeoCC's band range (`leocc_on_path`, which needs `path_min_samples` of them, 200 ms of
+    /// probes at 10 ms). Throttled to one write per 50 ms, a flow waited a second for its range
+    /// and saw a fifth of the probes the simulator gives it (docs/simulator.md).
     fn publish_signal(&mut self, now: u64, force: bool) {
         let p = &mut self.publish;
         let Some(sink) = p.sink.as_mut() else { return };
         if p.ok == Some(false) && now < p.retry_at_ns && !force {
             return;
         }
-        if !force && now.saturating_sub(p.last_ns) < PUBLISH_PERIOD_NS {
-            return;
-        }
-        p.last_ns = now;
         match sink.publish(&self.last_signal) {
             Ok(()) => {
                 if p.ok != Some(true) {

@@ -709,6 +709,8 @@ fn hostile_subscribers_neither_silence_the_signal_nor_starve_subscribers() {
     let worst = gaps.iter().copied().max().unwrap_or(0);
     println!("flood of {HOSTILE} connections took {flood_ms:.0} ms; {} publishes, worst gap outside outages {:.1} ms", record.len(), worst as f64 / 1e6);
     assert!(worst < 250 * MS, "the signal went stale for {:.0} ms", worst as f64 / 1e6);
+    // Every reply is published: its RTT is one sample of LeoCC's path range.
+    assert!(record.len() as u64 * 10 >= summary.replies * 9, "{} publishes for {} replies", record.len(), summary.replies);
     // The subscriber from before the flood saw every event.
     let seqs: Vec<u64> = early.lock().unwrap().iter().filter_map(|(_, l)| subscribe::parse_line(l).ok()).map(|s| s.seq).collect();
     for k in 1..=ev.len() as u64 {
