@@ -69,6 +69,16 @@ def serve_until(orch: Orchestrator, done, timeout_s: float) -> None:
         orch.step()
 
 
+def scrape_metrics(port: int) -> str:
+    """What a node serves at /metrics on loopback `port`."""
+    return urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+
+
+def metric(text: str, name: str) -> float:
+    """The value of the first sample of `name` in a Prometheus text page."""
+    return float(next(l for l in text.splitlines() if l.startswith(name)).split()[1])
+
+
 def all_done(st: Store) -> bool:
     return all(state != "active" for _, _, state, _ in st.jobs())
 
@@ -195,8 +205,7 @@ def test_scavenger_mode_stops_an_overhead_run_and_reschedules_it(cluster, tmp_pa
     try:
         port = free_port()
         cluster.add_node("dish-s", "--netns", term.dish_ns, "--iface", "tb0", "--scavenger-mbps", "20", "--metrics", f"127.0.0.1:{port}")
-        scrape = lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()  # noqa: E731
-        metric = lambda text, name: float(next(l for l in text.splitlines() if l.startswith(name)).split()[1])  # noqa: E731
+        scrape = lambda: scrape_metrics(port)  # noqa: E731
         st = Store(tmp_path / "state.db")
         jid = st.add_job(job("scav", "dish-s", duration=3600, extra="overhead = true\nreschedule_after_s = 1"), time.time())
         orch = connected(cluster, st, tmp_path / "out")
@@ -243,8 +252,7 @@ def test_scavenger_mode_leaves_the_experiments_own_traffic_out(cluster, tmp_path
     try:
         port = free_port()
         cluster.add_node("dish-o", "--netns", term.dish_ns, "--iface", "tb0", "--scavenger-mbps", "50", "--metrics", f"127.0.0.1:{port}")
-        scrape = lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()  # noqa: E731
-        metric = lambda text, name: float(next(l for l in text.splitlines() if l.startswith(name)).split()[1])  # noqa: E731
+        scrape = lambda: scrape_metrics(port)  # noqa: E731
         cluster.add_node("cloud-o", "--netns", term.far_ns, "--serve-addr", "10.250.0.2", role="server")
         st = Store(tmp_path / "state.db")
         iperf = lambda name, secs: jobs.parse(  # noqa: E731
