@@ -51,6 +51,13 @@ def node_versions(leocc: str) -> dict:
     return {"leocc": out, "ray": ray_version, "python": platform.python_version(), "kernel": platform.release()}
 
 
+def write_text_atomic(path: Path, text: str) -> None:
+    """Writes `path` through a temporary beside it, so a reader never sees it half written."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
 def node_dir() -> Path:
     """Where node descriptions live: $LEOCC_TESTBED_NODE_DIR, else /run/leocc-testbed."""
     return Path(os.environ.get(NODE_DIR_ENV, DEFAULT_NODE_DIR))
@@ -76,9 +83,7 @@ class NodeConfig:
         d = directory or node_dir()
         d.mkdir(parents=True, exist_ok=True)
         path = d / f"{self.dish}.json"
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(asdict(self), indent=1))
-        tmp.replace(path)
+        write_text_atomic(path, json.dumps(asdict(self), indent=1))
         return path
 
     @classmethod

@@ -35,7 +35,7 @@ from typing import Callable
 
 from .experiments import KINDS
 from .jobs import Job
-from .node import NodeConfig, node_dir
+from .node import NodeConfig, node_dir, write_text_atomic
 from .proc import die_with_parent, stop_group
 
 # Scavenger mode's sampling period and averaging window: a user's traffic is seen within
@@ -138,13 +138,13 @@ class TrafficMonitor:
     WINDOW_S, less what the experiment's own sockets sent and received (`own`: the counts
     `leocc kernel traffic` writes, with the interface's link header added per segment).
 
-    `own` is the run's count file, or a function naming the file of whichever run is going
-    (None between runs), as the node's metrics need: when the file changes the window starts
-    again, since one run's cumulative count must not be subtracted from another's bytes."""
+    `own_of` names the count file of whichever run is going (None: none, or between runs): when
+    it changes the window starts again, since one run's cumulative count must not be subtracted
+    from another's bytes."""
 
-    def __init__(self, cfg: NodeConfig, own: Path | Callable[[], Path | None] | None = None):
+    def __init__(self, cfg: NodeConfig, own_of: Callable[[], Path | None] = lambda: None):
         self.cfg = cfg
-        self._own_of = own if callable(own) else (lambda: own)
+        self._own_of = own_of
         self.own: Path | None = None
         self.samples: deque[tuple[float, int]] = deque()
         self.latest: float | None = None
@@ -210,7 +210,7 @@ def execute(job: Job, cfg: NodeConfig, run_dir: Path, peer: dict | None = None) 
     own = run_dir / OWN_TRAFFIC if scavenging and KINDS[job.experiment.kind].crosses_terminal else None
     cmd = argv(job, cfg, run_dir, peer, own)
     result: dict = {"node": cfg.host, "dish": cfg.dish, "argv": cmd, "started": time.time(), "versions": cfg.versions}
-    mon = TrafficMonitor(cfg, own) if scavenging else None
+    mon = TrafficMonitor(cfg, lambda: own) if scavenging else None
     if mon is not None:
         rate = _user_traffic_now(mon)
         if rate > cfg.scavenger_mbps:
@@ -218,9 +218,8 @@ def execute(job: Job, cfg: NodeConfig, run_dir: Path, peer: dict | None = None) 
     out_path, err_path = run_dir / "stdout", run_dir / "stderr"
     marker = active_marker(cfg.dish)
     marker.parent.mkdir(parents=True, exist_ok=True)
-    tmp = marker.with_suffix(".tmp")  # the node's metrics read it while it is written
-    tmp.write_text(json.dumps({"argv": cmd, "started": result["started"], "own_traffic": None if own is None else str(own)}))
-    tmp.replace(marker)
+    # The node's metrics read it while it is written.
+    write_text_atomic(marker, json.dumps({"argv": cmd, "started": result["started"], "own_traffic": None if own is None else str(own)}))
     try:
         result = _run(job, cfg, cmd, result, mon, out_path, err_path)
     finally:
