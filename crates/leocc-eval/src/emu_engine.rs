@@ -109,26 +109,34 @@ fn set_sndbuf(emu: &Emulator, side: Side, bytes: u64) -> Result<()> {
     Ok(())
 }
 
-/// Checks what the run needs before any namespace exists: root, iperf3, the controls; loads
-/// this build's LeoCC into the kernel when a control needs it.
-pub(crate) fn preflight(ccs: &[String]) -> Result<()> {
+/// Checks what a run with these controls needs, without changing anything: root, iperf3, and
+/// each control runs in the kernel (or is a QUIC control). `leocc eval --dry-run --engine emu`
+/// runs this; every run's [`preflight`] runs it again.
+pub fn check(ccs: &[String]) -> Result<()> {
     // SAFETY: geteuid has no preconditions and cannot fail.
     if unsafe { libc::geteuid() } != 0 {
         bail!("the emulator engine needs root (network namespaces and TUN)");
     }
     which("iperf3").context("iperf3 not found (scripts/setup.sh installs it)")?;
-    let mut reloaded = false;
     for cc in ccs {
         if crate::emu_quic::quic_name(cc).is_some() {
             crate::emu_quic::check(cc).map_err(|e| anyhow!(e))?;
-            continue;
-        }
-        if !controls::runs_in(controls::Engine::Kernel, cc) {
+        } else if !controls::runs_in(controls::Engine::Kernel, cc) {
             bail!(
                 "control '{cc}' has no kernel implementation here (the emulator engine runs {})",
                 controls::names(controls::Engine::Kernel).join(", ")
             );
         }
+    }
+    Ok(())
+}
+
+/// Checks what the run needs before any namespace exists ([`check`]); loads this build's LeoCC
+/// into the kernel when a control needs it.
+pub(crate) fn preflight(ccs: &[String]) -> Result<()> {
+    check(ccs)?;
+    let mut reloaded = false;
+    for cc in ccs {
         if cc == "leocc" && !reloaded {
             // Always this build's LeoCC: a leocc left loaded by another build would be measured
             // under this build's name otherwise. Unloading with live flows is safe.

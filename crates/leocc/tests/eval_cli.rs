@@ -168,6 +168,35 @@ fn eval_dry_run_lists_every_run_and_runs_none() {
     assert!(!out.exists(), "a dry run writes nothing");
 }
 
+/// An emulator dry run checks what every run would check first, without loading anything: with
+/// no iperf3 on PATH it refuses instead of listing runs that cannot start; with it, it lists.
+#[test]
+fn eval_emu_dry_run_checks_the_emulator_first() {
+    let dry = |path: &std::ffi::OsStr| {
+        Command::new(env!("CARGO_BIN_EXE_leocc"))
+            .args(["eval", "--dry-run", "--engine", "emu", "--trace", "traces/starlink-up-60s.trace", "--cc", "cubic"])
+            .args(["-o", "/nonexistent/leocc-dry-run"])
+            .env("PATH", path)
+            .current_dir(root())
+            .output()
+            .expect("run leocc eval --dry-run --engine emu")
+    };
+    let empty = std::env::temp_dir().join(format!("leocc-eval-nopath-{}", std::process::id()));
+    std::fs::create_dir_all(&empty).unwrap();
+    let o = dry(empty.as_os_str());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("iperf3 not found"), "{err}");
+    assert!(o.stdout.is_empty(), "a refused dry run lists nothing");
+    std::fs::remove_dir_all(&empty).unwrap();
+    // SAFETY: geteuid has no preconditions.
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    if unsafe { libc::geteuid() } == 0 && std::env::split_paths(&path).any(|d| d.join("iperf3").is_file()) {
+        let o = dry(&path);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(String::from_utf8_lossy(&o.stdout).contains("none run (--dry-run)"));
+    }
+}
+
 #[test]
 fn eval_rejects_a_bad_trace_before_running_anything() {
     let dir = std::env::temp_dir().join(format!("leocc-eval-bad-{}", std::process::id()));

@@ -195,6 +195,11 @@ pub fn eval(a: EvalArgs) -> Result<()> {
     // the last control or trace must not cost the runs before it, nor surface as one failed
     // run per cell with an error about options the user never typed.
     leocc_eval::matrix::check_ccs(a.engine, &ccs).map_err(|e| anyhow::anyhow!(e))?;
+    if a.dry_run && a.engine == Engine::Emu {
+        // What every run checks first (root, iperf3, the kernel's controls), here without
+        // loading anything: a dry run that lists runs which cannot start would mislead.
+        leocc_eval::emu_engine::check(&ccs).context("the emulator engine cannot run here")?;
+    }
     let seconds = trace_seconds(&traces)?;
     let queues = parse_queues(&a.queue).map_err(|e| anyhow::anyhow!(e))?;
     let qdiscs = parse_qdiscs(&a.qdisc).map_err(|e| anyhow::anyhow!(e))?;
