@@ -373,13 +373,19 @@ fn reconfiguration_claims_are_rate_limited_and_only_make_the_flow_cautious() {
     // (at most Startup's 2.885) times a bandwidth it measured from the ACK clock, now or before
     // the event (Reconfiguration Adaptation restores the pre-event target while its inflight
     // cap holds the window down).
+    // The core's pacing floor, min_cwnd packets per bRTT_l, is the flow's own too (its RTT, not
+    // the peer's claims). On this sub-millisecond link bRTT_l is the lower edge of the first
+    // 1 ms bin, 1 µs, and the floor alone (4 packets per µs) lies above any measured rate:
+    // the cap is the larger of the two (at most 1500 bytes a packet).
+    let min_cwnd = u64::from(leocc_kernel::params::Params::default().get("min_cwnd").unwrap());
     let mut measured = 0u64;
     let mut in_adaptation = 0;
     for f in &samples {
         measured = measured.max(f.bbw_a).max(f.bbw_m).max(f.target_rate);
+        let floor = min_cwnd * 1500 * 1_000_000 / u64::from(f.brtt_l_us).max(1);
         assert!(
-            f.pacing_rate as f64 <= 2.9 * measured as f64,
-            "pacing {} above 2.9 x the most the ACK clock ever measured ({measured}): {f:?}",
+            f.pacing_rate as f64 <= (2.9 * measured as f64).max(floor as f64),
+            "pacing {} above 2.9 x the most the ACK clock ever measured ({measured}) and the floor ({floor}): {f:?}",
             f.pacing_rate
         );
         in_adaptation += usize::from(f.mode_name == "reconf-adapt");
