@@ -28,6 +28,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use leocc_sim::detector::ProbeNoiseModel;
 use leocc_sim::{parse_flows, Qdisc, QueueLimit, RunResult, Scenario, TsRow};
 use leocc_trace::draw::PathDraw;
 use leocc_base::metrics;
@@ -97,6 +98,10 @@ pub struct Plan {
     pub sim_seeds: u64,
     /// Worker threads.
     pub jobs: usize,
+    /// Noise on the PoP probe stream that the detector and LeoCC's path range read (`leocc
+    /// sim --probe-noise`). The default, the fit to real bent-pipe pings, is drawn on the probe
+    /// alone: the simulated data packets do not carry it (nor does the emulator's probe).
+    pub probe_noise: ProbeNoiseModel,
 }
 
 impl Plan {
@@ -113,6 +118,7 @@ impl Plan {
             qdiscs: vec![Qdisc::DropTail],
             sim_seeds: 1,
             jobs: 2,
+            probe_noise: ProbeNoiseModel::default(),
         }
     }
 
@@ -326,6 +332,7 @@ pub fn scenario(
     sc.sndbuf_bytes = plan.sndbuf_bytes;
     sc.data_dir = path.draw.data_dir();
     sc.cc_params = plan.cc_params.clone();
+    sc.probe_noise = plan.probe_noise;
     sc.timeseries = setting.timeseries();
     if setting == Setting::FalseEvents {
         sc.false_event_interval_us = FALSE_EVENT_INTERVAL_US;
@@ -347,6 +354,9 @@ pub fn sim_command(plan: &Plan, seed: u64, qdisc: Qdisc) -> Result<String, Strin
     }
     if plan.loss > 0.0 {
         common += &format!(" --loss {}", plan.loss);
+    }
+    if plan.probe_noise != ProbeNoiseModel::default() {
+        common += &format!(" --probe-noise {}", plan.probe_noise.name());
     }
     if plan.sndbuf_bytes != leocc_sim::tcp::SNDBUF_BYTES {
         let b = plan.sndbuf_bytes;
@@ -1442,6 +1452,20 @@ mod tests {
         }
         let want = metrics::jain(&[200.0, 200.0, 100.0]);
         assert!((jain_after(&three, 3, 2.0) - want).abs() < 1e-12);
+    }
+
+    #[test]
+    fn the_probe_noise_reaches_every_run_and_the_rerun_command() {
+        let plan = Plan { probe_noise: ProbeNoiseModel::None, ..Plan::new("leocc") };
+        let cmd = sim_command(&plan, 3, Qdisc::DropTail).unwrap();
+        assert!(cmd.contains(" --probe-noise none"), "{cmd}");
+        let default = sim_command(&Plan::new("leocc"), 3, Qdisc::DropTail).unwrap();
+        assert!(!default.contains("--probe-noise"), "{default}");
+        let path = draw_path(&plan, 3).unwrap();
+        for setting in Setting::ALL {
+            let sc = scenario(&plan, &path, Qdisc::DropTail, setting, 0).unwrap();
+            assert_eq!(sc.probe_noise, ProbeNoiseModel::None, "{}", setting.name());
+        }
     }
 
     #[test]

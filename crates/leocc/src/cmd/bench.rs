@@ -425,6 +425,11 @@ pub struct BenchRobustArgs {
     /// Worker threads.
     #[arg(long, default_value_t = 2)]
     pub jobs: usize,
+    /// Noise on the PoP probe stream (none, bentpipe, isl), as `leocc sim --probe-noise`. The
+    /// default, the fit to real bent-pipe pings, is on the probe only: `none` shows what it
+    /// costs the control, and is what the emulator's probe sees.
+    #[arg(long, default_value = "bentpipe", value_parser = leocc_sim::detector::ProbeNoiseModel::parse)]
+    pub probe_noise: leocc_sim::detector::ProbeNoiseModel,
     /// Write DIR/paths.csv, DIR/paths.jsonl and DIR/summary.json (created if missing).
     #[arg(long, short)]
     pub out: Option<std::path::PathBuf>,
@@ -443,6 +448,7 @@ fn run_robust(a: BenchRobustArgs) -> anyhow::Result<()> {
         qdiscs: a.qdisc.clone(),
         sim_seeds: a.sim_seeds,
         jobs: a.jobs.max(1),
+        probe_noise: a.probe_noise,
     };
     plan.validate().map_err(|e| anyhow::anyhow!(e))?;
     let total = plan.paths * plan.qdiscs.len() * plan.sim_seeds as usize * robust::Setting::ALL.len();
@@ -473,6 +479,7 @@ fn run_robust(a: BenchRobustArgs) -> anyhow::Result<()> {
     let wall = started.elapsed().as_secs_f64();
     let mut extra = if plan.loss > 0.0 { format!(", +{} random loss", plan.loss) } else { String::new() };
     extra += &format!(", send buffer {:.0} MiB", plan.sndbuf_bytes as f64 / (1u64 << 20) as f64);
+    extra += &format!(", probe noise {}", plan.probe_noise.name());
     if plan.sim_seeds > 1 {
         extra += &format!(", {} simulator seeds per path (a path's value: their mean)", plan.sim_seeds);
     }
