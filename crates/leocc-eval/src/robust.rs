@@ -1314,6 +1314,9 @@ pub fn write_out(
         "base_seed": plan.base_seed,
         "duration_s": plan.duration_s,
         "loss": plan.loss,
+        "sndbuf_bytes": plan.sndbuf_bytes,
+        "sim_seeds": plan.sim_seeds,
+        "probe_noise": plan.probe_noise.name(),
         "cc_params": plan.cc_params.iter().map(|(c, p)| format!("{c}.{p}")).collect::<Vec<_>>(),
         "qdiscs": plan.qdiscs,
         "metrics": summaries,
@@ -1628,6 +1631,8 @@ mod tests {
             serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap())
                 .unwrap();
         assert_eq!(summary["metrics"].as_array().unwrap().len(), METRICS.len());
+        assert_eq!(summary["probe_noise"], "bentpipe", "the plan's conditions are recorded");
+        assert_eq!(summary["sim_seeds"], 1);
         let _ = std::fs::remove_dir_all(&dir);
         // The rerun commands name the path's trace and buffer.
         let cmds = rerun_commands(&plan, 6, Qdisc::DropTail).unwrap();
