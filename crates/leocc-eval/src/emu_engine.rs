@@ -51,7 +51,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use leocc_emu::flows::{FlowCount, FlowKey};
 use leocc_emu::owned::die_with_parent;
 use leocc_emu::{EmuConfig, Emulator, QueueLimit, Side};
-use leocc_base::{controls, metrics, signal};
+use leocc_base::{metrics, signal};
 use leocc_trace::{Dir, LinkModel, Trace};
 use leocc_base::record::{FlowRecord, RunRecord};
 use serde_json::Value;
@@ -109,45 +109,33 @@ fn set_sndbuf(emu: &Emulator, side: Side, bytes: u64) -> Result<()> {
     Ok(())
 }
 
-/// Checks what a run with these controls needs, without changing anything: root, iperf3, and
-/// each control runs in the kernel (or is a QUIC control). `leocc eval --dry-run --engine emu`
-/// runs this; every run's [`preflight`] runs it again.
-pub fn check(ccs: &[String]) -> Result<()> {
+/// Checks what any emulator run needs of this host, without changing anything: root and
+/// iperf3. `leocc eval --dry-run --engine emu` runs it after checking the controls
+/// ([`check_ccs`](crate::matrix::check_ccs)); every run's [`preflight`] runs both.
+pub fn check_host() -> Result<()> {
     // SAFETY: geteuid has no preconditions and cannot fail.
     if unsafe { libc::geteuid() } != 0 {
         bail!("the emulator engine needs root (network namespaces and TUN)");
     }
     which("iperf3").context("iperf3 not found (scripts/setup.sh installs it)")?;
-    for cc in ccs {
-        if crate::emu_quic::quic_name(cc).is_some() {
-            crate::emu_quic::check(cc).map_err(|e| anyhow!(e))?;
-        } else if !controls::runs_in(controls::Engine::Kernel, cc) {
-            bail!(
-                "control '{cc}' has no kernel implementation here (the emulator engine runs {})",
-                controls::names(controls::Engine::Kernel).join(", ")
-            );
-        }
-    }
     Ok(())
 }
 
-/// Checks what the run needs before any namespace exists ([`check`]); loads this build's LeoCC
-/// into the kernel when a control needs it.
+/// Checks what the run needs before any namespace exists (the host, and that each control runs
+/// in the kernel or is a QUIC control); loads this build's LeoCC into the kernel when a control
+/// needs it.
 pub(crate) fn preflight(ccs: &[String]) -> Result<()> {
-    check(ccs)?;
-    let mut reloaded = false;
-    for cc in ccs {
-        if cc == "leocc" && !reloaded {
-            // Always this build's LeoCC: a leocc left loaded by another build would be measured
-            // under this build's name otherwise. Unloading with live flows is safe.
-            if leocc_kernel::loader::is_registered() {
-                leocc_kernel::unload()
-                    .map_err(|e| anyhow!("unloading the registered leocc before loading this build's: {e}"))?;
-            }
-            leocc_kernel::load(&leocc_kernel::LoadOptions::default())
-                .map_err(|e| anyhow!("loading LeoCC into the kernel: {e}"))?;
-            reloaded = true;
+    check_host()?;
+    crate::matrix::check_ccs(crate::matrix::Engine::Emu, ccs).map_err(|e| anyhow!(e))?;
+    if ccs.iter().any(|c| c == "leocc") {
+        // Always this build's LeoCC: a leocc left loaded by another build would be measured
+        // under this build's name otherwise. Unloading with live flows is safe.
+        if leocc_kernel::loader::is_registered() {
+            leocc_kernel::unload()
+                .map_err(|e| anyhow!("unloading the registered leocc before loading this build's: {e}"))?;
         }
+        leocc_kernel::load(&leocc_kernel::LoadOptions::default())
+            .map_err(|e| anyhow!("loading LeoCC into the kernel: {e}"))?;
     }
     Ok(())
 }
