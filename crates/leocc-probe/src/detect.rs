@@ -25,7 +25,7 @@
 //! only by the optional schedule prior (Starlink reconfigures at seconds 12/27/42/57 of every
 //! minute): each reply also carries its wall time, the detector tracks the wall−monotonic offset
 //! and treats a sudden change of that offset as a wall-clock jump, after which slot accounting
-//! restarts instead of reporting bogus misses.
+//! restarts instead of reporting bogus misses (and a schedule seed is placed again).
 
 use std::collections::VecDeque;
 
@@ -77,7 +77,9 @@ const SPACING_OUTLIER: u64 = 2;
 const LOSS_FRACTION: f64 = 0.75;
 /// Range of outage lengths, ns: 45 ms (bent pipe, the paper's Δoutage) to 800 ms (over
 /// inter-satellite links: 600–750 ms). Under the outage hypothesis the gap is spread evenly
-/// over it, so a gap measured to one probe spacing has likelihood spacing / range.
+/// over it, so a gap measured to one probe spacing has likelihood spacing / range. That point
+/// likelihood weighs a gap off the schedule; inside a predicted slot's window the gap is
+/// weighed by its tail instead (`score`).
 const OUTAGE_RANGE_NS: f64 = 755e6;
 /// During warm-up (no statistics yet) only an RI above this multiple of the threshold is an
 /// event: twice Δoutage is neither one lost probe nor the jitter of a normal path.
@@ -115,6 +117,10 @@ pub struct DetectorConfig {
     pub holdoff_ns: u64,
     /// Optional wall-clock schedule prior used to label events and flag missed slots.
     pub schedule: Option<Schedule>,
+    /// Start the learned schedule from `schedule`'s grid instead of learning it from three
+    /// confident events (the link is known to follow it; the learner drops it when its slots
+    /// stay silent). Needs evenly spaced slots.
+    pub seed_schedule: bool,
 }
 
 impl Default for DetectorConfig {
@@ -127,6 +133,7 @@ impl Default for DetectorConfig {
             rtt_min_window_ns: DEFAULT_RTT_MIN_WINDOW_NS,
             holdoff_ns: 0,
             schedule: None,
+            seed_schedule: false,
         }
     }
 }
@@ -383,6 +390,9 @@ impl Detector {
         self.counters.replies += 1;
         self.track_wall_offset(&r, &mut out);
         let prev = self.last_reply_mono.replace(r.recv_mono_ns);
+        if prev.is_none() {
+            self.place_seed(&r);
+        }
         let prev_rtt = std::mem::replace(&mut self.last_rtt, r.rtt_ns);
         self.update_rtt(&r);
         if let Some(prev) = prev {
@@ -454,14 +464,24 @@ impl Detector {
         // the stronger single component with a Bonferroni factor of 2 (the other normal).
         let p_normal = (t * (1.0 - t.ln())).min(2.0 * ps.min(pd)).min(1.0);
         let spacing = self.spacing_ns.max(1) as f64;
-        let prior = if self.in_aftermath(start_mono) {
-            spacing / crate::learn::MIN_EVENT_PERIOD_NS
+        let (prior, in_window) = if self.in_aftermath(start_mono) {
+            (spacing / crate::learn::MIN_EVENT_PERIOD_NS, false)
         } else {
-            self.learner.prior(start_mono as i64, spacing).p
+            let pr = self.learner.prior(start_mono as i64, spacing);
+            (pr.p, pr.in_window)
         };
         let neutral = spacing / crate::learn::BASE_EVENT_PERIOD_NS;
-        let p_outage = (spacing / OUTAGE_RANGE_NS).min(1.0);
-        (confidence(prior, p_normal / p_outage), p_normal, prior, confidence(neutral, p_normal / p_outage))
+        let p_point = (spacing / OUTAGE_RANGE_NS).min(1.0);
+        // Off the schedule a gap is weighed by its point likelihood under "outage" (one spacing
+        // of the 45-800 ms range): P(normal) is a p-value, and against the thousands of normal
+        // intervals a minute only that keeps false events rare. Inside a predicted slot's
+        // window the question is which of its few intervals holds the slot's outage, and an
+        // outage makes a gap at least this unusual: the tail under "outage" is 1. Weighed by
+        // the point likelihood there, short bent-pipe holds (P(normal) 0.002-0.02) stayed weak
+        // in the window (docs/detector.md). Learning keeps the point likelihood: the schedule
+        // must not confirm itself.
+        let p_outage = if in_window { 1.0 } else { p_point };
+        (confidence(prior, p_normal / p_outage), p_normal, prior, confidence(neutral, p_normal / p_point))
     }
 
     /// Whether a gap that opened at `start_mono` lies in the aftermath of the latest event
@@ -652,10 +672,26 @@ impl Detector {
                 if let Some(w) = self.last_event_start_wall.as_mut() {
                     *w += jump;
                 }
+                // A seed placed with the old wall clock is off by the jump.
+                if self.learner.is_seeded() {
+                    self.wall_offset = Some(offset);
+                    self.place_seed(r);
+                }
                 out.push(Output::WallClockJump { jump_ns: jump });
             }
         }
         self.wall_offset = Some(offset);
+    }
+
+    /// Seeds the learner with the configured schedule's grid, placed on the monotonic clock
+    /// through the reply's wall−monotonic offset (when `seed_schedule` asks for it).
+    fn place_seed(&mut self, r: &Reply) {
+        let Some(s) = self.cfg.schedule.as_ref().filter(|_| self.cfg.seed_schedule && self.cfg.scoring == Scoring::Evidence) else { return };
+        let Some(period_ns) = s.slot_period_ns() else { return };
+        let to_mono = r.recv_mono_ns as i64 - r.recv_wall_ns;
+        let next = s.next_slot_at_or_after(r.recv_wall_ns) + to_mono;
+        let grid = crate::learn::Grid { period_ns, anchor_ns: next, window_ns: crate::learn::SEED_WINDOW_NS, on_grid: 0 };
+        self.learner.seed(grid, r.recv_mono_ns as i64);
     }
 
     /// Closes every scheduled slot whose window has ended by `now_wall`, flagging the ones
@@ -1028,5 +1064,45 @@ mod tests {
         let (early, late) = (weak[4].p_normal, weak[40].p_normal);
         assert!(early < 1e-5, "{early}");
         assert!(late < 1e-5, "the 41st outage is as unusual as the 5th: {early} then {late}");
+    }
+
+    /// A moderate hold (one spacing plus a 45 ms RTT step, about as rare as 1 in 250 intervals
+    /// of this stream's jitter, as a short bent-pipe outage) is an event inside a slot's window of the
+    /// seeded Starlink schedule and only a weak candidate 5 s away from every slot: in the window
+    /// the gap is weighed by its tail under "outage", elsewhere by its point likelihood.
+    #[test]
+    fn a_moderate_hold_is_an_event_in_a_slot_window_and_weak_elsewhere() {
+        let cfg = DetectorConfig { schedule: starlink(), seed_schedule: true, report_confidence: 0, ..DetectorConfig::default() };
+        let mut d = Detector::new(cfg);
+        let (mut events, mut weak) = (Vec::new(), Vec::new());
+        // 130 s from a whole minute, a probe sent every 10 ms, RTT 30 ms plus 0-9 ms of jitter
+        // and a 20-44 ms excursion on every 50th probe, replies in FIFO order; one probe held
+        // 45 ms longer (P(normal) about 0.004) 40 ms before every slot (12, 27, ... 117 s) and
+        // 8 s later (off the slots).
+        let slots: Vec<u64> = (0..8).map(|k| 12_000 + 15_000 * k).collect();
+        let holds_ms: Vec<u64> = slots.iter().flat_map(|s| [s - 40, s + 8_000 - 40]).collect();
+        let mut last_recv_us = 0u64;
+        for i in 0..13_000u64 {
+            let sent_ms = 10 * i;
+            let jitter = (i * 7_919) % 10 + if i % 50 == 49 { 20 + (i / 50) % 25 } else { 0 };
+            let rtt_ms = 30 + jitter + if holds_ms.contains(&sent_ms) { 45 } else { 0 };
+            let recv_us = ((sent_ms + rtt_ms) * 1_000).max(last_recv_us + 100);
+            last_recv_us = recv_us;
+            let r = Reply { seq: i as u16, recv_mono_ns: recv_us * 1_000, recv_wall_ns: WALL0 + (recv_us * 1_000) as i64, rtt_ns: Some(recv_us * 1_000 - sent_ms * MS) };
+            for o in d.on_reply(r) {
+                match o {
+                    Output::Reconfig(e) => events.push(e),
+                    Output::Weak(e) => weak.push(e),
+                    _ => {}
+                }
+            }
+        }
+        let near = |v: &[ReconfigEvent], s: i64| v.iter().any(|e| (e.start_wall_ns - WALL0 - s * 1_000 * MS as i64).abs() < 200 * MS as i64);
+        for &slot in &slots {
+            let (on, off) = (slot as i64 / 1_000, slot as i64 / 1_000 + 8);
+            assert!(near(&events, on), "the hold at the slot {on} s is an event: {events:?}");
+            assert!(!near(&events, off) && near(&weak, off), "the hold at {off} s is weak: {events:?} {weak:?}");
+        }
+        assert_eq!(events.len(), slots.len(), "no excursion is an event: {events:?}");
     }
 }

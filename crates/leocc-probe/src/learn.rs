@@ -26,6 +26,14 @@
 //! and the new grid is learned from those after it (already off the old grid, perhaps on the
 //! new one) and the next ones.
 //!
+//! A grid known in advance (the wall-clock schedule the user names, e.g. Starlink's) can
+//! [`seed`](ScheduleLearner::seed) the learner: it is used from the first reply instead of
+//! after three confident events, and judged like a learned grid (reliability from no hits,
+//! forgotten after [`MISSES_TO_FORGET`] silent slots). While it holds, a fit through the
+//! remembered events only refines it: three stray events must not replace a grid the user
+//! named and the stream keeps confirming (on a real bent-pipe recording, two unscheduled
+//! outages 2-4 s after a slot replaced the 15 s grid by a 38 s one and cost the next slot).
+//!
 //! Cost: the fit runs once per confident event (O(MEMORY² × 4) candidates); per reply the
 //! learner only compares the time with the next predicted slot.
 
@@ -47,6 +55,11 @@ const FIT_TOLERANCE_NS: i64 = 120_000_000;
 pub const MIN_WINDOW_NS: i64 = 50_000_000;
 /// See [`MIN_WINDOW_NS`].
 pub const MAX_WINDOW_NS: i64 = 250_000_000;
+/// Half-width of a seed's window, ns: the narrowest a learned grid gets. The schedule names
+/// the slot to the second; the outage-start estimate (the last reply before the gap) lies
+/// 1-50 ms before it on the real bent-pipe recordings, and the first fit through three events
+/// re-centres the window on where this path's estimates fall.
+pub const SEED_WINDOW_NS: i64 = MIN_WINDOW_NS;
 /// Window half-width in rms residuals of the fit.
 const WINDOW_RMS: f64 = 3.0;
 /// Without a grid: one reconfiguration per 15 s (Starlink's period; OneWeb's 11 s is close).
@@ -110,6 +123,8 @@ pub struct ScheduleLearner {
     /// Time of the last predicted slot that was a hit, ns: when the grid moves, the events
     /// after it may already lie on the new grid.
     last_hit: Option<i64>,
+    /// Whether the grid in use is (a refinement of) a seed that has not failed yet.
+    seeded: bool,
 }
 
 impl ScheduleLearner {
@@ -170,9 +185,19 @@ impl ScheduleLearner {
             self.events.remove(0);
         }
         self.events.push(t);
+        if let Some(g) = self.grid.filter(|_| self.seeded) {
+            // The seed's period is the schedule's; only where this path's outage-start
+            // estimates fall around its slots is learned. A fit's period, off by 0.1 s, moved
+            // the window off the slots within a minute on generated streams.
+            self.grid = Some(recentre(g, &self.events));
+            return;
+        }
         let new = fit(&self.events, &self.candidates);
         match (self.grid, new) {
             (Some(o), Some(g)) if (o.period_ns - g.period_ns).abs() < FIT_TOLERANCE_NS && g.offset(o.anchor_ns).0.abs() < FIT_TOLERANCE_NS => self.grid = new,
+            // Too few events on any grid: the grid in use stands until its slots fall silent
+            // (`on_time`).
+            (Some(_), None) => {}
             _ => {
                 self.adopt(new, t);
                 if new.is_some() {
@@ -185,6 +210,7 @@ impl ScheduleLearner {
     /// Takes `grid` as a new grid at time `t`: its reliability starts from the events it
     /// explains, its slots from `t`.
     fn adopt(&mut self, grid: Option<Grid>, t: i64) {
+        self.seeded = false;
         self.grid = grid;
         self.next_slot = grid.map(|g| t - g.offset(t).0);
         if let Some(g) = grid {
@@ -192,6 +218,20 @@ impl ScheduleLearner {
             self.misses = 0.0;
             self.misses_in_row = 0;
         }
+    }
+
+    /// Starts from `grid`, known in advance, at time `t` (module docs): its reliability starts
+    /// from no hits, and the events learned while it holds stay to learn its successor.
+    pub fn seed(&mut self, grid: Grid, t: i64) {
+        self.adopt(Some(grid), t);
+        self.hits = 0.0;
+        self.last_hit = Some(t);
+        self.seeded = true;
+    }
+
+    /// Whether the grid in use is a seed that has not failed yet.
+    pub fn is_seeded(&self) -> bool {
+        self.seeded
     }
 
     /// Records the start of any candidate interval (RI above the threshold), however weak.
@@ -239,6 +279,21 @@ impl ScheduleLearner {
             self.adopt(fit(&self.events, &self.candidates), now);
         }
     }
+}
+
+/// `g` moved to the mean residual of the events within [`FIT_TOLERANCE_NS`] of its slots, its
+/// window [`WINDOW_RMS`] times their rms residual around it (period unchanged); `g` itself when
+/// fewer than [`MIN_ON_GRID`] events lie on it.
+fn recentre(g: Grid, events: &[i64]) -> Grid {
+    let r: Vec<f64> = events.iter().map(|&t| g.offset(t).0 as f64).filter(|r| r.abs() <= FIT_TOLERANCE_NS as f64).collect();
+    if r.len() < MIN_ON_GRID {
+        return g;
+    }
+    let n = r.len() as f64;
+    let mean = r.iter().sum::<f64>() / n;
+    let rms = (r.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n).sqrt();
+    let window = ((WINDOW_RMS * rms) as i64).clamp(MIN_WINDOW_NS, MAX_WINDOW_NS);
+    Grid { anchor_ns: g.anchor_ns + mean as i64, window_ns: window, on_grid: r.len(), ..g }
 }
 
 /// Over the slots that (anchor, period) predicts between the first and last remembered event:
@@ -434,5 +489,54 @@ mod tests {
         let g = l.grid().expect("the new phase is learned from 46, 57 and 68 s");
         assert!((g.period_ns - 11 * S).abs() < 20 * MS, "{g:?}");
         assert!(g.offset(79 * S).0.abs() < 50 * MS, "predicts 79 s: {g:?}");
+    }
+
+    fn seed_at_12_s() -> Grid {
+        Grid { period_ns: 15 * S, anchor_ns: 12 * S, window_ns: SEED_WINDOW_NS, on_grid: 0 }
+    }
+
+    #[test]
+    fn a_seed_gives_the_slot_prior_before_any_event_and_stray_events_do_not_replace_it() {
+        let mut l = ScheduleLearner::new();
+        let spacing = 13e6;
+        l.seed(seed_at_12_s(), 0);
+        let at_slot = l.prior(27 * S - 10 * MS, spacing);
+        assert!(at_slot.in_window && at_slot.p > 30.0 * spacing / 15e9, "{at_slot:?}");
+        // The first slot's event, then two unscheduled outages 8 and 16 s later, confident
+        // enough to learn: three events on an 8 s grid, which would have replaced a learned
+        // grid after one silent slot (27 s); the seed stands and keeps predicting 42 s.
+        for e in [12 * S - 20 * MS, 20 * S, 28 * S] {
+            l.on_time(e, 0);
+            l.on_candidate(e);
+            l.on_event(e, true);
+        }
+        l.on_time(30 * S, 0);
+        let g = l.grid().expect("the seed stands");
+        assert_eq!((g.period_ns, g.offset(42 * S).0), (15 * S, 0), "{g:?}");
+        assert!(l.is_seeded());
+    }
+
+    #[test]
+    fn a_wrong_seed_is_dropped_after_two_silent_slots_and_the_true_grid_learned() {
+        // The stream follows an 11 s grid from 5 s (OneWeb-like); the seed predicts 12, 27 s.
+        let mut l = ScheduleLearner::new();
+        l.seed(seed_at_12_s(), 0);
+        let mut t = 0;
+        for e in [5 * S, 16 * S, 27 * S + 400 * MS, 38 * S, 49 * S] {
+            while t < e {
+                t += 10 * MS;
+                l.on_time(t, 0);
+            }
+            l.on_candidate(e);
+            l.on_event(e, true);
+        }
+        while t < 50 * S {
+            t += 10 * MS;
+            l.on_time(t, 0);
+        }
+        assert!(!l.is_seeded(), "12 and 27 s passed with nothing within 120 ms");
+        let g = l.grid().expect("the 11 s grid, from the events learned while the seed held");
+        assert!((g.period_ns - 11 * S).abs() < 50 * MS, "{g:?}");
+        assert!(g.offset(60 * S).0.abs() < 50 * MS, "{g:?}");
     }
 }

@@ -401,4 +401,29 @@ mod tests {
         assert_eq!(s.missed, vec![17_000_000]);
         assert!(score_log("{not json", 0, &[], 1).unwrap_err().contains("log line 1"));
     }
+
+    /// Told the link follows Starlink's slots (the daemon's `--schedule starlink`), the
+    /// detector finds the first minute's outages, which it cannot judge by their evidence alone
+    /// before it has learned the schedule; told it of a OneWeb-like 11 s grid's stream, it loses
+    /// nothing once the seed's slots stay silent.
+    #[test]
+    fn a_starlink_seed_finds_the_first_minutes_outages_and_a_wrong_one_costs_little() {
+        use crate::gen::{generate, GenConfig, Grid, PathKind, ONEWEB_PERIOD_S};
+        let score = |grid, seed_schedule| {
+            let mut t = Totals::default();
+            for seed in 1..=6 {
+                let c = GenConfig { grid, duration_s: 60.0, ..GenConfig::new(PathKind::BentPipe, seed) };
+                let stream = generate(&c).unwrap();
+                t.add(&score_generated(&stream, DetectorConfig { seed_schedule, ..DetectorConfig::default() }).score);
+            }
+            t
+        };
+        let (learned, seeded) = (score(Grid::Starlink, false), score(Grid::Starlink, true));
+        let (r0, r1) = (learned.recall().unwrap(), seeded.recall().unwrap());
+        assert!(r1 >= r0 + 0.2, "first minute recall: learned {r0:.2}, seeded {r1:.2}");
+        assert!(seeded.precision().unwrap() >= 0.9, "{seeded:?}");
+        let (learned, seeded) = (score(Grid::Period(ONEWEB_PERIOD_S), false), score(Grid::Period(ONEWEB_PERIOD_S), true));
+        assert!(seeded.matched + 1 >= learned.matched, "a wrong seed: learned {learned:?}, seeded {seeded:?}");
+        assert!(seeded.detections <= learned.detections + 1, "a wrong seed adds no false events: {learned:?} {seeded:?}");
+    }
 }

@@ -2,9 +2,11 @@
 //!
 //! Starlink reconfigures synchronously worldwide at seconds 12, 27, 42 and 57 of every minute
 //! (seed §4.1.1 and the works it cites). A schedule is a period and the slot offsets inside it,
-//! all in Unix wall-clock nanoseconds; the detector uses it only to *label* events (periodic
-//! within ± tolerance of a slot, aperiodic otherwise) and to flag slots that passed unseen,
-//! never to decide whether an outage happened.
+//! all in Unix wall-clock nanoseconds. The detector uses it to *label* events (periodic
+//! within ± tolerance of a slot, aperiodic otherwise), to flag slots that passed unseen, and,
+//! when asked to, to seed the schedule it learns (`DetectorConfig::seed_schedule`): the
+//! stream's own evidence still decides whether an outage happened, and the learner drops
+//! the seed when its slots stay silent.
 
 /// Nanoseconds per second.
 const NS_PER_S: i64 = 1_000_000_000;
@@ -43,6 +45,17 @@ impl Schedule {
             "starlink" => Ok(Self::starlink(tolerance_ns)),
             other => Err(format!("unknown schedule '{other}' (known: starlink)")),
         }
+    }
+
+    /// The slot period when the slots are evenly spaced (Starlink: 15 s), ns; None otherwise
+    /// (such a schedule cannot seed a one-period grid).
+    pub fn slot_period_ns(&self) -> Option<i64> {
+        let n = self.slots_ns.len() as i64;
+        if n == 0 || self.period_ns % n != 0 {
+            return None;
+        }
+        let step = self.period_ns / n;
+        self.slots_ns.windows(2).all(|w| w[1] - w[0] == step).then_some(step)
     }
 
     /// The first slot at or after `wall_ns` (Unix ns).
@@ -105,6 +118,13 @@ mod tests {
         assert_eq!(s.offset_to_nearest_slot(MIN0 + 59 * NS_PER_S), 2 * NS_PER_S);
         // Just after the minute: nearest is 57 of the previous minute.
         assert_eq!(s.offset_to_nearest_slot(MIN0 + NS_PER_S), 4 * NS_PER_S);
+    }
+
+    #[test]
+    fn starlink_slots_are_a_15_s_grid() {
+        assert_eq!(Schedule::starlink(DEFAULT_TOLERANCE_NS).slot_period_ns(), Some(15 * NS_PER_S));
+        let uneven = Schedule { period_ns: 60 * NS_PER_S, slots_ns: vec![0, 10 * NS_PER_S], tolerance_ns: 1 };
+        assert_eq!(uneven.slot_period_ns(), None);
     }
 
     #[test]

@@ -28,8 +28,9 @@ fn state(w: &World, key: &str) -> f64 {
 
 /// On both bundled Starlink traces, with the probe noise fitted to real bent-pipe recordings,
 /// the detector finds the periodic reconfigurations and declares nothing else; without noise
-/// it finds every one. (Measured: precision 1.00 both, recall 0.73 down / 0.80 up over three
-/// seeds; the misses are the aperiodic events, off the learned 15 s grid.)
+/// it finds every one. (Measured: precision 1.00 both, recall 0.87 down / 0.93 up over three
+/// seeds, 0.73 / 0.80 before the learned slot's window weighed gaps by their tail; the misses
+/// are the aperiodic events, off the learned 15 s grid.)
 #[test]
 fn the_daemons_detector_finds_the_bundled_traces_reconfigurations() {
     for name in ["starlink-down-60s.trace", "starlink-up-60s.trace"] {
@@ -46,9 +47,11 @@ fn the_daemons_detector_finds_the_bundled_traces_reconfigurations() {
                 assert_eq!(d.truth, t.reconfigurations_us().len(), "{name}: one loop, its own truth");
                 assert_eq!(Some(d.detections as u64), r.reconfigs_detected);
                 assert!(w.detector().probes_sent >= 4800, "10 ms probes (slipping by half a spacing a third of the time with noise) over 60 s: {}", w.detector().probes_sent);
-                // Detected after the outage ends, within a few probe intervals and RTTs.
+                // Detected after the outage began, within a few probe intervals and RTTs: mostly
+                // after it ends; inside the learned slot's window a gap that opened just before
+                // the outage may reveal it while it lasts (37 ms in, once in these runs).
                 let s = w.detector().score(t.reconfigurations_us());
-                assert!(s.delays_ns.iter().all(|&d| d > 40 * MS as i64 && d < 400 * MS as i64), "{name}: {:?}", s.delays_ns);
+                assert!(s.delays_ns.iter().all(|&d| d > 0 && d < 400 * MS as i64), "{name}: {:?}", s.delays_ns);
                 (truth, dets, matched) = (truth + d.truth, dets + d.detections, matched + d.matched);
             }
             let (p, r) = (matched as f64 / dets.max(1) as f64, matched as f64 / truth as f64);

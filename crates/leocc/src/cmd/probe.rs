@@ -65,6 +65,10 @@ enum ProbeAction {
         /// Merge detections closer than this to the previous one, ms (0 = off, as the paper).
         #[arg(long, default_value_t = 0.0)]
         holdoff_ms: f64,
+        /// Replay as the daemon runs with `--schedule NAME` (starlink): the learned schedule
+        /// starts from its slots. Scoring is against the file's truth or Starlink's slots either way.
+        #[arg(long, value_name = "NAME")]
+        schedule: Option<String>,
         /// Print the full report as JSON.
         #[arg(long)]
         json: bool,
@@ -87,6 +91,10 @@ enum ProbeAction {
         /// Length of each stream, s.
         #[arg(long, default_value_t = 300.0)]
         duration: f64,
+        /// Run every stream's detector as the daemon with `--schedule NAME` (starlink), also the
+        /// streams on other grids, where the seed is wrong and must cost little.
+        #[arg(long, value_name = "NAME")]
+        schedule: Option<String>,
         /// Print one JSON object per combination and scoring.
         #[arg(long)]
         json: bool,
@@ -272,7 +280,9 @@ struct RunArgs {
     /// Stop after S seconds (default: run until SIGTERM/SIGINT).
     #[arg(long, value_name = "S")]
     duration: Option<f64>,
-    /// Label events with a wall-clock schedule prior and flag missed slots (starlink).
+    /// The link's wall-clock reconfiguration schedule (starlink: seconds 12/27/42/57): events
+    /// are labelled periodic or aperiodic, unseen slots are flagged, and the learned schedule
+    /// starts from these slots instead of from three confident events.
     #[arg(long, value_name = "NAME")]
     schedule: Option<String>,
     /// Half-width of the window around each scheduled slot, ms.
@@ -321,8 +331,10 @@ struct RunArgs {
 pub fn run(a: ProbeArgs) -> anyhow::Result<()> {
     match a.action {
         Some(ProbeAction::Status { json, run_dir }) => status(run_dir, json),
-        Some(ProbeAction::Replay { file, threshold_ms, scoring, min_confidence, report_confidence, slots, stats, slot_tolerance_ms, holdoff_ms, json }) => {
+        Some(ProbeAction::Replay { file, threshold_ms, scoring, min_confidence, report_confidence, slots, stats, slot_tolerance_ms, holdoff_ms, schedule, json }) => {
+            check_seed(schedule.as_deref())?;
             let cfg = DetectorConfig {
+                seed_schedule: schedule.is_some(),
                 threshold_ns: ms_to_ns("threshold-ms", threshold_ms, 1.0)?,
                 holdoff_ns: ms_to_ns("holdoff-ms", holdoff_ms, 0.0)?,
                 scoring: scoring_of(&scoring)?,
@@ -333,7 +345,10 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<()> {
             replay_cmd(&file, cfg, slots, stats, slot_tolerance_ms, json)
         }
         Some(ProbeAction::Gen { gen, output }) => gen_cmd(&gen, &output),
-        Some(ProbeAction::Bench { seeds, duration, json }) => bench_cmd(seeds, duration, json),
+        Some(ProbeAction::Bench { seeds, duration, schedule, json }) => {
+            check_seed(schedule.as_deref())?;
+            bench_cmd(seeds, duration, schedule.is_some(), json)
+        }
         Some(ProbeAction::Simulate { traces, threshold_ms, interval_ms, seed, probe_noise, detector_warmup, json }) => {
             if !(0.0..=86_400.0).contains(&detector_warmup) {
                 anyhow::bail!("--detector-warmup {detector_warmup}: seconds from 0 to 86400");
@@ -344,6 +359,15 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<()> {
             emulate_cmd(&traces.load()?, threshold_ms, max_seconds, keep_logs.as_deref())
         }
         None => run_daemon(a.run),
+    }
+}
+
+/// Checks a `--schedule` name for replay and bench, whose scoring labels with Starlink's slots
+/// whatever the seed (only Starlink's are known by name today).
+fn check_seed(name: Option<&str>) -> anyhow::Result<()> {
+    match name {
+        None => Ok(()),
+        Some(n) => Schedule::by_name(n, DEFAULT_TOLERANCE_NS).map(|_| ()).map_err(|e| anyhow::anyhow!("--schedule: {e}")),
     }
 }
 
@@ -390,6 +414,7 @@ fn run_daemon(a: RunArgs) -> anyhow::Result<()> {
         threshold_ns: ms_to_ns("threshold-ms", a.threshold_ms, 1.0)?,
         holdoff_ns: ms_to_ns("holdoff-ms", a.holdoff_ms, 0.0)?,
         schedule: schedule_of(a.schedule.as_deref(), a.slot_tolerance_ms)?,
+        seed_schedule: a.schedule.is_some(),
         scoring: scoring_of(&a.scoring)?,
         min_confidence: a.min_confidence,
         ..DetectorConfig::default()
@@ -612,13 +637,14 @@ fn bench_line(t: &Totals) -> String {
     format!("{:>5} {:>5} {:>9} {:>9} {:>10}", t.truth, t.detections, pct(t.precision()), pct(t.recall()), delay)
 }
 
-fn bench_cmd(seeds: u64, duration: f64, json: bool) -> anyhow::Result<()> {
+fn bench_cmd(seeds: u64, duration: f64, seed_schedule: bool, json: bool) -> anyhow::Result<()> {
     use leocc_probe::bench::{self, SCORINGS};
     if !json {
-        println!("{} s streams, seeds 1..={seeds}, loss 1/2/3 % in bursts of 2, spacing 10/15/20 ms, 0.5 aperiodic events/min", duration);
+        let seeded = if seed_schedule { ", every detector seeded with Starlink's slots" } else { "" };
+        println!("{} s streams, seeds 1..={seeds}, loss 1/2/3 % in bursts of 2, spacing 10/15/20 ms, 0.5 aperiodic events/min{seeded}", duration);
         println!("{:<9} {:<9} {:<9} {:>5} {:>5} {:>9} {:>9} {:>10}", "path", "grid", "scoring", "true", "dets", "precision", "recall", "delay p50");
     }
-    let (groups, all) = bench::run(seeds, duration, |c| {
+    let (groups, all) = bench::run(seeds, duration, seed_schedule, |c| {
         if json {
             println!("{}", serde_json::json!({"path": c.path, "grid": c.grid, "loss": c.loss, "spacing_ms": c.spacing_ms, "seed": c.seed, "scoring": c.scoring, "score": c.score}));
         }
