@@ -674,7 +674,6 @@ impl Detector {
                 }
                 // A seed placed with the old wall clock is off by the jump.
                 if self.learner.is_seeded() {
-                    self.wall_offset = Some(offset);
                     self.place_seed(r);
                 }
                 out.push(Output::WallClockJump { jump_ns: jump });
@@ -1067,9 +1066,9 @@ mod tests {
     }
 
     /// A moderate hold (one spacing plus a 45 ms RTT step, about as rare as 1 in 250 intervals
-    /// of this stream's jitter, as a short bent-pipe outage) is an event inside a slot's window of the
-    /// seeded Starlink schedule and only a weak candidate 5 s away from every slot: in the window
-    /// the gap is weighed by its tail under "outage", elsewhere by its point likelihood.
+    /// of this stream's jitter, as a short bent-pipe outage) is an event inside a slot's window
+    /// of the seeded Starlink schedule and only a weak candidate 8 s after the slot: in the
+    /// window the gap is weighed by its tail under "outage", elsewhere by its point likelihood.
     #[test]
     fn a_moderate_hold_is_an_event_in_a_slot_window_and_weak_elsewhere() {
         let cfg = DetectorConfig { schedule: starlink(), seed_schedule: true, report_confidence: 0, ..DetectorConfig::default() };
