@@ -1104,4 +1104,31 @@ mod tests {
         }
         assert_eq!(events.len(), slots.len(), "no excursion is an event: {events:?}");
     }
+
+    /// A seed is placed on the monotonic clock through the wall clock; when the wall clock
+    /// jumps (an NTP step after boot), the seed is placed again so that it predicts the slots
+    /// of the corrected wall clock.
+    #[test]
+    fn a_wall_clock_jump_places_the_seed_again() {
+        let cfg = DetectorConfig { schedule: starlink(), seed_schedule: true, ..DetectorConfig::default() };
+        let mut d = Detector::new(cfg);
+        let slot_mono = |d: &Detector| {
+            let g = d.learned_grid().expect("seeded");
+            (g.anchor_ns.rem_euclid(g.period_ns), g.period_ns)
+        };
+        let (mut t, jump_ms) = (0u64, 7_000i64);
+        while t < 1_000 {
+            t += 10;
+            d.on_reply(Reply { seq: t as u16, recv_mono_ns: t * MS, recv_wall_ns: WALL0 + (t * MS) as i64, rtt_ns: Some(30 * MS) });
+        }
+        // Wall = mono + WALL0 (a whole minute): slots at mono 12 s + k·15 s.
+        assert_eq!(slot_mono(&d), (12_000 * MS as i64, 15_000 * MS as i64));
+        while t < 2_000 {
+            t += 10;
+            let wall = WALL0 + (t * MS) as i64 + jump_ms * MS as i64;
+            d.on_reply(Reply { seq: t as u16, recv_mono_ns: t * MS, recv_wall_ns: wall, rtt_ns: Some(30 * MS) });
+        }
+        // The wall clock is now 7 s ahead: its second 12 comes 7 s earlier on the monotonic clock.
+        assert_eq!(slot_mono(&d), (5_000 * MS as i64, 15_000 * MS as i64));
+    }
 }
