@@ -741,6 +741,7 @@ impl Daemon {
             "scoring": self.opts.detector.scoring,
             "min_confidence": self.opts.detector.min_confidence,
             "learned_period_ms": self.detector.learned_grid().map(|g| g.period_ns as f64 / 1e6),
+            "schedule_seeded": self.detector.schedule_seeded(),
             "spacing_ms": ms(self.detector.spacing_ns()),
             "schedule": self.opts.detector.schedule.is_some(),
             "probes_sent": self.sent,

@@ -355,6 +355,12 @@ impl Detector {
         self.learner.grid()
     }
 
+    /// Whether the schedule in use is the configured one's seed, not yet disproved by silent
+    /// slots (`DetectorConfig::seed_schedule`).
+    pub fn schedule_seeded(&self) -> bool {
+        self.learner.is_seeded()
+    }
+
     /// The current estimate of the probe spacing, ns (0 before two replies).
     pub fn spacing_ns(&self) -> u64 {
         self.spacing_ns

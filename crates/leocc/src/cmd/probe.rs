@@ -487,7 +487,8 @@ fn status(run_dir: Option<PathBuf>, json: bool) -> anyhow::Result<()> {
         "  events         {} reconfigurations (confidence >= {}), {} weak candidates, {} missed slots, {} suppressed, {} wall-clock jumps",
         c["events"], s["min_confidence"], c["weak"], c["missed_slots"], c["suppressed"], c["wall_jumps"]
     );
-    let learned = s["learned_period_ms"].as_f64().map_or("none yet".to_string(), |p| format!("period {:.3} s", p / 1e3));
+    let seeded = if s["schedule_seeded"].as_bool() == Some(true) { " (from --schedule, holding)" } else { "" };
+    let learned = s["learned_period_ms"].as_f64().map_or("none yet".to_string(), |p| format!("period {:.3} s{seeded}", p / 1e3));
     println!("  scoring        {}, probe spacing {} ms, learned schedule: {learned}", s["scoring"].as_str().unwrap_or("?"), f(&s["spacing_ms"]));
     println!("  kernel         {}", s["kernel"].as_str().unwrap_or("?"));
     let sub = &s["subscribers"];
