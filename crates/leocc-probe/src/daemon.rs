@@ -464,6 +464,14 @@ impl Daemon {
                 self.sent += 1;
                 self.detector.on_send(now);
                 self.stream.on_send(now);
+                // An outage may already show in the silence since the last reply.
+                for o in self.detector.on_tick(now) {
+                    if let Output::Reconfig(e) = o {
+                        self.note_event(&e, net::wall_ns());
+                        self.publish_signal(now, true);
+                        self.write_state();
+                    }
+                }
                 if let Some(m) = &self.metrics {
                     let sent = self.sent;
                     m.update(|s| s.sent = sent);
@@ -526,28 +534,7 @@ impl Daemon {
                 Output::Reconfig(e) => {
                     new_event = true;
                     confidence = e.confidence;
-                    let line = event_json(&e, r.recv_wall_ns);
-                    if self.opts.verbose {
-                        println!(
-                            "reconfig #{} {} confidence {} ri={:.1} ms rtt={:.1} ms srtt={:.1} ms min={:.1} ms",
-                            e.seq,
-                            e.kind.as_str(),
-                            e.confidence,
-                            ms(e.ri_ns),
-                            ms(e.rtt.latest_ns),
-                            ms(e.rtt.srtt_ns),
-                            ms(e.rtt.min_ns)
-                        );
-                    }
-                    self.recent.push_back(line.clone());
-                    if self.recent.len() > RECENT_EVENTS {
-                        self.recent.pop_front();
-                    }
-                    self.log_line(line);
-                    self.published += 1;
-                    self.last_signal.reconfig_time_ns = e.detect_mono_ns;
-                    self.last_signal.seq = self.publish.seq_base + self.published;
-                    self.last_signal.confidence = e.confidence;
+                    self.note_event(&e, r.recv_wall_ns);
                 }
                 Output::Weak(e) => {
                     // Logged for analysis; not published: the core would not act on it, and a
@@ -586,6 +573,41 @@ impl Daemon {
         s.min_rtt = rtt.min_ns as f64 / 1e6;
         self.export(&s, new_event.then_some(r.recv_wall_ns));
         self.run_triggers(r, &s);
+    }
+
+    /// An event, from a reply or from a silence (`Detector::on_tick`): printed, logged, kept
+    /// for `status`, and set in the signal the next publication carries.
+    fn note_event(&mut self, e: &crate::detect::ReconfigEvent, detect_wall_ns: i64) {
+        let line = event_json(e, detect_wall_ns);
+        if self.opts.verbose {
+            println!(
+                "reconfig #{} {} confidence {} ri={:.1} ms rtt={:.1} ms srtt={:.1} ms min={:.1} ms",
+                e.seq,
+                e.kind.as_str(),
+                e.confidence,
+                ms(e.ri_ns),
+                ms(e.rtt.latest_ns),
+                ms(e.rtt.srtt_ns),
+                ms(e.rtt.min_ns)
+            );
+        }
+        self.recent.push_back(line.clone());
+        if self.recent.len() > RECENT_EVENTS {
+            self.recent.pop_front();
+        }
+        self.log_line(line);
+        self.published += 1;
+        self.last_signal.reconfig_time_ns = e.detect_mono_ns;
+        self.last_signal.seq = self.publish.seq_base + self.published;
+        self.last_signal.confidence = e.confidence;
+        if let Some(m) = &self.metrics {
+            let (events, c) = (self.detector.counters().events, f64::from(e.confidence));
+            m.update(|x| {
+                x.reconfigurations = events;
+                x.last_confidence = c;
+                x.last_reconfiguration_s = detect_wall_ns as f64 / 1e9;
+            });
+        }
     }
 
     /// The reply's sample into the metrics snapshot (`--metrics`); `event_wall_ns` when the

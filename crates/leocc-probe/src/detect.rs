@@ -293,8 +293,13 @@ pub struct Detector {
     next_slot_wall: Option<i64>,
     counters: Counters,
     last_rtt: Option<u64>,
+    /// Sequence number of the last reply (for the record of an event declared by `on_tick`).
+    last_seq: u16,
     loss_runs: LossRuns,
     rtt_steps: TailHistogram,
+    /// The last reply before a silence already declared an event by [`Detector::on_tick`]:
+    /// the reply that ends the silence closes that event's outage.
+    declared_silence: Option<u64>,
     spacing_ns: u64,
     learner: ScheduleLearner,
     monitored_since: u64,
@@ -327,8 +332,10 @@ impl Detector {
             next_slot_wall: None,
             counters: Counters::default(),
             last_rtt: None,
+            last_seq: 0,
             loss_runs: LossRuns::new(STATS_HALF_LIFE),
             rtt_steps: TailHistogram::new(STATS_HALF_LIFE),
+            declared_silence: None,
             spacing_ns: 0,
             learner: ScheduleLearner::new(),
             monitored_since: 0,
@@ -384,6 +391,7 @@ impl Detector {
     /// the gap before it is not an RI of the new path.
     pub fn reset_path(&mut self) {
         self.last_reply_mono = None;
+        self.declared_silence = None;
         self.last_rtt = None;
         self.covered_since_wall = None;
         self.rtt = RttStats::default();
@@ -400,6 +408,7 @@ impl Detector {
             self.place_seed(&r);
         }
         let prev_rtt = std::mem::replace(&mut self.last_rtt, r.rtt_ns);
+        self.last_seq = r.seq;
         self.update_rtt(&r);
         if let Some(prev) = prev {
             let ri = r.recv_mono_ns.saturating_sub(prev);
@@ -409,7 +418,13 @@ impl Detector {
                 _ => 0,
             };
             let gap = (ri as i64 - step).max(0) as u64;
-            let verdict = if ri <= self.cfg.threshold_ns { Interval::Normal } else { self.judge_outlier(&r, prev, ri, gap, step, &mut out) };
+            let verdict = if self.declared_silence.take() == Some(prev) {
+                self.close_declared_silence(&r, prev, ri, gap, step)
+            } else if ri <= self.cfg.threshold_ns {
+                Interval::Normal
+            } else {
+                self.judge_outlier(&r, prev, ri, gap, step, &mut out)
+            };
             match verdict {
                 Interval::Outage => {}
                 Interval::Normal => self.learn_interval(gap, step),
@@ -464,18 +479,9 @@ impl Detector {
             let c = if ri > self.cfg.threshold_ns * WARMUP_THRESHOLD_FACTOR { DEFAULT_MIN_CONFIDENCE } else { WARMUP_WEAK_CONFIDENCE };
             return (c, 1.0, 0.0, 0);
         };
-        let ps = self.loss_runs.tail(self.lost_probes(gap));
-        let t = (ps * pd).clamp(f64::MIN_POSITIVE, 1.0);
-        // Two tests of one gap: the product test (both components moderately unusual) and
-        // the stronger single component with a Bonferroni factor of 2 (the other normal).
-        let p_normal = (t * (1.0 - t.ln())).min(2.0 * ps.min(pd)).min(1.0);
+        let p_normal = self.p_normal(self.lost_probes(gap), pd);
+        let (prior, in_window) = self.prior_at(start_mono);
         let spacing = self.spacing_ns.max(1) as f64;
-        let (prior, in_window) = if self.in_aftermath(start_mono) {
-            (spacing / crate::learn::MIN_EVENT_PERIOD_NS, false)
-        } else {
-            let pr = self.learner.prior(start_mono as i64, spacing);
-            (pr.p, pr.in_window)
-        };
         let neutral = spacing / crate::learn::BASE_EVENT_PERIOD_NS;
         let p_point = (spacing / OUTAGE_RANGE_NS).min(1.0);
         // Off the schedule a gap is weighed by its point likelihood under "outage" (one spacing
@@ -488,6 +494,103 @@ impl Detector {
         // must not confirm itself.
         let p_outage = if in_window { 1.0 } else { p_point };
         (confidence(prior, p_normal / p_outage), p_normal, prior, confidence(neutral, p_normal / p_point))
+    }
+
+    /// P(normal) of a gap with `lost` probes lost and an RTT step whose tail is `pd`. Two tests
+    /// of one gap: the product test (both components moderately unusual) and the stronger
+    /// single component with a Bonferroni factor of 2 (the other normal).
+    fn p_normal(&self, lost: u64, pd: f64) -> f64 {
+        let ps = self.loss_runs.tail(lost);
+        let t = (ps * pd).clamp(f64::MIN_POSITIVE, 1.0);
+        (t * (1.0 - t.ln())).min(2.0 * ps.min(pd)).min(1.0)
+    }
+
+    /// P(normal) of a silence of `silence` ns since the last reply, whatever the reply that
+    /// ends it shows: the largest P(normal) of any split of the silence into lost probes and a
+    /// held one (j probes lost, the next one held for the rest). `None` during warm-up.
+    fn silence_p_normal(&self, silence: u64) -> Option<f64> {
+        if self.rtt_steps.weight() < WARMUP_SAMPLES || self.spacing_ns == 0 {
+            return None;
+        }
+        let most_lost = self.lost_probes(silence);
+        let mut p = 0.0f64;
+        for lost in 0..=most_lost {
+            let held = silence.saturating_sub((lost + 1) * self.spacing_ns);
+            p = p.max(self.p_normal(lost, self.rtt_steps.tail(held)?));
+        }
+        Some(p)
+    }
+
+    /// The prior of an outage starting in the probe interval from `start_mono`, and whether
+    /// it lies in a predicted slot's window.
+    fn prior_at(&self, start_mono: u64) -> (f64, bool) {
+        let spacing = self.spacing_ns.max(1) as f64;
+        if self.in_aftermath(start_mono) {
+            return (spacing / crate::learn::MIN_EVENT_PERIOD_NS, false);
+        }
+        let pr = self.learner.prior(start_mono as i64, spacing);
+        (pr.p, pr.in_window)
+    }
+
+    /// Judges the silence since the last reply at `now` (the daemon calls it after every probe
+    /// it sends). An outage is a silence before the reply that ends it: a bent pipe holds the
+    /// probes for 45-140 ms, an inter-satellite path loses them for 600-750 ms. When the
+    /// silence is already an event however the reply that ends it splits it into lost probes
+    /// and a held one (its largest P(normal) judged as [`Detector::on_reply`] would), it is an
+    /// event now, not at that reply: on an inter-satellite path most of a second earlier. The
+    /// reply that ends it closes the event (no second judgement). Nothing during warm-up,
+    /// under the threshold scoring, or while our own sends paused.
+    pub fn on_tick(&mut self, now: u64) -> Vec<Output> {
+        let mut out = Vec::new();
+        let Some(prev) = self.last_reply_mono else { return out };
+        let silence = now.saturating_sub(prev);
+        if self.cfg.scoring != Scoring::Evidence
+            || silence <= self.cfg.threshold_ns
+            || self.declared_silence == Some(prev)
+            || self.same_outage_other_direction(prev)
+            || self.explained_by_stall(silence, self.longest_send_gap(prev, now))
+        {
+            return out;
+        }
+        let Some(p_normal) = self.silence_p_normal(silence) else { return out };
+        let (prior, in_window) = self.prior_at(prev);
+        let spacing = self.spacing_ns.max(1) as f64;
+        let p_point = (spacing / OUTAGE_RANGE_NS).min(1.0);
+        let conf = confidence(prior, p_normal / if in_window { 1.0 } else { p_point });
+        if conf < self.cfg.min_confidence {
+            return out;
+        }
+        let last = Reply { seq: self.last_seq, recv_mono_ns: now, recv_wall_ns: now as i64 + self.wall_offset.unwrap_or(0), rtt_ns: self.last_rtt };
+        self.counters.events += 1;
+        let ev = self.event(&last, prev, silence, conf, silence, 0, p_normal, prior);
+        self.last_event_detect_mono = Some(now);
+        self.last_event_start_wall = Some(ev.start_wall_ns);
+        self.declared_silence = Some(prev);
+        // A candidate (for the fit's busy slots) whose slot is used now; whether the event
+        // shapes the schedule waits for the whole gap.
+        self.learner.on_candidate(prev as i64);
+        self.learner.on_event(prev as i64, false);
+        out.push(Output::Reconfig(ev));
+        out
+    }
+
+    /// The reply that ends a silence [`Detector::on_tick`] declared: the event's outage is
+    /// over. As at an event judged from its closing reply, the path's minimum RTT restarts here,
+    /// the event's other direction and aftermath count from here, and the whole gap, now
+    /// known, shapes the schedule if its evidence alone is confident (the silence's own,
+    /// judged before its end, is weaker).
+    fn close_declared_silence(&mut self, r: &Reply, prev: u64, ri: u64, gap: u64, step: i64) -> Interval {
+        let (_, _, _, evidence_confidence) = self.score(prev, ri, gap, step);
+        if evidence_confidence >= LEARN_CONFIDENCE {
+            self.learner.learn(prev as i64);
+        }
+        self.rtt_min_filter.clear();
+        if let Some(rtt) = r.rtt_ns {
+            self.rtt_min_filter.push_back((r.recv_mono_ns, rtt));
+            self.rtt.min_ns = rtt;
+        }
+        self.last_event_detect_mono = Some(r.recv_mono_ns);
+        Interval::Outage
     }
 
     /// Whether a gap that opened at `start_mono` lies in the aftermath of the latest event
@@ -1136,5 +1239,43 @@ mod tests {
         }
         // The wall clock is now 7 s ahead: its second 12 comes 7 s earlier on the monotonic clock.
         assert_eq!(slot_mono(&d), (5_000 * MS as i64, 15_000 * MS as i64));
+    }
+
+    /// An inter-satellite outage loses every probe for 700 ms: the silence is declared an event
+    /// at a tick (after a probe send) long before the reply that ends it, and that reply closes
+    /// the event instead of making a second one. Over a minute of the same stream without an
+    /// outage (10 ms sends, 0-7 ms of jitter, 1-3 probes lost now and then) no tick declares
+    /// anything.
+    #[test]
+    fn a_long_silence_is_an_event_before_the_reply_that_ends_it() {
+        let mut d = Detector::new(DetectorConfig::default());
+        let mut events = Vec::new();
+        let mut t = 0u64;
+        let mut i = 0u64;
+        let outage = 70_000..70_700u64;
+        while t < 75_000 {
+            t += 10;
+            let h = (i * 2_654_435_761) >> 11;
+            i += 1;
+            for o in d.on_tick(t * MS) {
+                if let Output::Reconfig(e) = o {
+                    events.push((e, t));
+                }
+            }
+            let background_loss = (i * 2_246_822_519 >> 9) % 40 == 0;
+            if outage.contains(&t) || background_loss {
+                continue;
+            }
+            let r = Reply { seq: i as u16, recv_mono_ns: t * MS, recv_wall_ns: WALL0 + (t * MS) as i64, rtt_ns: Some((30 + h % 8) * MS) };
+            for o in d.on_reply(r) {
+                if let Output::Reconfig(e) = o {
+                    events.push((e, t));
+                }
+            }
+        }
+        assert_eq!(events.len(), 1, "one event, no false one, no second one at the closing reply: {events:?}");
+        let (e, at) = &events[0];
+        assert!(e.start_mono_ns / MS < outage.start && e.start_mono_ns / MS >= outage.start - 20, "{e:?}");
+        assert!(*at < outage.start + 200, "declared {} ms into a 700 ms silence", at - outage.start);
     }
 }

@@ -21,23 +21,39 @@ pub use crate::input::{load_ping_d, parse_ping_d, PingLine, ReplayError};
 /// detector's `min_confidence`) and every other output (weak candidates included).
 pub fn run_detector(lines: &[PingLine], cfg: DetectorConfig) -> (Vec<ReconfigEvent>, Vec<Output>) {
     let mut d = Detector::new(cfg);
-    let Some(first) = lines.first() else { return (Vec::new(), Vec::new()) };
     let mut events = Vec::new();
     let mut others = Vec::new();
+    feed(&mut d, lines, |o| match o {
+        Output::Reconfig(e) => events.push(e),
+        other => others.push(other),
+    });
+    (events, others)
+}
+
+/// Feeds `lines` to `d` as the daemon's loop would: every reply, and between replies a tick
+/// (`Detector::on_tick`) at each time a probe would have left, one median spacing apart (a
+/// recording holds the replies, not the sends). Wall time is the monotonic stand-in, never
+/// running backwards.
+fn feed(d: &mut Detector, lines: &[PingLine], mut each: impl FnMut(Output)) {
+    let Some(first) = lines.first() else { return };
+    let mut gaps: Vec<i64> = lines.windows(2).map(|w| w[1].wall_ns - w[0].wall_ns).filter(|&g| g > 0).collect();
+    gaps.sort_unstable();
+    let spacing = gaps.get(gaps.len() / 2).copied().unwrap_or(0).max(1) as u64;
     let mut last_mono = 0u64;
     for l in lines {
-        // Wall time as the monotonic stand-in; never let it run backwards.
         let mono = ((l.wall_ns - first.wall_ns).max(0) as u64).max(last_mono);
-        last_mono = mono;
-        let r = Reply { seq: l.seq, recv_mono_ns: mono, recv_wall_ns: l.wall_ns, rtt_ns: Some(l.rtt_ns) };
-        for o in d.on_reply(r) {
-            match o {
-                Output::Reconfig(e) => events.push(e),
-                other => others.push(other),
+        let mut tick = last_mono + spacing;
+        while tick < mono && last_mono > 0 {
+            for o in d.on_tick(tick) {
+                each(o);
             }
+            tick += spacing;
+        }
+        last_mono = mono;
+        for o in d.on_reply(Reply { seq: l.seq, recv_mono_ns: mono, recv_wall_ns: l.wall_ns, rtt_ns: Some(l.rtt_ns) }) {
+            each(o);
         }
     }
-    (events, others)
 }
 
 /// Scores of detections against true event times.
@@ -213,18 +229,11 @@ pub fn replay_report(lines: &[PingLine], cfg: DetectorConfig, schedule: &Schedul
     let first = lines.first().map_or(0, |l| l.wall_ns);
     let last = lines.last().map_or(0, |l| l.wall_ns);
     let (mut events, mut weak) = (Vec::new(), Vec::new());
-    let mut last_mono = 0u64;
-    for l in lines {
-        let mono = ((l.wall_ns - first).max(0) as u64).max(last_mono);
-        last_mono = mono;
-        for o in d.on_reply(Reply { seq: l.seq, recv_mono_ns: mono, recv_wall_ns: l.wall_ns, rtt_ns: Some(l.rtt_ns) }) {
-            match o {
-                Output::Reconfig(e) => events.push(e),
-                Output::Weak(e) => weak.push(e),
-                _ => {}
-            }
-        }
-    }
+    feed(&mut d, lines, |o| match o {
+        Output::Reconfig(e) => events.push(e),
+        Output::Weak(e) => weak.push(e),
+        _ => {}
+    });
     let (truth_times, truth_source) = match truth {
         Some(t) => (t.iter().copied().filter(|&x| x >= first && x <= last).collect(), "truth"),
         None => (slots_between(schedule, first, last), "slots"),

@@ -45,19 +45,26 @@ fn isl_streams_precise_and_complete_where_the_threshold_is_not() {
 }
 
 #[test]
-fn events_fire_at_the_same_reply_as_the_plain_rule() {
-    // The scoring only removes candidates: every event is declared at the reply that closed
-    // its gap, exactly when the plain rule declares it, so the detection delay is unchanged.
+fn events_fire_no_later_than_the_plain_rule() {
+    // The scoring only removes candidates, and a silence already improbable however its
+    // closing reply splits it is declared at the probe send where it becomes so: every event is
+    // one the plain rule also declares (same outage start), at that reply or earlier. Over
+    // inter-satellite links, whose outages lose 600-750 ms of probes, that is most of the
+    // outage earlier.
     for path in [PathKind::Isl, PathKind::BentPipe] {
         let s = generate(&GenConfig { duration_s: 200.0, ..GenConfig::new(path, 9) }).unwrap();
         let old = score_generated(&s, DetectorConfig { scoring: Scoring::Threshold, ..DetectorConfig::default() });
         let new = score_generated(&s, DetectorConfig::default());
         assert!(!new.events.is_empty());
         for e in &new.events {
-            assert!(old.events.iter().any(|o| o.detect_mono_ns == e.detect_mono_ns), "{e:?}");
+            let plain = old.events.iter().find(|o| o.start_mono_ns == e.start_mono_ns).unwrap_or_else(|| panic!("no plain event for {e:?}"));
+            assert!(e.detect_mono_ns <= plain.detect_mono_ns, "{e:?} after {plain:?}");
         }
         let (a, b) = (percentile(&old.score.delays_ns, 50.0).unwrap(), percentile(&new.score.delays_ns, 50.0).unwrap());
         println!("{path:?}: median delay, plain rule {a} ns (earlier false matches included), evidence {b} ns");
+        if path == PathKind::Isl {
+            assert!(b * 2 < a, "ISL median delay {b} ns against the plain rule's {a} ns");
+        }
     }
 }
 

@@ -14,8 +14,9 @@
 //! comes the per-probe noise fitted to real recordings ([`leocc_probe::gen::ProbeNoise`],
 //! [`ProbeNoiseModel`]): send-timer jitter and slips, RTT jitter (AR(1), spikes, upper-band
 //! visits, congestion episodes) and Gilbert–Elliott background loss. Replies keep FIFO order,
-//! as on the real path. The detector hears of every send (`on_send`, its self-stall check) and
-//! of every reply with its RTT (`on_reply`), exactly as the daemon's loop feeds it.
+//! as on the real path. The detector hears of every send (`on_send`, its self-stall check, then
+//! `on_tick`, which may declare an outage from the silence so far) and of every reply with its
+//! RTT (`on_reply`), exactly as the daemon's loop feeds it.
 //!
 //! What the detector reports is what the daemon publishes: a `Reconfig` output (confidence at
 //! or above the core's `rcf_min_confidence`, 50) becomes the signal's next sequence number,
@@ -356,6 +357,7 @@ impl Detector {
         while t < warmup_us {
             self.deliver(t, false);
             let (_, next) = self.send_at(t);
+            self.tick_at(t, false);
             t = next;
         }
         self.deliver(warmup_us, false);
@@ -378,11 +380,14 @@ impl Detector {
 
     /// Send a probe at run time `now`. Returns when its reply arrives (to schedule), if it is
     /// not lost, and when the next probe leaves.
-    pub fn send_probe(&mut self, now: u64) -> (Option<u64>, u64) {
+    /// The third value is what the detector declared right after the send: an outage it
+    /// needs no closing reply to see (a silence already improbable enough).
+    pub fn send_probe(&mut self, now: u64) -> (Option<u64>, u64, DetectorOutput) {
         let off = self.offset_us;
         let (at, next) = self.send_at(now + off);
         self.next_send_us = next - off;
-        (at.map(|a| a - off), next - off)
+        let out = self.tick_at(now + off, true);
+        (at.map(|a| a - off), next - off, out)
     }
 
     /// A probe sent at detector time `t` (run time + warm-up).
@@ -493,11 +498,31 @@ impl Detector {
                 }
             }
             if let Some((start, confidence)) = event {
-                self.published += 1;
-                self.latest = Some((at, self.published, confidence));
-                self.detections_us.push(at);
-                self.detections.push(Detection { start_ns: start as i64, detect_ns: at as i64 });
-                out.event = Some((self.published, confidence));
+                self.publish(at, start, confidence, &mut out);
+            }
+        }
+        out
+    }
+
+    /// Publishes an event detected at run time `at` whose outage started at `start`.
+    fn publish(&mut self, at: u64, start: u64, confidence: u8, out: &mut DetectorOutput) {
+        self.published += 1;
+        self.latest = Some((at, self.published, confidence));
+        self.detections_us.push(at);
+        self.detections.push(Detection { start_ns: start as i64, detect_ns: at as i64 });
+        out.event = Some((self.published, confidence));
+    }
+
+    /// The core judges the silence since the last reply at detector time `t`, right after a
+    /// send, as the daemon's loop has it do (`detect::Detector::on_tick`); `publish` false
+    /// during the warm-up.
+    fn tick_at(&mut self, t: u64, publish: bool) -> DetectorOutput {
+        let mut out = DetectorOutput::default();
+        let off = self.offset_us;
+        for o in self.core.on_tick(t * 1000) {
+            if let (Output::Reconfig(e), true) = (o, publish) {
+                self.confidences.push(e.confidence);
+                self.publish(t - off, (e.start_mono_ns / 1000).saturating_sub(off), e.confidence, &mut out);
             }
         }
         out
@@ -601,7 +626,7 @@ mod tests {
         let mut arrivals = Vec::new();
         let mut now = 0;
         while now < 6_000_000 {
-            let (at, next) = d.send_probe(now);
+            let (at, next, _) = d.send_probe(now);
             arrivals.push((now, at.expect("no probe is lost")));
             now = next;
         }
@@ -665,7 +690,7 @@ mod tests {
         assert_eq!(min(Dir::Up) - bu + min(Dir::Down) - bd, pop);
         let mut d = Detector::new(t.link(Dir::Up), t.link(Dir::Down), PROBE_INTERVAL_US, OUTAGE_THRESHOLD_US, ProbeNoiseModel::None, 1)
             .with_beyond_pop((bu, bd));
-        let (at, _) = d.send_probe(0);
+        let (at, _, _) = d.send_probe(0);
         let rtt = at.unwrap();
         assert!(rtt < 60_000, "probe RTT {rtt} µs, base RTT {} ms", p.base_rtt_ms);
         // Measured and generated traces have no PoP RTT: the probe crosses the whole segment.

@@ -396,11 +396,12 @@ impl World {
                 }
             }
             Ev::ProbeSend => {
-                let (reply_at, next) = self.detector.send_probe(now);
+                let (reply_at, next, out) = self.detector.send_probe(now);
                 if let Some(at) = reply_at {
                     self.schedule_probe_leg(at);
                 }
                 self.ev.push(next, Ev::ProbeSend);
+                self.on_detector_output(now, out);
             }
             Ev::ProbeLeg => {
                 if self.probe_leg_at == Some(now) {
@@ -434,6 +435,12 @@ impl World {
         if let Some(at) = next {
             self.schedule_probe_leg(at.max(now + 1));
         }
+        self.on_detector_output(now, out);
+    }
+
+    /// Hands what the detector published at `now` to the flows: an event (to the senders on
+    /// the satellite side, as the signal map does) and a probe RTT sample.
+    fn on_detector_output(&mut self, now: u64, out: crate::detector::DetectorOutput) {
         if let Some((seq, confidence)) = out.event {
             if !self.use_oracle {
                 self.reconfigs += 1;
