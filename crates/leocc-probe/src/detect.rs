@@ -539,7 +539,8 @@ impl Detector {
     /// and a held one (its largest P(normal) judged as [`Detector::on_reply`] would), it is an
     /// event now, not at that reply: on an inter-satellite path most of a second earlier. The
     /// reply that ends it closes the event (no second judgement). Nothing during warm-up,
-    /// under the threshold scoring, or while our own sends paused.
+    /// under the threshold scoring, within `--holdoff-ms` of the last event, or while our own
+    /// sends paused.
     pub fn on_tick(&mut self, now: u64) -> Vec<Output> {
         let mut out = Vec::new();
         let Some(prev) = self.last_reply_mono else { return out };
@@ -547,6 +548,7 @@ impl Detector {
         if self.cfg.scoring != Scoring::Evidence
             || silence <= self.cfg.threshold_ns
             || self.declared_silence == Some(prev)
+            || self.last_event_detect_mono.is_some_and(|d| now.saturating_sub(d) < self.cfg.holdoff_ns)
             || self.same_outage_other_direction(prev)
             || self.explained_by_stall(silence, self.longest_send_gap(prev, now))
         {
@@ -1241,41 +1243,53 @@ mod tests {
         assert_eq!(slot_mono(&d), (5_000 * MS as i64, 15_000 * MS as i64));
     }
 
-    /// An inter-satellite outage loses every probe for 700 ms: the silence is declared an event
-    /// at a tick (after a probe send) long before the reply that ends it, and that reply closes
-    /// the event instead of making a second one. Over a minute of the same stream without an
-    /// outage (10 ms sends, 0-7 ms of jitter, 1-3 probes lost now and then) no tick declares
-    /// anything.
-    #[test]
-    fn a_long_silence_is_an_event_before_the_reply_that_ends_it() {
-        let mut d = Detector::new(DetectorConfig::default());
+    /// Feeds 75 s of probes sent every 10 ms (RTT 30 ms plus 0-7 ms of jitter, 1-3 probes lost
+    /// now and then), with ticks after each send and every probe lost in `outages` (ms);
+    /// returns the events with the time (ms) they were declared.
+    fn with_silences(cfg: DetectorConfig, outages: &[std::ops::Range<u64>]) -> Vec<(ReconfigEvent, u64)> {
+        let mut d = Detector::new(cfg);
         let mut events = Vec::new();
-        let mut t = 0u64;
-        let mut i = 0u64;
-        let outage = 70_000..70_700u64;
+        let (mut t, mut i) = (0u64, 0u64);
         while t < 75_000 {
             t += 10;
             let h = (i * 2_654_435_761) >> 11;
             i += 1;
-            for o in d.on_tick(t * MS) {
-                if let Output::Reconfig(e) = o {
-                    events.push((e, t));
-                }
-            }
+            let ticked = d.on_tick(t * MS);
             let background_loss = (i * 2_246_822_519 >> 9) % 40 == 0;
-            if outage.contains(&t) || background_loss {
-                continue;
-            }
-            let r = Reply { seq: i as u16, recv_mono_ns: t * MS, recv_wall_ns: WALL0 + (t * MS) as i64, rtt_ns: Some((30 + h % 8) * MS) };
-            for o in d.on_reply(r) {
+            let replied = if outages.iter().any(|o| o.contains(&t)) || background_loss {
+                Vec::new()
+            } else {
+                d.on_reply(Reply { seq: i as u16, recv_mono_ns: t * MS, recv_wall_ns: WALL0 + (t * MS) as i64, rtt_ns: Some((30 + h % 8) * MS) })
+            };
+            for o in ticked.into_iter().chain(replied) {
                 if let Output::Reconfig(e) = o {
                     events.push((e, t));
                 }
             }
         }
+        events
+    }
+
+    /// An inter-satellite outage loses every probe for 700 ms: the silence is declared an event
+    /// at a tick (after a probe send) long before the reply that ends it, and that reply closes
+    /// the event instead of making a second one. Over a minute of the same stream without an
+    /// outage no tick declares anything.
+    #[test]
+    fn a_long_silence_is_an_event_before_the_reply_that_ends_it() {
+        let outage = 70_000..70_700u64;
+        let events = with_silences(DetectorConfig::default(), &[outage.clone()]);
         assert_eq!(events.len(), 1, "one event, no false one, no second one at the closing reply: {events:?}");
         let (e, at) = &events[0];
         assert!(e.start_mono_ns / MS < outage.start && e.start_mono_ns / MS >= outage.start - 20, "{e:?}");
         assert!(*at < outage.start + 200, "declared {} ms into a 700 ms silence", at - outage.start);
+    }
+
+    /// `--holdoff-ms` merges a silence that follows an event closely, as it merges a gap.
+    #[test]
+    fn a_silence_within_the_holdoff_is_no_event() {
+        let outages = [60_000..60_700u64, 62_000..62_700];
+        assert_eq!(with_silences(DetectorConfig::default(), &outages).len(), 2);
+        let held_off = with_silences(DetectorConfig { holdoff_ns: 5_000 * MS, ..DetectorConfig::default() }, &outages);
+        assert_eq!(held_off.len(), 1, "{held_off:?}");
     }
 }
