@@ -303,6 +303,9 @@ struct Daemon {
     last_signal: SignalUpdate,
     /// Reconfigurations published (the signal's sequence counts these).
     published: u64,
+    /// Confidence of an event declared from a silence after a send, for the sample of the reply
+    /// that ends it: the triggers and the metrics see the stream reply by reply.
+    silence_event: Option<u8>,
     /// `--trigger` / `--exec` pairs, fed every reply.
     actions: Vec<crate::trigger::Action>,
     /// RI and loss of the probe stream, for the triggers.
@@ -374,6 +377,7 @@ pub fn run_with_triggers(opts: Options, publisher: Option<Box<dyn Publisher>>, a
         // older daemon would have published it.
         last_signal: SignalUpdate { confidence: crate::detect::CONF_FULL, ..SignalUpdate::default() },
         published: 0,
+        silence_event: None,
         opts,
         actions,
         stream: crate::trigger::Stream::default(),
@@ -470,6 +474,7 @@ impl Daemon {
                         self.note_event(&e, net::wall_ns());
                         self.publish_signal(now, true);
                         self.write_state();
+                        self.silence_event = Some(e.confidence);
                     }
                 }
                 if let Some(m) = &self.metrics {
@@ -561,6 +566,11 @@ impl Daemon {
         self.publish_signal(r.recv_mono_ns, new_event);
         if new_event {
             self.write_state();
+        }
+        // An event already published from the silence this reply ends: its sample carries it.
+        if let Some(c) = self.silence_event.take() {
+            new_event = true;
+            confidence = c;
         }
         if self.actions.is_empty() && self.metrics.is_none() {
             return;
