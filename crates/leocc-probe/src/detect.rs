@@ -480,20 +480,30 @@ impl Detector {
             return (c, 1.0, 0.0, 0);
         };
         let p_normal = self.p_normal(self.lost_probes(gap), pd);
+        let (confidence_now, prior) = self.judge(start_mono, p_normal);
+        // Learning keeps the point likelihood: the schedule must not confirm itself.
+        let neutral = self.spacing_ns.max(1) as f64 / crate::learn::BASE_EVENT_PERIOD_NS;
+        (confidence_now, p_normal, prior, confidence(neutral, p_normal / self.point_likelihood()))
+    }
+
+    /// The confidence that a gap opened at `start_mono` with P(normal) `p_normal` is an outage,
+    /// and the prior it was judged with. Off the schedule the gap is weighed by its point
+    /// likelihood under "outage": P(normal) is a p-value, and against the thousands of normal
+    /// intervals a minute only that keeps false events rare. Inside a predicted slot's window
+    /// the question is which of its few intervals holds the slot's outage, and an outage makes
+    /// a gap at least this unusual: the tail under "outage" is 1. Weighed by the point
+    /// likelihood there, short bent-pipe holds (P(normal) 0.002-0.02) stayed weak in the window
+    /// (docs/detector.md).
+    fn judge(&self, start_mono: u64, p_normal: f64) -> (u8, f64) {
         let (prior, in_window) = self.prior_at(start_mono);
-        let spacing = self.spacing_ns.max(1) as f64;
-        let neutral = spacing / crate::learn::BASE_EVENT_PERIOD_NS;
-        let p_point = (spacing / OUTAGE_RANGE_NS).min(1.0);
-        // Off the schedule a gap is weighed by its point likelihood under "outage" (one spacing
-        // of the 45-800 ms range): P(normal) is a p-value, and against the thousands of normal
-        // intervals a minute only that keeps false events rare. Inside a predicted slot's
-        // window the question is which of its few intervals holds the slot's outage, and an
-        // outage makes a gap at least this unusual: the tail under "outage" is 1. Weighed by
-        // the point likelihood there, short bent-pipe holds (P(normal) 0.002-0.02) stayed weak
-        // in the window (docs/detector.md). Learning keeps the point likelihood: the schedule
-        // must not confirm itself.
-        let p_outage = if in_window { 1.0 } else { p_point };
-        (confidence(prior, p_normal / p_outage), p_normal, prior, confidence(neutral, p_normal / p_point))
+        let likelihood = if in_window { 1.0 } else { self.point_likelihood() };
+        (confidence(prior, p_normal / likelihood), prior)
+    }
+
+    /// Likelihood of a gap measured to one probe spacing under "outage": spacing over the
+    /// 45-800 ms range of outage lengths ([`OUTAGE_RANGE_NS`]).
+    fn point_likelihood(&self) -> f64 {
+        (self.spacing_ns.max(1) as f64 / OUTAGE_RANGE_NS).min(1.0)
     }
 
     /// P(normal) of a gap with `lost` probes lost and an RTT step whose tail is `pd`. Two tests
@@ -555,10 +565,7 @@ impl Detector {
             return out;
         }
         let Some(p_normal) = self.silence_p_normal(silence) else { return out };
-        let (prior, in_window) = self.prior_at(prev);
-        let spacing = self.spacing_ns.max(1) as f64;
-        let p_point = (spacing / OUTAGE_RANGE_NS).min(1.0);
-        let conf = confidence(prior, p_normal / if in_window { 1.0 } else { p_point });
+        let (conf, prior) = self.judge(prev, p_normal);
         if conf < self.cfg.min_confidence {
             return out;
         }

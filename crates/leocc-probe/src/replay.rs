@@ -36,24 +36,31 @@ pub fn run_detector(lines: &[PingLine], cfg: DetectorConfig) -> (Vec<ReconfigEve
 /// running backwards.
 fn feed(d: &mut Detector, lines: &[PingLine], mut each: impl FnMut(Output)) {
     let Some(first) = lines.first() else { return };
-    let mut gaps: Vec<i64> = lines.windows(2).map(|w| w[1].wall_ns - w[0].wall_ns).filter(|&g| g > 0).collect();
-    gaps.sort_unstable();
-    let spacing = gaps.get(gaps.len() / 2).copied().unwrap_or(0).max(1) as u64;
-    let mut last_mono = 0u64;
+    let spacing = median_spacing_ns(lines).max(1);
+    let mut last_mono: Option<u64> = None;
     for l in lines {
-        let mono = ((l.wall_ns - first.wall_ns).max(0) as u64).max(last_mono);
-        let mut tick = last_mono + spacing;
-        while tick < mono && last_mono > 0 {
-            for o in d.on_tick(tick) {
-                each(o);
+        let mono = ((l.wall_ns - first.wall_ns).max(0) as u64).max(last_mono.unwrap_or(0));
+        if let Some(last) = last_mono {
+            let mut tick = last + spacing;
+            while tick < mono {
+                for o in d.on_tick(tick) {
+                    each(o);
+                }
+                tick += spacing;
             }
-            tick += spacing;
         }
-        last_mono = mono;
+        last_mono = Some(mono);
         for o in d.on_reply(Reply { seq: l.seq, recv_mono_ns: mono, recv_wall_ns: l.wall_ns, rtt_ns: Some(l.rtt_ns) }) {
             each(o);
         }
     }
+}
+
+/// The median interval between consecutive replies, ns (0 with fewer than two).
+fn median_spacing_ns(lines: &[PingLine]) -> u64 {
+    let mut gaps: Vec<u64> = lines.windows(2).map(|w| (w[1].wall_ns - w[0].wall_ns).max(0) as u64).collect();
+    gaps.sort_unstable();
+    gaps.get(gaps.len() / 2).copied().unwrap_or(0)
 }
 
 /// Scores of detections against true event times.
@@ -243,15 +250,13 @@ pub fn replay_report(lines: &[PingLine], cfg: DetectorConfig, schedule: &Schedul
     let dets: Vec<Detection> = events.iter().map(detection).collect();
     let score = score(&dets, &truth_times, tol);
     let slots = per_slot(&events, &truth_times, tol);
-    let mut gaps: Vec<u64> = lines.windows(2).map(|w| (w[1].wall_ns - w[0].wall_ns).max(0) as u64).collect();
-    gaps.sort_unstable();
     let seqs = lines.iter().map(|l| i64::from(l.seq));
     let span_seq = seqs.clone().max().unwrap_or(0) - seqs.min().unwrap_or(0) + 1;
     ReplayReport {
         replies: lines.len(),
         span_ns: (first, last),
         lost: (span_seq - lines.len() as i64).max(0),
-        median_spacing_ns: gaps.get(gaps.len() / 2).copied().unwrap_or(0),
+        median_spacing_ns: median_spacing_ns(lines),
         truth_source,
         events,
         weak,
