@@ -25,7 +25,8 @@ APT_PACKAGES=(
   iperf3 iproute2 iputils-ping  # traffic and namespaces for the emulator
 )
 if [ "$ALL" = 1 ]; then
-  APT_PACKAGES+=(chromium)  # headless screenshots of the HTML report in tests
+  APT_PACKAGES+=(chromium)  # headless screenshots of the HTML report in tests, and dash.js sessions
+  APT_PACKAGES+=(ffmpeg)    # the dash.js sessions' content (leocc-video --player dashjs)
   # promtool and a Prometheus server: tests check `leocc probe --metrics` and the testbed's
   # metrics with them (the tests start their own server on loopback; on a machine with systemd
   # the package also enables Debian's prometheus service: `systemctl disable --now prometheus`)
@@ -98,6 +99,22 @@ install_editable() {
   fi
 }
 install_editable python/leocc_ml "numpy, sklearn, pytest, leocc_ml"
+# dash.js, pinned, from the npm registry, beside the environment that uses it
+# (leocc_ml/video/dash.py finds it there; its DASHJS_VERSION must match).
+DASHJS_VERSION=4.7.4
+DASHJS_DIR="$VENV/dashjs"
+if [ "$(cat "$DASHJS_DIR/.version" 2>/dev/null)" != "$DASHJS_VERSION" ] \
+   || [ ! -f "$DASHJS_DIR/node_modules/dashjs/dist/dash.all.min.js" ]; then
+  if ! command -v npm >/dev/null 2>&1; then
+    SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends npm >/dev/null
+  fi
+  echo "setup: installing dash.js $DASHJS_VERSION (npm) into .venv/dashjs"
+  mkdir -p "$DASHJS_DIR"
+  npm install --silent --no-audit --no-fund --prefix "$DASHJS_DIR" "dashjs@$DASHJS_VERSION" >/dev/null
+  echo "$DASHJS_VERSION" > "$DASHJS_DIR/.version"
+fi
 install_editable python/leocc_testbed "leocc_testbed, ray, pytest"
 PY_STAMP="$VENV/.leocc-package"
 py_src_hash() {

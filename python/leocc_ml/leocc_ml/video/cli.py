@@ -3,6 +3,7 @@
     leocc-video serve --port 8080 --cc bbr --top-mbps 160
     leocc-video play --url http://HOST:8080 --predictor leo --profile starlink-down --cc bbr --json out.json
     leocc-video emu --trace traces/starlink-down-60s.trace --cc bbr --predictor harmonic --json out.json
+    leocc-video emu --trace traces/starlink-down-60s.trace --cc leocc --player dashjs --abr l2a --live --json out.json
     leocc-video sim --profiles starlink-down --seeds 101-120 --json sim.json
     leocc-video plot sim.json emu*.json -o qoe-cdf.svg
     leocc-video table sim.json --group-by profile+predictor
@@ -59,6 +60,8 @@ def _profile_of(trace: str) -> str:
 
 
 def cmd_serve(a) -> int:
+    if a.player == "dashjs":
+        return _serve_dash(a)
     srv = server.VideoServer((a.host, a.port), Ladder.make(a.top_mbps, a.chunks, a.seed), a.cc, quiet=not a.verbose)
     _log(f"serving {a.chunks} chunks, top {a.top_mbps:g} Mbit/s, cc {a.cc or 'default'} on {a.host}:{srv.server_address[1]}")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
@@ -69,7 +72,42 @@ def cmd_serve(a) -> int:
     return 0
 
 
+def _dash_ladder(top_mbps: float, seconds: float, segment_s: float, seed: int = 0) -> Ladder:
+    """The ladder of a dash.js session: Pensieve's six rungs under ``top_mbps``, one chunk per
+    segment of the session (the server and the summary must agree on it, so both make it here)."""
+    return Ladder.make(top_mbps, max(1, int(round(seconds / segment_s))), seed, segment_s)
+
+
+def _serve_dash(a) -> int:
+    from . import dash
+
+    lad = _dash_ladder(a.top_mbps, a.duration, a.segment_s, a.seed)
+    content = dash.Content.make(lad.n_qualities, a.segment_s, log=_log)
+    srv = dash.DashServer((a.host, a.port), content, lad, a.live, a.cc, quiet=not a.verbose)
+    kind = "live" if a.live else f"on demand, {lad.n_chunks} segments"
+    _log(f"serving DASH ({kind}), {a.segment_s:g} s segments, top {a.top_mbps:g} Mbit/s, cc {a.cc or 'default'} on {a.host}:{srv.server_address[1]}")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    try:
+        srv.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def _play_dash(a) -> int:
+    from . import dash
+
+    lad = _dash_ladder(a.top_mbps, a.duration, a.segment_s)
+    rep = dash.play(a.url, a.abr, a.duration, a.live, a.latency, log=_log if a.verbose else None)
+    res = dash.summarise(rep, lad)
+    res.update({"trace": a.trace, "cc": a.cc, "mode": "tcp", "segment_s": a.segment_s, "latency_target_s": a.latency if a.live else None})
+    _write_json(a.json, res)
+    return 0
+
+
 def cmd_play(a) -> int:
+    if a.player == "dashjs":
+        return _play_dash(a)
     from . import client
 
     pred = predictors.make(a.predictor, a.profile or _profile_of(a.trace or ""), a.trace, a.oracle_offset)
@@ -91,33 +129,29 @@ def cmd_emu(a) -> int:
     out = os.path.abspath(a.json)
     profile = a.profile or _profile_of(a.trace)
     # Train (or load) the LEO model before the emulator starts, so training time is not playback time.
-    if a.predictor == "leo":
+    if a.predictor == "leo" and a.player == "python":
         predictors.leo_model(profile, log=_log)
+    if a.player == "dashjs":
+        from . import dash
+
+        dash.Content.make(len(Ladder.make(top).bitrates_mbps), a.segment_s, log=_log)  # encode before the clock starts
     serve = (
         f"{shlex.quote(py)} -m leocc_ml.video.cli serve --port {DEFAULT_PORT} --cc {shlex.quote(a.cc)} --top-mbps {top} --chunks {a.chunks}"
     )
-    play = [
-        py,
-        "-m",
-        "leocc_ml.video.cli",
-        "play",
-        "--url",
-        f"http://100.100.0.2:{DEFAULT_PORT}",
-        "--cc",
-        a.cc,
-        "--predictor",
-        a.predictor,
-        "--profile",
-        profile,
-        "--trace",
-        os.path.abspath(a.trace),
-        "--json",
-        out,
-    ]
+    play = [py, "-m", "leocc_ml.video.cli", "play", "--url", f"http://100.100.0.2:{DEFAULT_PORT}", "--cc", a.cc, "--trace", os.path.abspath(a.trace), "--json", out]
+    if a.player == "dashjs":
+        # A live server has no end; on demand it holds the session's segments.
+        dash_opts = f" --player dashjs --segment-s {a.segment_s} --duration {a.duration}" + (" --live" if a.live else "")
+        serve = f"{shlex.quote(py)} -m leocc_ml.video.cli serve --port {DEFAULT_PORT} --cc {shlex.quote(a.cc)} --top-mbps {top}" + dash_opts
+        play += ["--player", "dashjs", "--abr", a.abr, "--top-mbps", str(top), "--segment-s", str(a.segment_s), "--duration", str(a.duration), "--latency", str(a.latency)]
+        play += ["--live"] if a.live else []
+    else:
+        play += ["--predictor", a.predictor, "--profile", profile]
     if a.verbose:
         play.append("--verbose")
     cmd = [traces.leocc_binary(), "emu", "--trace", a.trace, "--server-cmd", serve, "--"] + play
-    _log(f"emu {os.path.basename(a.trace)} cc={a.cc} predictor={a.predictor} top={top} Mbit/s")
+    what = f"dash.js abr={a.abr} {'live' if a.live else 'on demand'}" if a.player == "dashjs" else f"predictor={a.predictor}"
+    _log(f"emu {os.path.basename(a.trace)} cc={a.cc} {what} top={top} Mbit/s")
     env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     t0 = time.time()
     rc = subprocess.run(cmd, env=env, preexec_fn=_pdeathsig).returncode
@@ -196,6 +230,19 @@ def cmd_table(a) -> int:
     return 0
 
 
+def _dash_args(p, serve: bool = False, play: bool = False) -> None:
+    p.add_argument("--player", choices=("python", "dashjs"), default="python",
+                   help="python: RobustMPC, nothing decoded (fast); dashjs: dash.js in headless Chromium on real H.264 segments [default: python]")
+    p.add_argument("--live", action="store_true", help="dashjs: a live stream (dynamic MPD on the wall clock) instead of on demand")
+    p.add_argument("--segment-s", type=float, default=2.0, help="dashjs: segment length, s (divides 20) [default: 2]")
+    p.add_argument("--duration", type=float, default=60.0, help="dashjs: session length after the first frame, s [default: 60]")
+    if play:
+        from .dash import ABR_RULES
+
+        p.add_argument("--abr", choices=sorted(ABR_RULES), default="dynamic", help="dashjs: dash.js's ABR rule [default: dynamic]")
+        p.add_argument("--latency", type=float, default=3.0, help="dashjs --live: target live latency, s [default: 3]")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="leocc-video", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -207,6 +254,7 @@ def main(argv=None) -> int:
     s.add_argument("--chunks", type=int, default=N_CHUNKS, help=f"4 s chunks [default: {N_CHUNKS} = 3 min]")
     s.add_argument("--seed", type=int, default=0, help="chunk-size jitter seed")
     s.add_argument("--verbose", action="store_true", help="log every request")
+    _dash_args(s, serve=True)
     p = sub.add_parser("play", help="stream once with RobustMPC and print the QoE")
     p.add_argument("--url", required=True, help="http://HOST:PORT of a `leocc-video serve`")
     p.add_argument("--predictor", choices=PREDICTORS, default="harmonic")
@@ -216,6 +264,8 @@ def main(argv=None) -> int:
     p.add_argument("--cc", help="TCP congestion control of the client socket")
     p.add_argument("--json", help="write the result here (atomically) instead of stdout")
     p.add_argument("--verbose", action="store_true", help="progress per chunk on stderr")
+    p.add_argument("--top-mbps", type=float, default=DEFAULT_TOP_MBPS, help="the server's top rung (dashjs: to name the bitrates played)")
+    _dash_args(p, play=True)
     e = sub.add_parser("emu", help="one session behind `leocc emu` (needs root); wrap in flock for reported runs")
     e.add_argument("--trace", required=True)
     e.add_argument("--cc", required=True, help="server congestion control: leocc, bbr, cubic")
@@ -225,6 +275,7 @@ def main(argv=None) -> int:
     e.add_argument("--chunks", type=int, default=N_CHUNKS, help=f"4 s chunks [default: {N_CHUNKS} = 3 min]")
     e.add_argument("--json", required=True)
     e.add_argument("--verbose", action="store_true")
+    _dash_args(e, play=True)
     m = sub.add_parser("sim", help="trace-driven sessions over generated traces (fast, no TCP)")
     m.add_argument("--profiles", default="starlink-down,starlink-up,oneweb")
     m.add_argument("--seeds", type=parse_seeds, default=parse_seeds("101-120"), help="test trace seeds [default: 101-120]")

@@ -28,8 +28,8 @@ class Ladder:
     chunk_s: float = CHUNK_S
 
     @staticmethod
-    def make(top_mbps: float = DEFAULT_TOP_MBPS, n_chunks: int = N_CHUNKS, seed: int = 0) -> "Ladder":
-        """The ladder with its top rung at ``top_mbps``."""
+    def make(top_mbps: float = DEFAULT_TOP_MBPS, n_chunks: int = N_CHUNKS, seed: int = 0, chunk_s: float = CHUNK_S) -> "Ladder":
+        """The ladder with its top rung at ``top_mbps``, of ``chunk_s`` chunks."""
         if not (top_mbps > 0 and np.isfinite(top_mbps)):
             raise ValueError(f"top bitrate must be a positive number of Mbit/s, got {top_mbps}")
         if n_chunks < 1:
@@ -37,8 +37,10 @@ class Ladder:
         br = np.asarray(RATIOS) * top_mbps / RATIOS[-1]
         rng = np.random.default_rng(seed)
         jitter = 1 + rng.uniform(-SIZE_JITTER, SIZE_JITTER, n_chunks)
-        sizes = np.rint(br[:, None] * 1e6 / 8 * CHUNK_S * jitter[None, :]).astype(np.int64)
-        return Ladder(br, sizes)
+        if not 0 < chunk_s <= 60:
+            raise ValueError(f"chunk length must be in (0, 60] s, got {chunk_s}")
+        sizes = np.rint(br[:, None] * 1e6 / 8 * chunk_s * jitter[None, :]).astype(np.int64)
+        return Ladder(br, sizes, chunk_s)
 
     @property
     def n_chunks(self) -> int:
