@@ -14,7 +14,7 @@ cargo test --workspace --release --locked -q 2>&1
 # After cargo: two of these tests drive the leocc binary, which cargo test has just built
 # (before it, on a clean checkout, they would skip).
 if [ -f python/leocc_ml/pyproject.toml ]; then
-  echo "== python/leocc_ml (pytest: predictors, LSTM gradient check, video over loopback TCP)"
+  echo "== python/leocc_ml (pytest: predictors, LSTM gradient check, video over loopback TCP, dash.js in Chromium)"
   (cd python/leocc_ml && ../../.venv/bin/python -m pytest -q tests)
 fi
 if [ -f python/leocc_testbed/pyproject.toml ]; then
