@@ -62,6 +62,7 @@ def test_dashjs_plays_on_demand_over_loopback_and_the_network_carries_the_ladder
     assert all(f["bytes"] == lad.sizes[f["quality"], f["index"]] for f in frags)
     s = dash.summarise(rep, lad)
     assert s["chunks"] == 8 and s["stalls"] == 0
+    assert s["frames_decoded"] >= 0.8 * dash.FPS * 8, "Chromium decoded and showed the frames"
     assert frags[-1]["quality"] == lad.n_qualities - 1, "an unloaded loopback carries the top rung"
 
 
@@ -70,12 +71,13 @@ def test_a_live_dashjs_session_behind_the_emulator(tmp_path):
     cc = "cubic" if "cubic" in tcp.available() else "reno"
     out = tmp_path / "live.json"
     rc = cli.main(["emu", "--trace", TRACE, "--cc", cc, "--player", "dashjs", "--live", "--latency", "3", "--segment-s", "1",
-                   "--duration", "12", "--json", str(out)])
+                   "--duration", "12", "--json", str(out), "--snapshot", str(tmp_path / "frame.png")])
     assert rc == 0
     r = json.loads(out.read_text())
     assert r["player"] == "dashjs" and r["live"] and r["mode"] == "emu"
-    assert r["chunks"] >= 8
+    assert r["chunks"] >= 8 and r["frames_decoded"] >= 0.8 * dash.FPS * 12
     assert 2.0 <= r["latency_median_s"] <= 4.5, r["latency_median_s"]
     # The uplink-mirrored trace averages 53 Mbit/s: the top rung is below it, the bitrates played are rungs.
     assert set(f["quality"] for f in r["fragments_log"]) <= set(range(6))
     assert r["wall_s"] < 12 + 40
+    assert (tmp_path / "frame.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", "the last frame shown"

@@ -98,11 +98,24 @@ def _play_dash(a) -> int:
     from . import dash
 
     lad = _dash_ladder(a.top_mbps, a.duration, a.segment_s)
-    rep = dash.play(a.url, a.abr, a.duration, a.live, a.latency, log=_log if a.verbose else None)
+    rep = dash.play(a.url, a.abr, a.duration, a.live, a.latency, log=_log if a.verbose else None, snapshot=bool(a.snapshot))
+    if a.snapshot:
+        _write_snapshot(a.snapshot, rep.get("snapshot"))
     res = dash.summarise(rep, lad)
     res.update({"trace": a.trace, "cc": a.cc, "mode": "tcp", "segment_s": a.segment_s, "latency_target_s": a.latency if a.live else None})
     _write_json(a.json, res)
     return 0
+
+
+def _write_snapshot(path: str, data_url: str | None) -> None:
+    if not data_url or not data_url.startswith("data:image/png;base64,"):
+        raise RuntimeError("dash.js showed no frame to snapshot")
+    import base64
+
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "wb") as f:
+        f.write(base64.b64decode(data_url.split(",", 1)[1]))
+    os.replace(tmp, path)
 
 
 def cmd_play(a) -> int:
@@ -145,6 +158,7 @@ def cmd_emu(a) -> int:
         serve = f"{shlex.quote(py)} -m leocc_ml.video.cli serve --port {DEFAULT_PORT} --cc {shlex.quote(a.cc)} --top-mbps {top}" + dash_opts
         play += ["--player", "dashjs", "--abr", a.abr, "--top-mbps", str(top), "--segment-s", str(a.segment_s), "--duration", str(a.duration), "--latency", str(a.latency)]
         play += ["--live"] if a.live else []
+        play += ["--snapshot", os.path.abspath(a.snapshot)] if a.snapshot else []
     else:
         play += ["--predictor", a.predictor, "--profile", profile]
     if a.verbose:
@@ -241,6 +255,7 @@ def _dash_args(p, serve: bool = False, play: bool = False) -> None:
 
         p.add_argument("--abr", choices=sorted(ABR_RULES), default="dynamic", help="dashjs: dash.js's ABR rule [default: dynamic]")
         p.add_argument("--latency", type=float, default=3.0, help="dashjs --live: target live latency, s [default: 3]")
+        p.add_argument("--snapshot", metavar="PNG", help="dashjs: write the last frame the player showed here")
 
 
 def main(argv=None) -> int:

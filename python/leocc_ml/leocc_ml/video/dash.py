@@ -331,14 +331,15 @@ def _own_group():
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
 
 
-def play(url: str, abr: str, session_s: float, live: bool, latency_s: float = 3.0, log=None) -> dict:
+def play(url: str, abr: str, session_s: float, live: bool, latency_s: float = 3.0, log=None, snapshot: bool = False) -> dict:
     """One session of dash.js in headless Chromium against the server at ``url``; the page's
-    report (see ``web/player.html``). Raises RuntimeError if Chromium reports nothing in time."""
+    report (see ``web/player.html``; with ``snapshot`` the last frame shown, as a PNG data URL).
+    Raises RuntimeError if Chromium reports nothing in time."""
     if abr not in ABR_RULES:
         raise ValueError(f"unknown ABR rule {abr!r} (dash.js's: {', '.join(ABR_RULES)})")
     if not session_s > 0:
         raise ValueError(f"session length must be positive, got {session_s}")
-    q = urllib.parse.urlencode({"abr": ABR_RULES[abr], "live": int(live), "latency": latency_s, "duration": session_s})
+    q = urllib.parse.urlencode({"abr": ABR_RULES[abr], "live": int(live), "latency": latency_s, "duration": session_s, "snapshot": int(snapshot)})
     profile = tempfile.mkdtemp(prefix="leocc-chromium.")
     cmd = [chromium_binary(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", f"{url.rstrip('/')}/player.html?{q}"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace", preexec_fn=_own_group)
@@ -393,6 +394,8 @@ def summarise(report: dict, ladder: Ladder) -> dict:
             "abr": report["abr"],
             "live": bool(report["live"]),
             "stalls": int(report["stalls"]),
+            "frames_decoded": int(report["frames"]["total"]),
+            "frames_dropped": int(report["frames"]["dropped"]),
             "rendered_switches": int(report["switches"]),
             "top_mbps": float(ladder.bitrates_mbps[-1]),
             "latency_median_s": _quantile(lat, 0.5),
