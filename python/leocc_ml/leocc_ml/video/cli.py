@@ -64,6 +64,11 @@ def cmd_serve(a) -> int:
         return _serve_dash(a)
     srv = server.VideoServer((a.host, a.port), Ladder.make(a.top_mbps, a.chunks, a.seed), a.cc, quiet=not a.verbose)
     _log(f"serving {a.chunks} chunks, top {a.top_mbps:g} Mbit/s, cc {a.cc or 'default'} on {a.host}:{srv.server_address[1]}")
+    return _serve_until_stopped(srv)
+
+
+def _serve_until_stopped(srv) -> int:
+    """Serves until SIGTERM (the emulator's teardown) or ^C."""
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         srv.serve_forever()
@@ -86,12 +91,7 @@ def _serve_dash(a) -> int:
     srv = dash.DashServer((a.host, a.port), content, lad, a.live, a.cc, quiet=not a.verbose)
     kind = "live" if a.live else f"on demand, {lad.n_chunks} segments"
     _log(f"serving DASH ({kind}), {a.segment_s:g} s segments, top {a.top_mbps:g} Mbit/s, cc {a.cc or 'default'} on {a.host}:{srv.server_address[1]}")
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    try:
-        srv.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    return 0
+    return _serve_until_stopped(srv)
 
 
 def _play_dash(a) -> int:

@@ -38,8 +38,9 @@ import threading
 import time
 import urllib.parse
 
-from . import qoe, tcp
+from . import qoe
 from .ladder import Ladder
+from .server import CcServer
 
 #: dash.js version the setup installs (npm, pinned): ``scripts/setup.sh --all``.
 DASHJS_VERSION = "4.7.4"
@@ -121,7 +122,9 @@ class Content:
         if not os.path.exists(mpd):
             if log:
                 log(f"encoding the test pattern: {n} representations, {seg_s:g} s segments, {CONTENT_S} s (ffmpeg, once)")
-            tmp = tempfile.mkdtemp(prefix=f"{key}.", dir=os.makedirs(cache, exist_ok=True) or cache)
+            os.makedirs(cache, exist_ok=True)
+            # Encoded into a temporary directory and renamed: a cache entry is whole or absent.
+            tmp = tempfile.mkdtemp(prefix=f"{key}.", dir=cache)
             gop = max(1, round(FPS * seg_s))
             cmd = [ffmpeg, "-hide_banner", "-loglevel", "error", "-f", "lavfi", "-i", f"testsrc2=size={SIZE}:rate={FPS}", "-t", str(CONTENT_S)]
             for _ in range(n):
@@ -227,11 +230,8 @@ def manifest(content: Content, ladder: Ladder, live: bool, start_wall: float, se
 """
 
 
-class DashServer(http.server.ThreadingHTTPServer):
+class DashServer(CcServer):
     """DASH over kernel TCP with one congestion control for every connection."""
-
-    daemon_threads = True
-    allow_reuse_address = True
 
     def __init__(self, addr, content: Content, ladder: Ladder, live: bool, cc: str | None = None, quiet: bool = True):
         if ladder.n_qualities != content.n:
@@ -242,17 +242,6 @@ class DashServer(http.server.ThreadingHTTPServer):
         self.start_wall = time.time()
         self.dashjs = dashjs_path()
         super().__init__(addr, _DashHandler)
-
-    def server_bind(self):
-        if self.cc:
-            tcp.set_cc(self.socket, self.cc)
-        super().server_bind()
-
-    def get_request(self):
-        conn, addr = super().get_request()
-        if self.cc:
-            tcp.set_cc(conn, self.cc)
-        return conn, addr
 
     def segment_size(self, rep: int, number: int) -> int:
         """The ladder's byte size of segment ``number`` (the ladder's chunks loop as the content does)."""

@@ -20,18 +20,13 @@ WRITE_BYTES = 256 * 1024
 _ZEROS = bytes(WRITE_BYTES)
 
 
-class VideoServer(http.server.ThreadingHTTPServer):
-    """Threaded HTTP/1.1 server of one ladder over kernel TCP with a chosen congestion control."""
+class CcServer(http.server.ThreadingHTTPServer):
+    """A threaded HTTP/1.1 server whose every connection uses the congestion control ``self.cc``
+    (set before the base class binds): the server is the sender, so this is the control under test."""
 
     daemon_threads = True
     allow_reuse_address = True
-
-    def __init__(self, addr, ladder: Ladder, cc: str | None = None, quiet: bool = True):
-        self.ladder = ladder
-        self.cc = cc
-        self.quiet = quiet
-        self.manifest = json.dumps(ladder.to_json()).encode()
-        super().__init__(addr, _Handler)
+    cc: str | None = None
 
     def server_bind(self):
         if self.cc:
@@ -43,6 +38,17 @@ class VideoServer(http.server.ThreadingHTTPServer):
         if self.cc:
             tcp.set_cc(conn, self.cc)
         return conn, addr
+
+
+class VideoServer(CcServer):
+    """The server of one ladder's synthetic chunks."""
+
+    def __init__(self, addr, ladder: Ladder, cc: str | None = None, quiet: bool = True):
+        self.ladder = ladder
+        self.cc = cc
+        self.quiet = quiet
+        self.manifest = json.dumps(ladder.to_json()).encode()
+        super().__init__(addr, _Handler)
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
