@@ -99,9 +99,10 @@ install_editable() {
   fi
 }
 install_editable python/leocc_ml "numpy, sklearn, pytest, leocc_ml"
-# dash.js, pinned, from the npm registry, beside the environment that uses it
-# (leocc_ml/video/dash.py finds it there; its DASHJS_VERSION must match).
-DASHJS_VERSION=4.7.4
+# dash.js, pinned (DASHJS_VERSION in leocc_ml/video/dash.py, which finds it here), from the npm
+# registry, beside the environment that uses it.
+DASHJS_VERSION="$(sed -n 's/^DASHJS_VERSION = "\(.*\)"$/\1/p' "$ROOT/python/leocc_ml/leocc_ml/video/dash.py")"
+[ -n "$DASHJS_VERSION" ] || { echo "setup: no DASHJS_VERSION in python/leocc_ml/leocc_ml/video/dash.py" >&2; exit 1; }
 DASHJS_DIR="$VENV/dashjs"
 if [ "$(cat "$DASHJS_DIR/.version" 2>/dev/null)" != "$DASHJS_VERSION" ] \
    || [ ! -f "$DASHJS_DIR/node_modules/dashjs/dist/dash.all.min.js" ]; then

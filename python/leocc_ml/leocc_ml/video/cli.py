@@ -14,7 +14,6 @@ Progress goes to stderr; results (JSON) to --json or stdout.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import os
 import shlex
@@ -25,15 +24,14 @@ import time
 
 from .. import traces
 from ..evaluate import parse_seeds
-from . import player, plot, predictors, server
-from .ladder import DEFAULT_TOP_MBPS, N_CHUNKS, Ladder
+from . import player, plot, predictors, proc, server
+from .ladder import DEFAULT_TOP_MBPS, N_CHUNKS, RATIOS, Ladder
 
 PREDICTORS = ("harmonic", "leo", "oracle")
 #: The ladder's top as a share of the trace's mean capacity in `sim` and `emu`: close enough to
 #: the capacity that the rung choice matters, low enough that the mean link can carry it.
 TOP_SHARE = 0.85
 DEFAULT_PORT = 8080
-PR_SET_PDEATHSIG = 1
 
 
 def _write_json(path: str | None, obj) -> None:
@@ -130,11 +128,6 @@ def cmd_play(a) -> int:
     return 0
 
 
-def _pdeathsig():
-    # The session dies with us: a killed harness never leaves an emulator running.
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-
-
 def cmd_emu(a) -> int:
     series = traces.load_trace(a.trace)
     top = a.top_mbps or round(TOP_SHARE * float(series.thr_mbps.mean()), 1)
@@ -147,19 +140,17 @@ def cmd_emu(a) -> int:
     if a.player == "dashjs":
         from . import dash
 
-        dash.Content.make(len(Ladder.make(top).bitrates_mbps), a.segment_s, log=_log)  # encode before the clock starts
-    serve = (
-        f"{shlex.quote(py)} -m leocc_ml.video.cli serve --port {DEFAULT_PORT} --cc {shlex.quote(a.cc)} --top-mbps {top} --chunks {a.chunks}"
-    )
+        dash.Content.make(len(RATIOS), a.segment_s, log=_log)  # encode before the clock starts
+    serve = f"{shlex.quote(py)} -m leocc_ml.video.cli serve --port {DEFAULT_PORT} --cc {shlex.quote(a.cc)} --top-mbps {top}"
     play = [py, "-m", "leocc_ml.video.cli", "play", "--url", f"http://100.100.0.2:{DEFAULT_PORT}", "--cc", a.cc, "--trace", os.path.abspath(a.trace), "--json", out]
     if a.player == "dashjs":
         # A live server has no end; on demand it holds the session's segments.
-        dash_opts = f" --player dashjs --segment-s {a.segment_s} --duration {a.duration}" + (" --live" if a.live else "")
-        serve = f"{shlex.quote(py)} -m leocc_ml.video.cli serve --port {DEFAULT_PORT} --cc {shlex.quote(a.cc)} --top-mbps {top}" + dash_opts
+        serve += f" --player dashjs --segment-s {a.segment_s} --duration {a.duration}" + (" --live" if a.live else "")
         play += ["--player", "dashjs", "--abr", a.abr, "--top-mbps", str(top), "--segment-s", str(a.segment_s), "--duration", str(a.duration), "--latency", str(a.latency)]
         play += ["--live"] if a.live else []
         play += ["--snapshot", os.path.abspath(a.snapshot)] if a.snapshot else []
     else:
+        serve += f" --chunks {a.chunks}"
         play += ["--predictor", a.predictor, "--profile", profile]
     if a.verbose:
         play.append("--verbose")
@@ -168,7 +159,7 @@ def cmd_emu(a) -> int:
     _log(f"emu {os.path.basename(a.trace)} cc={a.cc} {what} top={top} Mbit/s")
     env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     t0 = time.time()
-    rc = subprocess.run(cmd, env=env, preexec_fn=_pdeathsig).returncode
+    rc = subprocess.run(cmd, env=env, preexec_fn=proc.die_with_parent).returncode
     if rc != 0:
         _log(f"leocc emu exited with {rc}")
         return rc
@@ -244,7 +235,7 @@ def cmd_table(a) -> int:
     return 0
 
 
-def _dash_args(p, serve: bool = False, play: bool = False) -> None:
+def _dash_args(p, play: bool = False) -> None:
     p.add_argument("--player", choices=("python", "dashjs"), default="python",
                    help="python: RobustMPC, nothing decoded (fast); dashjs: dash.js in headless Chromium on real H.264 segments [default: python]")
     p.add_argument("--live", action="store_true", help="dashjs: a live stream (dynamic MPD on the wall clock) instead of on demand")
@@ -269,7 +260,7 @@ def main(argv=None) -> int:
     s.add_argument("--chunks", type=int, default=N_CHUNKS, help=f"4 s chunks [default: {N_CHUNKS} = 3 min]")
     s.add_argument("--seed", type=int, default=0, help="chunk-size jitter seed")
     s.add_argument("--verbose", action="store_true", help="log every request")
-    _dash_args(s, serve=True)
+    _dash_args(s)
     p = sub.add_parser("play", help="stream once with RobustMPC and print the QoE")
     p.add_argument("--url", required=True, help="http://HOST:PORT of a `leocc-video serve`")
     p.add_argument("--predictor", choices=PREDICTORS, default="harmonic")

@@ -24,7 +24,6 @@ from __future__ import annotations
 import base64
 import datetime
 import hashlib
-import http.server
 import json
 import os
 import re
@@ -38,11 +37,11 @@ import threading
 import time
 import urllib.parse
 
-from . import qoe
+from . import proc, qoe
 from .ladder import Ladder
-from .server import CcServer
+from .server import CcServer, Handler
 
-#: dash.js version the setup installs (npm, pinned): ``scripts/setup.sh --all``.
+#: dash.js version the setup installs (npm, pinned; ``scripts/setup.sh --all`` reads it here).
 DASHJS_VERSION = "4.7.4"
 #: ABR rules of dash.js a session can use (its ``streaming.abr.ABRStrategy`` values).
 ABR_RULES = {"dynamic": "abrDynamic", "bola": "abrBola", "throughput": "abrThroughput", "l2a": "abrL2A", "lolp": "abrLoLP"}
@@ -104,6 +103,7 @@ class Content:
 
     def __init__(self, root: str, n: int, seg_s: float, codecs: list[str], segments: int):
         self.root, self.n, self.seg_s, self.codecs, self.segments = root, n, seg_s, codecs, segments
+        self._timescales = [self._read_timescale(rep) for rep in range(n)]
 
     @staticmethod
     def make(n: int, seg_s: float, cache: str | None = None, log=None) -> "Content":
@@ -159,7 +159,11 @@ class Content:
         return shift_decode_time(seg, loop * CONTENT_S * self.timescale(rep)) if loop else seg
 
     def timescale(self, rep: int) -> int:
-        """The track's timescale (ticks per second), from the init segment's ``mdhd``."""
+        """Representation ``rep``'s track timescale (ticks per second)."""
+        return self._timescales[rep]
+
+    def _read_timescale(self, rep: int) -> int:
+        """The timescale in the init segment's ``mdhd`` (read once, not per segment served)."""
         init = self.init(rep)
         i = init.find(b"mdhd")
         if i < 0:
@@ -256,12 +260,9 @@ _SEG = re.compile(r"^/seg-(\d+)-(\d+)\.m4s$")
 _INIT = re.compile(r"^/init-(\d+)\.m4s$")
 
 
-class _DashHandler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, fmt, *args):
-        if not self.server.quiet:
-            sys.stderr.write("dash-server: " + fmt % args + "\n")
+class _DashHandler(Handler):
+    log_prefix = "dash-server"
+    extra_headers = (("Access-Control-Allow-Origin", "*"), ("Cache-Control", "no-store"))
 
     def do_GET(self):
         srv: DashServer = self.server
@@ -292,32 +293,12 @@ class _DashHandler(http.server.BaseHTTPRequestHandler):
             return self._send(200, padded(srv.content.segment(rep, number), srv.segment_size(rep, number)), "video/mp4")
         return self._send(404, b"not found\n")
 
-    def _send(self, code: int, body: bytes, ctype: str = "text/plain"):
-        self.send_response(code)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Access-Control-Allow-Origin", "*")
-        self.send_header("Cache-Control", "no-store")
-        self.end_headers()
-        try:
-            self.wfile.write(body)
-        except (BrokenPipeError, ConnectionResetError):
-            pass
-
 
 def start(host: str, port: int, content: Content, ladder: Ladder, live: bool, cc: str | None = None) -> DashServer:
     """A server listening on (host, port) in a background thread (port 0 = any)."""
     srv = DashServer((host, port), content, ladder, live, cc)
     threading.Thread(target=srv.serve_forever, name="dash-server", daemon=True).start()
     return srv
-
-
-def _own_group():
-    os.setsid()
-    # Chromium dies with the harness: PR_SET_PDEATHSIG.
-    import ctypes
-
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
 
 
 def play(url: str, abr: str, session_s: float, live: bool, latency_s: float = 3.0, log=None, snapshot: bool = False) -> dict:
@@ -331,12 +312,12 @@ def play(url: str, abr: str, session_s: float, live: bool, latency_s: float = 3.
     q = urllib.parse.urlencode({"abr": ABR_RULES[abr], "live": int(live), "latency": latency_s, "duration": session_s, "snapshot": int(snapshot)})
     profile = tempfile.mkdtemp(prefix="leocc-chromium.")
     cmd = [chromium_binary(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", f"{url.rstrip('/')}/player.html?{q}"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace", preexec_fn=_own_group)
+    browser = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace", preexec_fn=proc.own_group_dying_with_parent)
     report, tail = None, []
-    timer = threading.Timer(session_s + SESSION_SLACK_S, lambda: _kill(proc))
+    timer = threading.Timer(session_s + SESSION_SLACK_S, lambda: _kill(browser))
     timer.start()
     try:
-        for line in proc.stderr:
+        for line in browser.stderr:
             i = line.find(REPORT_MARK)
             if i >= 0:
                 blob = re.match(r"[A-Za-z0-9+/=]+", line[i + len(REPORT_MARK):])
@@ -347,7 +328,7 @@ def play(url: str, abr: str, session_s: float, live: bool, latency_s: float = 3.
             tail = (tail + [line.rstrip()])[-20:]
     finally:
         timer.cancel()
-        _kill(proc)
+        _kill(browser)
         shutil.rmtree(profile, ignore_errors=True)
     if report is None:
         raise RuntimeError("dash.js reported nothing (Chromium's last lines: " + " | ".join(tail[-5:]) + ")")
@@ -356,14 +337,14 @@ def play(url: str, abr: str, session_s: float, live: bool, latency_s: float = 3.
     return report
 
 
-def _kill(proc: subprocess.Popen):
-    if proc.poll() is None:
+def _kill(browser: subprocess.Popen):
+    if browser.poll() is None:
         try:
-            os.killpg(proc.pid, signal.SIGKILL)
+            os.killpg(browser.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
     try:
-        proc.wait(timeout=10)
+        browser.wait(timeout=10)
     except subprocess.TimeoutExpired:
         pass
 

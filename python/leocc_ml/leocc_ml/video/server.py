@@ -51,12 +51,32 @@ class VideoServer(CcServer):
         super().__init__(addr, _Handler)
 
 
-class _Handler(http.server.BaseHTTPRequestHandler):
+class Handler(http.server.BaseHTTPRequestHandler):
+    """HTTP/1.1 with whole-body answers; requests logged to stderr unless the server is quiet."""
+
     protocol_version = "HTTP/1.1"
+    log_prefix = "video-server"
+    #: Headers every answer carries besides type and length.
+    extra_headers: tuple = ()
 
     def log_message(self, fmt, *args):
         if not self.server.quiet:
-            sys.stderr.write("video-server: " + fmt % args + "\n")
+            sys.stderr.write(f"{self.log_prefix}: " + fmt % args + "\n")
+
+    def _send(self, code: int, body: bytes, ctype: str = "text/plain"):
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in self.extra_headers:
+            self.send_header(name, value)
+        self.end_headers()
+        try:
+            self.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+
+class _Handler(Handler):
 
     def do_GET(self):
         lad = self.server.ladder
@@ -85,13 +105,6 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 pass
             return None
         return self._send(404, b"not found\n")
-
-    def _send(self, code: int, body: bytes, ctype: str = "text/plain"):
-        self.send_response(code)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
 
 
 def start(host: str, port: int, ladder: Ladder, cc: str | None = None, quiet: bool = True) -> VideoServer:
