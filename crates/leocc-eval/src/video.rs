@@ -59,6 +59,15 @@ pub struct VideoRecord {
     pub mean_bitrate_mbps: f64,
     /// The ladder's top rung, Mbit/s.
     pub top_mbps: f64,
+    /// The top rung as a share of the trace's mean capacity (trace-driven sessions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_share: Option<f64>,
+    /// The client's buffer target, s (trace-driven sessions: Pensieve's 60, or a live latency).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub buffer_s: Option<f64>,
+    /// Chunk length, s (trace-driven sessions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chunk_s: Option<f64>,
     /// Rebuffering time / session time.
     pub rebuffer_ratio: f64,
     /// Rebuffering time, s.
@@ -222,6 +231,8 @@ pub fn run(plan: &VideoPlan) -> Result<Vec<VideoRecord>> {
                 "sim".into(),
                 "--json".into(),
                 out.display().to_string(),
+                "--predictors".into(),
+                PREDICTORS.join(","),
                 "--traces".into(),
             ];
             args.extend(traces.iter().map(|t| t.display().to_string()));

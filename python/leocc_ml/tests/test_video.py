@@ -1,4 +1,5 @@
 import json
+import pathlib
 import socket
 
 import numpy as np
@@ -6,6 +7,9 @@ import pytest
 
 from leocc_ml import traces
 from leocc_ml.video import client, ladder, mpc, player, predictors, qoe, server, tcp
+from leocc_ml.video.observer import Observer
+
+REPO = pathlib.Path(__file__).resolve().parents[3]
 
 
 def small_ladder(chunks=4, top=20.0):
@@ -125,3 +129,64 @@ def test_cdf_svg_and_table():
     assert "| leo | 2 | 13.0 |" in md and "+18.2 %" in md
     with pytest.raises(ValueError, match="no numeric"):
         plot.cdf_svg(rows, "nope", "predictor", "t")
+
+
+def steps_link():
+    """Capacity one level per 15 s interval, drawn anew at each boundary (LeoCC's model)."""
+    thr = np.concatenate([np.full(150, 50.0), np.full(150, 8.0), np.full(150, 30.0), np.full(150, 12.0)])
+    return traces.Series("steps", np.tile(thr, 3), np.full(1800, 30.0)), [15.0 * k for k in range(1, 12)]
+
+
+def test_schedule_forecast_forgets_the_last_interval_and_is_cautious_past_the_next():
+    obs = Observer()
+    obs.add(1.0, 9.0, 100e6 / 8 * 8)  # 100 Mbit/s in the first interval
+    obs.add(11.0, 14.0, 20e6 / 8 * 3)  # 20 Mbit/s in the second
+    obs.add(15.5, 17.5, 60e6 / 8 * 2)  # 60 Mbit/s in the third, which began at 15 s
+    p = predictors.Schedule([10.0, 15.0, 20.0])
+    f = p.forecast(18.0, obs, [100.0, 100.0, 20.0, 60.0], 4, 1.0)
+    assert f[0] == pytest.approx(60.0, rel=0.01)  # only this interval's rate, not 100 or 20
+    # Chunks 2 s and more ahead fall past the boundary at 20 s: the lower quartile of the
+    # levels seen (100 and 20 Mbit/s) bounds them.
+    assert f[1] == pytest.approx(60.0, rel=0.01)
+    assert f[2] == pytest.approx(40.0, rel=0.01) and f[3] == f[2]
+
+
+def test_schedule_boundaries_come_from_the_trace_and_loop_with_it():
+    b = predictors.boundaries_of(str(REPO / "traces" / "starlink-down-60s.trace"), 130.0, offset_s=10.0)
+    assert b[:3] == pytest.approx([1.845, 7.38, 16.845])
+    assert 61.845 in [round(x, 3) for x in b]  # the second loop: 71.845 - 10
+    assert max(b) <= 130.0
+
+
+def test_schedule_cuts_the_stalls_of_a_short_buffer_on_a_stepping_link():
+    s, bounds = steps_link()
+    lad = ladder.Ladder.make(30.0, 90, seed=1, chunk_s=2.0)
+    h = player.play(s, lad, predictors.Harmonic(), buffer_max_s=4.0)
+    sc = player.play(s, lad, predictors.Schedule(bounds), buffer_max_s=4.0)
+    assert h["rebuffer_s"] > 1.0
+    assert sc["rebuffer_s"] < 0.5 * h["rebuffer_s"] and sc["qoe"] > h["qoe"]
+
+
+def test_the_buffer_target_bounds_the_buffer():
+    lad = ladder.Ladder.make(10.0, 45, chunk_s=1.0)
+    r = player.play(flat(100.0), lad, predictors.Harmonic(), buffer_max_s=3.0)
+    assert max(c["buffer_s"] for c in r["chunks_log"]) <= 3.0 + 1e-9
+    with pytest.raises(ValueError, match="must hold at least one chunk"):
+        player.play(flat(100.0), lad, predictors.Harmonic(), buffer_max_s=0.5)
+
+
+def test_sensitivity_cells_pair_each_predictor_with_harmonic_on_the_same_trace():
+    from leocc_ml.video import sensitivity
+
+    rows = []
+    for seed, (hq, oq, hr, orr) in enumerate([(100, 150, 0.0, 0.0), (200, 220, 0.05, 0.0), (100, 90, 0.01, 0.03)]):
+        base = {"profile": "p", "seed": seed, "buffer_s": 2.0, "top_share": 1.0}
+        rows.append({**base, "predictor": "harmonic", "qoe": hq, "rebuffer_ratio": hr})
+        rows.append({**base, "predictor": "oracle", "qoe": oq, "rebuffer_ratio": orr})
+    c = sensitivity.cells(rows, "oracle")[(2.0, 1.0)]
+    assert c["sessions"] == 3
+    assert c["median_qoe_gain_pct"] == pytest.approx(10.0)  # gains +50, +10, -10 %
+    assert c["severe_harmonic"] == pytest.approx(1 / 3) and c["severe"] == pytest.approx(1 / 3)
+    svg = sensitivity.heatmap_svg(rows, "oracle", "test")
+    assert "+10.0 %" in svg and svg.startswith("<svg")
+    assert "+10.0 %" in sensitivity.markdown(rows, "oracle")

@@ -5,6 +5,7 @@
     leocc-video emu --trace traces/starlink-down-60s.trace --cc bbr --predictor harmonic --json out.json
     leocc-video emu --trace traces/starlink-down-60s.trace --cc leocc --player dashjs --abr l2a --live --json out.json
     leocc-video sim --profiles starlink-down --seeds 101-120 --json sim.json
+    leocc-video sensitivity --profiles starlink-down,oneweb --seeds 101-110 -o sens/
     leocc-video plot sim.json emu*.json -o qoe-cdf.svg
     leocc-video table sim.json --group-by profile+predictor
 
@@ -27,10 +28,12 @@ from ..evaluate import parse_seeds
 from . import player, plot, predictors, proc, server
 from .ladder import DEFAULT_TOP_MBPS, N_CHUNKS, RATIOS, Ladder
 
-PREDICTORS = ("harmonic", "leo", "oracle")
+PREDICTORS = ("harmonic", "leo", "schedule", "oracle")
 #: The ladder's top as a share of the trace's mean capacity in `sim` and `emu`: close enough to
 #: the capacity that the rung choice matters, low enough that the mean link can carry it.
 TOP_SHARE = 0.85
+#: Length of a trace-driven session (`sim`): Pensieve's 3 minutes.
+SIM_SESSION_S = 180.0
 DEFAULT_PORT = 8080
 
 
@@ -170,15 +173,22 @@ def cmd_emu(a) -> int:
     return 0
 
 
-def _sim_sessions(s, profile: str, seed: int, preds: list[str], leo, top_mbps, extra: dict) -> list[dict]:
-    top = top_mbps or TOP_SHARE * float(s.thr_mbps.mean())
-    lad = Ladder.make(top, N_CHUNKS, seed)
+def _sim_sessions(s, path: str, profile: str, seed: int, preds: list[str], leo, a, extra: dict) -> list[dict]:
+    """One trace-driven session per predictor on series ``s`` (read from ``path``)."""
+    top = a.top_mbps or a.top_share * float(s.thr_mbps.mean())
+    lad = Ladder.make(top, max(1, int(round(SIM_SESSION_S / a.chunk_s))), seed, a.chunk_s)
     rows = []
     for p in preds:
-        pred = leo if p == "leo" else predictors.Oracle(s) if p == "oracle" else predictors.Harmonic()
-        r = player.play(s, lad, pred)
+        if p == "leo":
+            pred = leo
+        elif p in ("oracle", "schedule"):
+            pred = predictors.Oracle(s) if p == "oracle" else predictors.Schedule(predictors.boundaries_of(path, SIM_SESSION_S * 2))
+        else:
+            pred = predictors.Harmonic()
+        r = player.play(s, lad, pred, buffer_max_s=a.buffer_s)
         r.pop("chunks_log")
-        rows.append({**r, "profile": profile, "seed": seed, "top_mbps": top, "mode": "trace", **extra})
+        rows.append({**r, "profile": profile, "seed": seed, "top_mbps": top, "top_share": top / float(s.thr_mbps.mean()),
+                     "buffer_s": a.buffer_s, "chunk_s": a.chunk_s, "mode": "trace", **extra})
     return rows
 
 
@@ -193,7 +203,7 @@ def cmd_sim(a) -> int:
         for path in a.traces:
             profile = a.profile or _profile_of(path)
             leo = predictors.Leo(predictors.leo_model(profile, log=_log)) if "leo" in preds else None
-            rows += _sim_sessions(traces.load_trace(path), profile, 0, preds, leo, a.top_mbps, {"trace": path})
+            rows += _sim_sessions(traces.load_trace(path), path, profile, 0, preds, leo, a, {"trace": path})
             _log(f"{path}: " + " ".join(f"{r['predictor']}={r['qoe']:.1f}" for r in rows[-len(preds) :]))
             if a.json:
                 _write_json(a.json, rows)
@@ -201,13 +211,49 @@ def cmd_sim(a) -> int:
         for profile in [p.strip() for p in a.profiles.split(",") if p.strip()]:
             leo = predictors.Leo(predictors.leo_model(profile, log=_log)) if "leo" in preds else None
             for seed in a.seeds:
-                s = traces.load_trace(traces.generate(profile, seed, a.duration, a.cache))
-                rows += _sim_sessions(s, profile, seed, preds, leo, a.top_mbps, {})
+                path = traces.generate(profile, seed, a.duration, a.cache)
+                rows += _sim_sessions(traces.load_trace(path), path, profile, seed, preds, leo, a, {})
                 _log(f"{profile} seed {seed}: " + " ".join(f"{r['predictor']}={r['qoe']:.1f}" for r in rows[-len(preds) :]))
                 if a.json:  # rewritten after every seed: an interrupted batch keeps what it finished
                     _write_json(a.json, rows)
     if not a.json:
         _write_json(None, rows)
+    return 0
+
+
+def _floats(text: str) -> list[float]:
+    try:
+        v = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a comma-separated list of numbers: {text!r}") from None
+    if not v or any(not (x > 0) for x in v):
+        raise argparse.ArgumentTypeError(f"need positive numbers, got {text!r}")
+    return v
+
+
+def cmd_sensitivity(a) -> int:
+    from . import sensitivity
+
+    preds = [p.strip() for p in a.predictors.split(",") if p.strip()]
+    for p in preds:
+        if p not in PREDICTORS:
+            raise ValueError(f"unknown predictor {p!r} (known: {', '.join(PREDICTORS)})")
+    profiles = [p.strip() for p in a.profiles.split(",") if p.strip()]
+    n = len(profiles) * len(a.seeds) * len(a.buffers) * len(a.top_shares) * len(set(preds) | {"harmonic"})
+    _log(f"sensitivity: {len(profiles)} profiles x {len(a.seeds)} seeds x {len(a.buffers)} buffers x {len(a.top_shares)} ladder positions: {n} sessions")
+    rows = sensitivity.run(profiles, a.seeds, a.buffers, a.top_shares, preds, a.chunk_s, a.duration, a.cache, a.workers, log=_log)
+    os.makedirs(a.output, exist_ok=True)
+    _write_json(os.path.join(a.output, "sessions.json"), rows)
+    for p in preds:
+        if p == "harmonic":
+            continue
+        svg = sensitivity.heatmap_svg(rows, p, f"{', '.join(profiles)}: {len(a.seeds)} generated traces each, {a.chunk_s:g} s chunks, {sensitivity.SESSION_S:g} s sessions")
+        path = os.path.join(a.output, f"gain-{p}.svg")
+        with open(path + ".tmp", "w") as f:
+            f.write(svg)
+        os.replace(path + ".tmp", path)
+        print(sensitivity.markdown(rows, p) + "\n")
+    _log(f"sensitivity: sessions and heatmaps in {a.output}")
     return 0
 
 
@@ -289,9 +335,23 @@ def main(argv=None) -> int:
     m.add_argument("--traces", nargs="+", help="play these trace files instead of generated seeds")
     m.add_argument("--profile", help="LEO model profile for --traces [default: from each trace name]")
     m.add_argument("--duration", type=int, default=300, help="trace length, s [default: 300]")
-    m.add_argument("--top-mbps", type=float, help=f"top rung [default: {TOP_SHARE} x each trace's mean capacity]")
+    m.add_argument("--top-mbps", type=float, help="top rung, Mbit/s [default: --top-share x each trace's mean capacity]")
+    m.add_argument("--top-share", type=float, default=TOP_SHARE, help=f"top rung as a share of each trace's mean capacity [default: {TOP_SHARE}]")
+    m.add_argument("--buffer-s", type=float, default=60.0, help="the client's buffer target, s: Pensieve's 60, or a live stream's latency [default: 60]")
+    m.add_argument("--chunk-s", type=float, default=4.0, help="chunk length, s (sessions last 180 s) [default: 4]")
     m.add_argument("--cache", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "leocc-ml-traces"))
     m.add_argument("--json", help="write all sessions here")
+    v = sub.add_parser("sensitivity", help="where prediction matters: predictors over buffer target x ladder position (trace-driven)")
+    v.add_argument("--profiles", default="starlink-down,oneweb")
+    v.add_argument("--seeds", type=parse_seeds, default=parse_seeds("101-110"), help="test trace seeds [default: 101-110]")
+    v.add_argument("--predictors", default="schedule,oracle", help="compared with harmonic, which always runs [default: schedule,oracle]")
+    v.add_argument("--buffers", type=_floats, default=_floats("2,4,8,60"), help="buffer targets, s [default: 2,4,8,60]")
+    v.add_argument("--top-shares", type=_floats, default=_floats("0.5,0.85,1.2,2"), help="the ladder's top as a share of the mean capacity [default: 0.5,0.85,1.2,2]")
+    v.add_argument("--chunk-s", type=float, default=2.0, help="chunk length, s [default: 2]")
+    v.add_argument("--duration", type=int, default=300, help="trace length, s [default: 300]")
+    v.add_argument("--workers", type=int, default=2, help="processes [default: 2]")
+    v.add_argument("--cache", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "leocc-ml-traces"))
+    v.add_argument("-o", "--output", required=True, help="directory for sessions.json and one gain-PREDICTOR.svg per predictor")
     g = sub.add_parser("plot", help="CDF (SVG) of a metric over sessions from sim/play/emu JSON files")
     g.add_argument("inputs", nargs="+")
     g.add_argument("-o", "--output", required=True)
@@ -303,7 +363,7 @@ def main(argv=None) -> int:
     t.add_argument("--group-by", default="profile+predictor", help="fields naming the rows [default: profile+predictor]")
     a = ap.parse_args(argv)
     try:
-        return {"serve": cmd_serve, "play": cmd_play, "emu": cmd_emu, "sim": cmd_sim, "plot": cmd_plot, "table": cmd_table}[a.cmd](a)
+        return {"serve": cmd_serve, "play": cmd_play, "emu": cmd_emu, "sim": cmd_sim, "sensitivity": cmd_sensitivity, "plot": cmd_plot, "table": cmd_table}[a.cmd](a)
     except (ValueError, OSError, RuntimeError) as err:
         print(f"leocc-video {a.cmd}: {err}", file=sys.stderr)
         return 1

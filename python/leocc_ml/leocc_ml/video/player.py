@@ -3,7 +3,7 @@
 A chunk request takes one RTT, then the chunk's bytes use the trace's capacity from that
 moment on (the whole capacity: no congestion control, no slow start). The buffer logic is
 Pensieve's simulator's: play while downloading, stall when the buffer runs dry, and wait while
-it holds more than ``session.BUFFER_MAX_S`` (the bookkeeping is session.py's, shared with the
+it holds more than the buffer target (Pensieve's 60 s by default; the bookkeeping is session.py's, shared with the
 kernel-TCP client).
 """
 
@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import traces
 from .ladder import Ladder
-from .session import Session
+from .session import BUFFER_MAX_S, Session
 
 #: Longest a single chunk may take before the session is declared dead (a trace with no
 #: capacity would otherwise loop forever).
@@ -53,10 +53,11 @@ class Link:
         return float(self.series.rtt_ms[int(t / self.bin_s) % self.n]) / 1000.0
 
 
-def play(series: traces.Series, ladder: Ladder, predictor, start_s: float = 0.0) -> dict:
-    """One session over ``series`` from trace time ``start_s``; returns the QoE summary and chunk log."""
+def play(series: traces.Series, ladder: Ladder, predictor, start_s: float = 0.0, buffer_max_s: float = BUFFER_MAX_S) -> dict:
+    """One session over ``series`` from trace time ``start_s``, the client holding at most
+    ``buffer_max_s`` of video; returns the QoE summary and chunk log."""
     link = Link(series)
-    session = Session(ladder, predictor)
+    session = Session(ladder, predictor, buffer_max_s)
     t = 0.0  # client time; trace time is start_s + t
     for k in range(ladder.n_chunks):
         q = session.choose(k, t)

@@ -20,8 +20,13 @@ HORIZON = 5
 class Session:
     """MPC, the predictor's observations and the playback buffer of one session."""
 
-    def __init__(self, ladder: Ladder, predictor):
+    def __init__(self, ladder: Ladder, predictor, buffer_max_s: float = BUFFER_MAX_S):
+        if not buffer_max_s >= ladder.chunk_s:
+            raise ValueError(f"the buffer target ({buffer_max_s:g} s) must hold at least one chunk ({ladder.chunk_s:g} s)")
         self.ladder, self.predictor = ladder, predictor
+        #: The client waits while its buffer holds more than this (a live stream's latency target
+        #: bounds it the same way: a segment cannot be fetched before it exists).
+        self.buffer_max_s = buffer_max_s
         self.mpc = RobustMpc(ladder)
         #: What the predictor sees: delivered bytes and RTT samples, fed by the player.
         self.obs = Observer()
@@ -42,7 +47,7 @@ class Session:
     def downloaded(self, k: int, q: int, dl: float, size: float) -> tuple[float, float]:
         """Books chunk ``k`` at quality ``q``, ``size`` bytes in ``dl`` s: returns its rate in
         Mbit/s and how long the client waits before the next request (the buffer above
-        ``BUFFER_MAX_S``)."""
+        ``buffer_max_s``)."""
         chunk_s = self.ladder.chunk_s
         mbps = size * 8 / max(dl, 1e-6) / 1e6
         self.mpc.observe(mbps)
@@ -53,7 +58,7 @@ class Session:
         else:
             rebuf = max(dl - self.buf, 0.0)
             self.buf = max(self.buf - dl, 0.0) + chunk_s
-        wait = max(self.buf - BUFFER_MAX_S, 0.0)
+        wait = max(self.buf - self.buffer_max_s, 0.0)
         self.buf -= wait
         self.bitrates.append(float(self.ladder.bitrates_mbps[q]))
         self.rebufs.append(rebuf)
