@@ -230,12 +230,15 @@ impl Emulator {
     }
 
     /// A command that will run `program` inside the namespace of `side`, with LEOCC_SERVER,
-    /// LEOCC_POP and LEOCC_CLIENT in its environment.
+    /// LEOCC_POP and LEOCC_CLIENT in its environment, and LEOCC_TRACE_T0_US: the wall clock
+    /// (µs since the Unix epoch) at which the trace's time 0 was replayed, so that a program
+    /// that knows the trace (a video player's oracle or schedule) can place itself on it.
     pub fn command(&self, side: Side, program: &str) -> Command {
         let mut c = Command::new(program);
         c.env("LEOCC_SERVER", SERVER_ADDR.to_string())
             .env("LEOCC_POP", POP_ADDR.to_string())
-            .env("LEOCC_CLIENT", CLIENT_ADDR.to_string());
+            .env("LEOCC_CLIENT", CLIENT_ADDR.to_string())
+            .env("LEOCC_TRACE_T0_US", self.clock.unix_us_at(0).to_string());
         let fd = self.ns(side).raw_fd();
         // SAFETY: the closure runs in the forked child before exec and only calls setns(2),
         // which is async-signal-safe; `fd` stays open until exec (it is close-on-exec).

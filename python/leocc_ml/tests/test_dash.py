@@ -7,7 +7,9 @@ import struct
 
 import pytest
 
-from leocc_ml.video import cli, dash, tcp
+import numpy as np
+
+from leocc_ml.video import advisor, cli, dash, predictors, tcp
 from leocc_ml.video.ladder import Ladder
 
 from test_emu import TRACE, _skip_reason
@@ -64,6 +66,54 @@ def test_dashjs_plays_on_demand_over_loopback_and_the_network_carries_the_ladder
     assert s["chunks"] == 8 and s["stalls"] == 0
     assert s["frames_decoded"] >= 0.8 * dash.FPS * 8, "Chromium decoded and showed the frames"
     assert frags[-1]["quality"] == lad.n_qualities - 1, "an unloaded loopback carries the top rung"
+
+
+class Fixed:
+    """A predictor that always forecasts ``mbps``: what it says, RobustMPC plays."""
+
+    name = "fixed"
+
+    def __init__(self, mbps):
+        self.mbps = mbps
+
+    def forecast(self, now, obs, chunk_mbps, h, chunk_s):
+        return np.full(h, self.mbps)
+
+
+def test_robustmpc_decides_every_segment_dashjs_plays(content):
+    lad = Ladder.make(8.0, 8, seed=3, chunk_s=1.0)
+    srv = dash.start("127.0.0.1", 0, content, lad, live=False)
+    try:
+        # Forecasting 3 Mbit/s on an unloaded loopback: MPC keeps to the rungs 3 Mbit/s carries,
+        # where dash.js's own rules climb to the top (the test above).
+        rep = dash.play(f"http://127.0.0.1:{srv.server_address[1]}", "mpc", 8.0, live=False, ladder=lad, predictor=Fixed(3.0))
+    finally:
+        srv.shutdown()
+    assert rep["end"] == "ended" and rep["predictor"] == "fixed"
+    played = {f["index"]: f["quality"] for f in rep["fragments"]}
+    decided = {d["next"]: d["quality"] for d in rep["decisions"]}
+    assert sorted(played) == list(range(8)) and sorted(decided) == list(range(8)), "one decision per segment"
+    assert played == decided, "dash.js plays what RobustMPC decides"
+    assert played[0] == 0 and 0 < max(played.values()) < lad.n_qualities - 1
+
+
+def test_the_advisor_refuses_malformed_decision_requests():
+    host = advisor.PlayerHost(("127.0.0.1", 0), "/dev/null", "/dev/null", Ladder.make(8.0, 8, chunk_s=1.0), predictors.Harmonic())
+    try:
+        with pytest.raises(ValueError, match="malformed"):
+            host.decide({"next": "x", "buffer_s": 1, "quality": 0})
+        with pytest.raises(ValueError, match="malformed"):
+            host.decide({"next": 1, "buffer_s": 1, "quality": 0, "fragments": [{"index": 0}]})
+        assert host.decide({"next": 0, "buffer_s": 0, "quality": 0}) == 0, "nothing measured: the lowest rung"
+        q = host.decide({"next": 1, "buffer_s": 1.0, "quality": 0,
+                         "fragments": [{"index": 0, "bytes": 10e6 / 8, "t0": host.t0 + 0.1, "first": host.t0 + 0.11, "t1": host.t0 + 0.2}]})
+        assert q == lad_top(host), "a 100 Mbit/s segment: the top of an 8 Mbit/s ladder"
+    finally:
+        host.server_close()
+
+
+def lad_top(host):
+    return host.ladder.n_qualities - 1
 
 
 @pytest.mark.skipif(_skip_reason() is not None, reason=str(_skip_reason()))

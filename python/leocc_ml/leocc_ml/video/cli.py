@@ -99,7 +99,17 @@ def _play_dash(a) -> int:
     from . import dash
 
     lad = _dash_ladder(a.top_mbps, a.duration, a.segment_s)
-    rep = dash.play(a.url, a.abr, a.duration, a.live, a.latency, log=_log if a.verbose else None, snapshot=bool(a.snapshot))
+    pred, t0 = None, None
+    if a.abr == "mpc":
+        from .advisor import trace_offset_s
+
+        profile = a.profile or _profile_of(a.trace or "")
+        if a.predictor == "leo":
+            predictors.leo_model(profile, log=_log)  # trained (or loaded) before the clock starts
+        t0 = time.time()
+        pred = predictors.make(a.predictor, profile, a.trace, a.oracle_offset + trace_offset_s(t0))
+    rep = dash.play(a.url, a.abr, a.duration, a.live, a.latency, log=_log if a.verbose else None, snapshot=bool(a.snapshot),
+                    ladder=lad, predictor=pred, t0_unix=t0)
     if a.snapshot:
         _write_snapshot(a.snapshot, rep.get("snapshot"))
     res = dash.summarise(rep, lad)
@@ -138,7 +148,7 @@ def cmd_emu(a) -> int:
     out = os.path.abspath(a.json)
     profile = a.profile or _profile_of(a.trace)
     # Train (or load) the LEO model before the emulator starts, so training time is not playback time.
-    if a.predictor == "leo" and a.player == "python":
+    if a.predictor == "leo" and (a.player == "python" or a.abr == "mpc"):
         predictors.leo_model(profile, log=_log)
     if a.player == "dashjs":
         from . import dash
@@ -150,6 +160,7 @@ def cmd_emu(a) -> int:
         # A live server has no end; on demand it holds the session's segments.
         serve += f" --player dashjs --segment-s {a.segment_s} --duration {a.duration}" + (" --live" if a.live else "")
         play += ["--player", "dashjs", "--abr", a.abr, "--top-mbps", str(top), "--segment-s", str(a.segment_s), "--duration", str(a.duration), "--latency", str(a.latency)]
+        play += ["--predictor", a.predictor, "--profile", profile] if a.abr == "mpc" else []
         play += ["--live"] if a.live else []
         play += ["--snapshot", os.path.abspath(a.snapshot)] if a.snapshot else []
     else:
@@ -158,7 +169,7 @@ def cmd_emu(a) -> int:
     if a.verbose:
         play.append("--verbose")
     cmd = [traces.leocc_binary(), "emu", "--trace", a.trace, "--server-cmd", serve, "--"] + play
-    what = f"dash.js abr={a.abr} {'live' if a.live else 'on demand'}" if a.player == "dashjs" else f"predictor={a.predictor}"
+    what = f"dash.js abr={a.abr}{' predictor=' + a.predictor if a.abr == 'mpc' else ''} {'live' if a.live else 'on demand'}" if a.player == "dashjs" else f"predictor={a.predictor}"
     _log(f"emu {os.path.basename(a.trace)} cc={a.cc} {what} top={top} Mbit/s")
     env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     t0 = time.time()
@@ -290,7 +301,8 @@ def _dash_args(p, play: bool = False) -> None:
     if play:
         from .dash import ABR_RULES
 
-        p.add_argument("--abr", choices=sorted(ABR_RULES), default="dynamic", help="dashjs: dash.js's ABR rule [default: dynamic]")
+        p.add_argument("--abr", choices=sorted(ABR_RULES), default="dynamic",
+                       help="dashjs: dash.js's ABR rule, or mpc: RobustMPC with --predictor as a dash.js rule [default: dynamic]")
         p.add_argument("--latency", type=float, default=3.0, help="dashjs --live: target live latency, s [default: 3]")
         p.add_argument("--snapshot", metavar="PNG", help="dashjs: write the last frame the player showed here")
 

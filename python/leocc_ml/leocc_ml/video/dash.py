@@ -8,8 +8,8 @@ Three parts, each usable alone:
   network sees (see below).
 * :class:`DashServer` serves that content as DASH over kernel TCP with the congestion control
   under test: ``/manifest.mpd`` (static, on demand, or dynamic, a live stream whose segments
-  become available on the wall clock from the server's start), the segments, ``/time`` (the
-  clock dash.js synchronises to: it must never ask a public time server) and the player page.
+  become available on the wall clock from the server's start), the segments and ``/time`` (the
+  clock dash.js synchronises to: it must never ask a public time server).
   Every segment is padded to the ladder's byte size with an ISO BMFF ``free`` box, which
   decoders skip: the network carries the ladder's bitrates (any scale, 1 to 500 Mbit/s) while
   the disk holds a few MB. The content loops, so a session can be longer than the encoding.
@@ -37,14 +37,15 @@ import threading
 import time
 import urllib.parse
 
-from . import proc, qoe
+from . import advisor, proc, qoe
 from .ladder import Ladder
 from .server import CcServer, Handler
 
 #: dash.js version the setup installs (npm, pinned; ``scripts/setup.sh --all`` reads it here).
 DASHJS_VERSION = "4.7.4"
-#: ABR rules of dash.js a session can use (its ``streaming.abr.ABRStrategy`` values).
-ABR_RULES = {"dynamic": "abrDynamic", "bola": "abrBola", "throughput": "abrThroughput", "l2a": "abrL2A", "lolp": "abrLoLP"}
+#: ABR rules a session can use: dash.js's own (its ``streaming.abr.ABRStrategy`` values), and
+#: RobustMPC as a dash.js custom rule (advisor.py) with any of the Python player's predictors.
+ABR_RULES = {"dynamic": "abrDynamic", "bola": "abrBola", "throughput": "abrThroughput", "l2a": "abrL2A", "lolp": "abrLoLP", "mpc": "mpc"}
 #: Encoded length of the test pattern, s: the content loops after it.
 CONTENT_S = 20
 #: The encoded bitrate of rung 0, kbit/s; rung i is this plus 40 x i (small: padding makes up the ladder's sizes).
@@ -244,7 +245,6 @@ class DashServer(CcServer):
             raise ValueError(f"the ladder's chunks are {ladder.chunk_s} s, the content's segments {content.seg_s} s")
         self.content, self.ladder, self.live, self.cc, self.quiet = content, ladder, live, cc, quiet
         self.start_wall = time.time()
-        self.dashjs = dashjs_path()
         super().__init__(addr, _DashHandler)
 
     def segment_size(self, rep: int, number: int) -> int:
@@ -274,12 +274,6 @@ class _DashHandler(Handler):
             return self._send(200, body, "application/dash+xml")
         if path == "/time":
             return self._send(200, _iso(time.time()).encode(), "text/plain")
-        if path in ("/", "/player.html"):
-            with open(os.path.join(WEB_DIR, "player.html"), "rb") as f:
-                return self._send(200, f.read(), "text/html")
-        if path == "/dash.all.min.js":
-            with open(srv.dashjs, "rb") as f:
-                return self._send(200, f.read(), "application/javascript")
         m = _INIT.match(path)
         if m and int(m.group(1)) < srv.content.n:
             return self._send(200, srv.content.init(int(m.group(1))), "video/mp4")
@@ -301,17 +295,25 @@ def start(host: str, port: int, content: Content, ladder: Ladder, live: bool, cc
     return srv
 
 
-def play(url: str, abr: str, session_s: float, live: bool, latency_s: float = 3.0, log=None, snapshot: bool = False) -> dict:
+def play(url: str, abr: str, session_s: float, live: bool, latency_s: float = 3.0, log=None, snapshot: bool = False,
+         ladder: Ladder | None = None, predictor=None, t0_unix: float | None = None) -> dict:
     """One session of dash.js in headless Chromium against the server at ``url``; the page's
     report (see ``web/player.html``; with ``snapshot`` the last frame shown, as a PNG data URL).
+    ``abr="mpc"`` needs the server's ``ladder`` and a ``predictor`` (predictors.py): RobustMPC
+    decides every segment (advisor.py), and the report carries its decisions; ``t0_unix`` is
+    the predictor's client time 0 (default: now).
     Raises RuntimeError if Chromium reports nothing in time."""
     if abr not in ABR_RULES:
         raise ValueError(f"unknown ABR rule {abr!r} (dash.js's: {', '.join(ABR_RULES)})")
     if not session_s > 0:
         raise ValueError(f"session length must be positive, got {session_s}")
-    q = urllib.parse.urlencode({"abr": ABR_RULES[abr], "live": int(live), "latency": latency_s, "duration": session_s, "snapshot": int(snapshot)})
+    if abr == "mpc" and (ladder is None or predictor is None):
+        raise ValueError("--abr mpc needs the ladder and a predictor")
+    host = advisor.start(os.path.join(WEB_DIR, "player.html"), dashjs_path(), ladder, predictor if abr == "mpc" else None, t0_unix)
+    q = urllib.parse.urlencode({"mpd": f"{url.rstrip('/')}/manifest.mpd", "abr": ABR_RULES[abr], "live": int(live), "latency": latency_s,
+                                "duration": session_s, "snapshot": int(snapshot)})
     profile = tempfile.mkdtemp(prefix="leocc-chromium.")
-    cmd = [chromium_binary(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", f"{url.rstrip('/')}/player.html?{q}"]
+    cmd = [chromium_binary(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", f"http://127.0.0.1:{host.server_address[1]}/player.html?{q}"]
     browser = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace", preexec_fn=proc.own_group_dying_with_parent)
     report, tail = None, []
     timer = threading.Timer(session_s + SESSION_SLACK_S, lambda: _kill(browser))
@@ -329,11 +331,15 @@ def play(url: str, abr: str, session_s: float, live: bool, latency_s: float = 3.
     finally:
         timer.cancel()
         _kill(browser)
+        host.shutdown()
         shutil.rmtree(profile, ignore_errors=True)
     if report is None:
         raise RuntimeError("dash.js reported nothing (Chromium's last lines: " + " | ".join(tail[-5:]) + ")")
     if report.get("error"):
         raise RuntimeError(f"dash.js failed: {report['error']}")
+    if abr == "mpc":
+        report["decisions"] = host.decisions
+        report["predictor"] = predictor.name
     return report
 
 
@@ -362,6 +368,7 @@ def summarise(report: dict, ladder: Ladder) -> dict:
         {
             "player": "dashjs",
             "abr": report["abr"],
+            "predictor": report.get("predictor"),
             "live": bool(report["live"]),
             "stalls": int(report["stalls"]),
             "frames_decoded": int(report["frames"]["total"]),
