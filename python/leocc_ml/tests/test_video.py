@@ -190,3 +190,17 @@ def test_sensitivity_cells_pair_each_predictor_with_harmonic_on_the_same_trace()
     svg = sensitivity.heatmap_svg(rows, "oracle", "test")
     assert "+10.0 %" in svg and svg.startswith("<svg")
     assert "+10.0 %" in sensitivity.markdown(rows, "oracle")
+
+
+def test_interval_table_gives_mean_and_the_95_percent_interval_of_repeated_runs():
+    from leocc_ml.video import plot
+
+    m, h = plot.mean_interval([10.0, 12.0, 14.0])
+    assert m == pytest.approx(12.0) and h == pytest.approx(4.303 * 2.0 / np.sqrt(3))
+    assert plot.mean_interval([5.0]) == (5.0, None)
+    rows = [{"abr": "mpc", "predictor": p, "qoe": q, "mean_bitrate_mbps": 1.0, "rebuffer_s": 0.0, "switches": 1} for p, q in
+            [("oracle", 10.0), ("oracle", 12.0), ("oracle", 14.0)]] + [{"abr": "l2a", "predictor": None, "qoe": 3.0, "mean_bitrate_mbps": 1.0,
+                                                                      "rebuffer_s": 0.0, "switches": 1}]
+    t = plot.interval_markdown(rows, "abr+predictor")
+    assert "| mpc | oracle | 3 | 12.0 ± 5.0 |" in t and "| l2a | - | 1 | 3.0 |" in t
+    assert "latency" not in t, "no live sessions: no latency column"

@@ -288,7 +288,7 @@ def cmd_table(a) -> int:
         with open(path) as f:
             d = json.load(f)
         rows.extend(d if isinstance(d, list) else [d])
-    print(plot.summary_markdown(rows, a.group_by))
+    print(plot.interval_markdown(rows, a.group_by) if a.intervals else plot.summary_markdown(rows, a.group_by))
     return 0
 
 
@@ -373,6 +373,7 @@ def main(argv=None) -> int:
     t = sub.add_parser("table", help="markdown table of medians per group (QoE, bitrate, rebuffering, switches)")
     t.add_argument("inputs", nargs="+")
     t.add_argument("--group-by", default="profile+predictor", help="fields naming the rows [default: profile+predictor]")
+    t.add_argument("--intervals", action="store_true", help="repeated runs: each metric as mean ± its 95 %% interval (Student's t)")
     a = ap.parse_args(argv)
     try:
         return {"serve": cmd_serve, "play": cmd_play, "emu": cmd_emu, "sim": cmd_sim, "sensitivity": cmd_sensitivity, "plot": cmd_plot, "table": cmd_table}[a.cmd](a)

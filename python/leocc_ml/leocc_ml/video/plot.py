@@ -19,7 +19,7 @@ LABELS = {
 
 
 def _key(row: dict, group_by: str) -> str:
-    return " ".join(str(row.get(k, "?")) for k in group_by.split("+"))
+    return " ".join("?" if k not in row else "-" if row[k] is None else str(row[k]) for k in group_by.split("+"))
 
 
 def cdf_svg(rows: list[dict], metric: str, group_by: str, title: str) -> str:
@@ -102,4 +102,41 @@ def summary_markdown(rows: list[dict], group_by: str) -> str:
             f"{np.mean([r['mean_bitrate_mbps'] for r in g]):.1f} | {100 * np.mean([r['rebuffer_ratio'] for r in g]):.2f} % | "
             f"{np.mean([r['switches'] for r in g]):.1f} |"
         )
+    return "\n".join(out)
+
+
+#: Student's t at 97.5 % for 1..9 degrees of freedom (a 95 % interval of a mean of n = 2..10 runs).
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262)
+#: Columns of the interval table: field and how it is printed.
+INTERVAL_METRICS = (("qoe", "QoE", "%.1f"), ("mean_bitrate_mbps", "mean bitrate (Mbit/s)", "%.1f"), ("rebuffer_s", "stall s", "%.2f"),
+                    ("switches", "switches", "%.1f"), ("latency_p95_s", "live latency p95 (s)", "%.2f"))
+
+
+def mean_interval(xs) -> tuple[float, float | None]:
+    """Mean and the half-width of its 95 % interval (Student's t; None for one value)."""
+    xs = [float(x) for x in xs]
+    m = float(np.mean(xs))
+    n = len(xs)
+    if n < 2:
+        return m, None
+    t = _T975[n - 2] if n - 2 < len(_T975) else 1.96
+    return m, float(t * np.std(xs, ddof=1) / np.sqrt(n))
+
+
+def interval_markdown(rows: list[dict], group_by: str) -> str:
+    """Per group (repeated runs of one setting): runs, and each metric as mean ± the half-width
+    of its 95 % interval, so a reader sees which differences are beyond the run-to-run noise."""
+    groups: dict[str, list[dict]] = {}
+    for r in rows:
+        groups.setdefault(_key(r, group_by), []).append(r)
+    fields = group_by.split("+")
+    cols = [m for m in INTERVAL_METRICS if any(r.get(m[0]) is not None for r in rows)]
+    out = ["| " + " | ".join(fields) + " | runs | " + " | ".join(c[1] for c in cols) + " |", "|" + "---|" * (len(fields) + 1 + len(cols))]
+    for name in sorted(groups):
+        g = groups[name]
+        cells = []
+        for key, _, fmt in cols:
+            m, h = mean_interval([r.get(key) or 0.0 for r in g])
+            cells.append(fmt % m + ("" if h is None else " ± " + fmt % h))
+        out.append("| " + " | ".join(name.split(" ")) + f" | {len(g)} | " + " | ".join(cells) + " |")
     return "\n".join(out)
