@@ -44,8 +44,41 @@ pub struct VideoRecord {
     /// The client's congestion control (emulator sessions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_cc: Option<String>,
-    /// RobustMPC's throughput predictor (one of [`PREDICTORS`]).
-    pub predictor: String,
+    /// RobustMPC's throughput predictor (one of [`PREDICTORS`], or `schedule`); none for a
+    /// dash.js session with one of dash.js's own rules.
+    #[serde(default)]
+    pub predictor: Option<String>,
+    /// The player: absent for the Python player, `dashjs` for dash.js in Chromium.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub player: Option<String>,
+    /// dash.js's ABR rule (`abrDynamic`, `abrL2A`, ..., or `mpc`: RobustMPC as a dash.js rule).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub abr: Option<String>,
+    /// A live stream (dash.js sessions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live: Option<bool>,
+    /// The live target latency, s (live dash.js sessions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_target_s: Option<f64>,
+    /// The live latency dash.js measured, median and p95, s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_median_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_p95_s: Option<f64>,
+    /// Segment length, s (dash.js sessions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segment_s: Option<f64>,
+    /// Stalls after the first frame (dash.js sessions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stalls: Option<u64>,
+    /// Frames Chromium decoded and dropped (dash.js sessions: the proof that video played).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frames_decoded: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frames_dropped: Option<u64>,
+    /// Quality changes the video element rendered (dash.js sessions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rendered_switches: Option<u64>,
     /// Seed of a trace-driven session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
@@ -82,10 +115,22 @@ pub struct VideoRecord {
 }
 
 impl VideoRecord {
-    /// A session the harness reported (`v`, its per-chunk log dropped), run by `engine`.
+    /// What chose the qualities: the predictor (RobustMPC), or dash.js's rule with its
+    /// predictor for RobustMPC in dash.js (`dashjs mpc:schedule`, `dashjs abrL2A`).
+    pub fn rule(&self) -> String {
+        match (&self.abr, &self.predictor) {
+            (Some(a), Some(p)) => format!("dashjs {a}:{p}"),
+            (Some(a), None) => format!("dashjs {a}"),
+            (None, p) => p.clone().unwrap_or_else(|| "-".into()),
+        }
+    }
+
+    /// A session the harness reported (`v`, its per-chunk or per-segment log dropped), run by
+    /// `engine`.
     fn from_harness(mut v: Value, engine: Engine, what: &Path) -> Result<VideoRecord> {
         if let Some(o) = v.as_object_mut() {
             o.remove("chunks_log");
+            o.remove("fragments_log");
             o.insert("engine".into(), engine.to_string().into());
             o.insert("schema".into(), SCHEMA.into());
         }
@@ -95,6 +140,56 @@ impl VideoRecord {
 
 /// RobustMPC's throughput predictors: MPC's default, ours, and the trace oracle.
 pub const PREDICTORS: [&str; 3] = ["harmonic", "leo", "oracle"];
+/// Every predictor the harness knows (`schedule`: the link's reconfiguration times).
+pub const ALL_PREDICTORS: [&str; 4] = ["harmonic", "leo", "schedule", "oracle"];
+/// dash.js's own ABR rules, as `leocc-video --abr` names them.
+pub const DASHJS_RULES: [&str; 5] = ["dynamic", "bola", "throughput", "l2a", "lolp"];
+/// The ABR rules a real-player evaluation runs unless told otherwise.
+pub const DEFAULT_DASHJS_RULES: [&str; 4] = ["dynamic", "l2a", "mpc:harmonic", "mpc:schedule"];
+
+/// The real player's setting (`leocc eval --video-player dashjs`): dash.js in Chromium behind
+/// the emulator, once per rule.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DashSetting {
+    /// dash.js's own rules ([`DASHJS_RULES`]) or `mpc:PREDICTOR`: RobustMPC as a dash.js rule.
+    pub rules: Vec<String>,
+    /// Live target latency, s; `None`: on demand.
+    pub latency_s: Option<f64>,
+    /// Segment length, s (divides 20).
+    pub segment_s: f64,
+    /// Session length after the first frame, s.
+    pub duration_s: f64,
+}
+
+impl DashSetting {
+    /// Checks every rule's name; the error lists the known ones.
+    pub fn check(&self) -> Result<()> {
+        for r in &self.rules {
+            let ok = match r.split_once(':') {
+                Some(("mpc", p)) => ALL_PREDICTORS.contains(&p),
+                None => DASHJS_RULES.contains(&r.as_str()),
+                _ => false,
+            };
+            if !ok {
+                bail!(
+                    "unknown video ABR rule {r:?}: dash.js's {} or mpc:PREDICTOR with a predictor of {}",
+                    DASHJS_RULES.join(", "),
+                    ALL_PREDICTORS.join(", ")
+                );
+            }
+        }
+        if !(self.segment_s > 0.0 && self.duration_s > 0.0) || self.latency_s.is_some_and(|l| !(l > 0.0)) {
+            bail!("video segment length, session length and live latency must be positive");
+        }
+        Ok(())
+    }
+
+    /// The session's name part: the rule and the setting (`dynamic-live3s`, `mpc-oracle-vod`).
+    fn tag(&self, rule: &str) -> String {
+        let setting = self.latency_s.map_or("vod".to_string(), |l| format!("live{l}s"));
+        format!("{}-{setting}", rule.replace(':', "-"))
+    }
+}
 /// Python package directory relative to the repository root.
 const PACKAGE_DIR: &str = "python/leocc_ml";
 /// The venv `scripts/setup.sh` makes, relative to the repository root.
@@ -110,6 +205,9 @@ pub struct VideoPlan {
     pub out_dir: PathBuf,
     /// The `leocc` binary the harness should use for `leocc emu` and `leocc trace`.
     pub leocc_exe: PathBuf,
+    /// The real player and its rules (emulator only); `None`: the Python player with RobustMPC
+    /// and each of [`PREDICTORS`].
+    pub dashjs: Option<DashSetting>,
 }
 
 /// One emulator session of the plan.
@@ -117,7 +215,8 @@ pub struct VideoPlan {
 pub struct Session {
     pub trace: PathBuf,
     pub cc: String,
-    pub predictor: &'static str,
+    /// The Python player's predictor, or the dash.js rule (`l2a`, `mpc:schedule`).
+    pub rule: String,
     /// File name (in `DIR/video/`) of the session's result.
     pub file: String,
 }
@@ -127,7 +226,11 @@ impl VideoPlan {
     /// trace × control × predictor, trace-driven every trace × predictor (one harness run).
     pub fn labels(&self) -> Vec<String> {
         match self.engine {
-            Engine::Emu => self.sessions().iter().map(|s| format!("video emu {} {} {}", trace_name(&s.trace), s.cc, s.predictor)).collect(),
+            Engine::Emu => self
+                .sessions()
+                .iter()
+                .map(|s| format!("video emu {} {} {}{}", trace_name(&s.trace), s.cc, if self.dashjs.is_some() { "dashjs " } else { "" }, s.rule))
+                .collect(),
             Engine::Sim => self
                 .traces
                 .iter()
@@ -136,23 +239,51 @@ impl VideoPlan {
         }
     }
 
-    /// The emulator sessions: every trace × control × predictor.
+    /// The emulator sessions: every trace × control × predictor (or dash.js rule).
     pub fn sessions(&self) -> Vec<Session> {
+        let rules: Vec<String> = match &self.dashjs {
+            Some(d) => d.rules.clone(),
+            None => PREDICTORS.iter().map(|p| p.to_string()).collect(),
+        };
         let mut out = Vec::new();
         for trace in &self.traces {
             for cc in &self.ccs {
-                for p in PREDICTORS {
-                    let file = format!("{}-{}-{}.json", trace_name(trace), cc, p);
+                for rule in &rules {
+                    let what = match &self.dashjs {
+                        Some(d) => format!("dashjs-{}", d.tag(rule)),
+                        None => rule.clone(),
+                    };
                     out.push(Session {
                         trace: trace.clone(),
                         cc: cc.clone(),
-                        predictor: p,
-                        file,
+                        rule: rule.clone(),
+                        file: format!("{}-{}-{}.json", trace_name(trace), cc, what),
                     });
                 }
             }
         }
         out
+    }
+
+    /// The harness's `emu` arguments for session `s` (its trace already absolute).
+    fn emu_args(&self, s: &Session, trace: &str, out: &str) -> Vec<String> {
+        let mut a: Vec<String> = ["emu", "--trace", trace, "--cc", &s.cc].iter().map(|x| x.to_string()).collect();
+        match &self.dashjs {
+            None => a.extend(["--predictor".to_string(), s.rule.clone()]),
+            Some(d) => {
+                let (abr, pred) = s.rule.split_once(':').map_or((s.rule.as_str(), None), |(a, p)| (a, Some(p)));
+                a.extend(["--player", "dashjs", "--abr", abr].iter().map(|x| x.to_string()));
+                if let Some(p) = pred {
+                    a.extend(["--predictor".to_string(), p.to_string()]);
+                }
+                a.extend(["--segment-s".to_string(), d.segment_s.to_string(), "--duration".to_string(), d.duration_s.to_string()]);
+                if let Some(l) = d.latency_s {
+                    a.extend(["--live".to_string(), "--latency".to_string(), l.to_string()]);
+                }
+            }
+        }
+        a.extend(["--json".to_string(), out.to_string()]);
+        a
     }
 }
 
@@ -262,22 +393,11 @@ pub fn run(plan: &VideoPlan) -> Result<Vec<VideoRecord>> {
                         sessions.len(),
                         trace_name(&s.trace),
                         s.cc,
-                        s.predictor
+                        s.rule
                     );
                     let trace = abs(&s.trace)?.display().to_string();
-                    let o = out.display().to_string();
-                    let args = [
-                        "emu",
-                        "--trace",
-                        &trace,
-                        "--cc",
-                        &s.cc,
-                        "--predictor",
-                        s.predictor,
-                        "--json",
-                        &o,
-                    ];
-                    run_child(harness(&args), &format!("video session {}", s.file))?;
+                    let args = plan.emu_args(s, &trace, &out.display().to_string());
+                    run_child(harness(&args.iter().map(String::as_str).collect::<Vec<_>>()), &format!("video session {}", s.file))?;
                 }
                 for r in read_rows(&out)? {
                     let mut r = VideoRecord::from_harness(r, Engine::Emu, &out)?;
@@ -301,16 +421,16 @@ pub fn run(plan: &VideoPlan) -> Result<Vec<VideoRecord>> {
 pub fn table(rows: &[VideoRecord]) -> String {
     let stem = |v: &str| Path::new(v).file_stem().and_then(|x| x.to_str()).unwrap_or(v).to_string();
     let mut out = format!(
-        "{:<6} {:<22} {:<7} {:<9} {:>7} {:>13} {:>9} {:>9}\n",
-        "engine", "trace", "cc", "predictor", "QoE", "bitrate Mbit/s", "rebuf %", "switches"
+        "{:<6} {:<22} {:<7} {:<16} {:>7} {:>13} {:>9} {:>9}\n",
+        "engine", "trace", "cc", "rule", "QoE", "bitrate Mbit/s", "rebuf %", "switches"
     );
     for r in rows {
         out.push_str(&format!(
-            "{:<6} {:<22} {:<7} {:<9} {:>7.1} {:>13.1} {:>9.2} {:>9}\n",
+            "{:<6} {:<22} {:<7} {:<16} {:>7.1} {:>13.1} {:>9.2} {:>9}\n",
             r.engine,
             r.trace.as_deref().map_or("-".into(), stem),
             r.cc.as_deref().unwrap_or("-"),
-            r.predictor,
+            r.rule(),
             r.qoe,
             r.mean_bitrate_mbps,
             100.0 * r.rebuffer_ratio,
@@ -335,6 +455,7 @@ mod tests {
             ccs: vec!["bbr".into(), "leocc".into()],
             out_dir: out.to_path_buf(),
             leocc_exe: root.join("target/release/leocc"),
+            dashjs: None,
         }
     }
 
@@ -347,6 +468,37 @@ mod tests {
         files.dedup();
         assert_eq!(files.len(), 12);
         assert_eq!(s[0].file, "starlink-down-60s-bbr-harmonic.json");
+    }
+
+    #[test]
+    fn a_real_player_plan_runs_every_rule_with_its_setting() {
+        let mut p = plan(Engine::Emu, Path::new("/nonexistent"));
+        p.dashjs = Some(DashSetting { rules: vec!["l2a".into(), "mpc:schedule".into()], latency_s: Some(3.0), segment_s: 1.0, duration_s: 45.0 });
+        p.dashjs.as_ref().unwrap().check().unwrap();
+        let s = p.sessions();
+        assert_eq!(s.len(), 2 * 2 * 2);
+        assert_eq!(s[1].file, "starlink-down-60s-bbr-dashjs-mpc-schedule-live3s.json");
+        let a = p.emu_args(&s[1], "/t.trace", "/o.json").join(" ");
+        assert_eq!(a, "emu --trace /t.trace --cc bbr --player dashjs --abr mpc --predictor schedule --segment-s 1 --duration 45 --live --latency 3 --json /o.json");
+        assert!(p.labels()[0].ends_with("bbr dashjs l2a"), "{:?}", p.labels());
+        let vod = DashSetting { rules: vec!["dynamic".into()], latency_s: None, segment_s: 2.0, duration_s: 60.0 };
+        assert_eq!(vod.tag("dynamic"), "dynamic-vod");
+        for bad in ["mpc:crystal", "abrDynamic", "mpc"] {
+            let e = DashSetting { rules: vec![bad.into()], ..vod.clone() }.check().unwrap_err().to_string();
+            assert!(e.contains(bad) && e.contains("mpc:PREDICTOR"), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_dashjs_session_is_a_record_too() {
+        let harness = serde_json::json!({"mode": "emu", "trace": "/x/starlink-down-60s.trace", "cc": "leocc", "predictor": null,
+            "player": "dashjs", "abr": "abrL2A", "live": true, "latency_target_s": 3.0, "latency_median_s": 3.0, "latency_p95_s": 3.01,
+            "segment_s": 1.0, "stalls": 0, "frames_decoded": 1114, "frames_dropped": 1, "rendered_switches": 5, "chunks": 45,
+            "qoe": 135.9, "qoe_per_chunk": 3.0, "mean_bitrate_mbps": 120.4, "top_mbps": 163.0, "rebuffer_ratio": 0.0, "rebuffer_s": 0.0,
+            "startup_s": 0.47, "switches": 5, "wall_s": 50.2, "fragments_log": [{"index": 0}]});
+        let r = VideoRecord::from_harness(harness, Engine::Emu, Path::new("d.json")).unwrap();
+        assert_eq!((r.rule().as_str(), r.frames_decoded, r.live), ("dashjs abrL2A", Some(1114), Some(true)));
+        assert!(table(&[r]).contains("dashjs abrL2A"));
     }
 
     #[test]

@@ -59,7 +59,8 @@ pub struct EvalArgs {
     cc: Option<Vec<String>>,
     /// Comma-separated scenarios: single, two-stream, fairness, vs-bbr, vs-cubic, video
     /// (adaptive video with RobustMPC per control and predictor, by python/leocc_ml: 3-minute
-    /// sessions behind the emulator, or trace-driven with --engine sim; DIR/video.jsonl),
+    /// sessions behind the emulator, or trace-driven with --engine sim; with --video-player
+    /// dashjs, dash.js in Chromium per --video-abr rule; DIR/video.jsonl),
     /// leotp (seed 003's experiments on an emulated 3-10 hop ISL chain, LEOTP against kernel
     /// Cubic, BBR and LeoCC; --duration per run, default 20 s, --runs seeds; DIR/leotp/; root;
     /// `leocc leotp eval` runs a subset).
@@ -91,6 +92,23 @@ pub struct EvalArgs {
     /// Extra random loss rate, the same for every control.
     #[arg(long)]
     loss: Option<f64>,
+    /// The video scenario's player: python (RobustMPC with each predictor, 3-minute sessions
+    /// on demand) or dashjs (dash.js in headless Chromium, once per --video-abr rule; emulator
+    /// only; `scripts/setup.sh --all` installs it).
+    #[arg(long, value_enum, default_value = "python")]
+    video_player: VideoPlayer,
+    /// With --video-player dashjs: comma-separated ABR rules, dash.js's own (dynamic, bola,
+    /// throughput, l2a, lolp) or mpc:PREDICTOR (RobustMPC as a dash.js rule: harmonic, leo,
+    /// schedule, oracle).
+    #[arg(long, value_delimiter = ',', default_value = "dynamic,l2a,mpc:harmonic,mpc:schedule")]
+    video_abr: Vec<String>,
+    /// With --video-player dashjs: the live stream's target latency, s (0: on demand).
+    #[arg(long, default_value_t = 3.0)]
+    video_latency: f64,
+    /// With --video-player dashjs: segment length, s (divides 20); sessions last --duration
+    /// (default 60 s) after the first frame.
+    #[arg(long, default_value_t = 1.0)]
+    video_segment: f64,
     /// Feed ground-truth reconfigurations instead of the detector (ablation only).
     #[arg(long)]
     oracle_reconfig: bool,
@@ -233,6 +251,7 @@ pub fn eval(a: EvalArgs) -> Result<()> {
                     ccs: ccs.clone(),
                     out_dir: a.out.clone(),
                     leocc_exe: cx.exe.clone(),
+                    dashjs: video_player_setting(&a.video_player, a.engine, &a.video_abr, a.video_latency, a.video_segment, a.duration)?,
                 },
             })),
             Scenario::Leotp => experiments.push(Box::new(LeotpExperiment {
@@ -490,3 +509,31 @@ mod tests {
         let _ = std::fs::remove_dir_all(&d);
     }
 }
+
+/// The video scenario's player.
+#[derive(Clone, Copy, Debug, PartialEq, clap::ValueEnum)]
+enum VideoPlayer {
+    Python,
+    Dashjs,
+}
+
+/// The real player's setting from the command line (`None`: the Python player).
+fn video_player_setting(player: &VideoPlayer, engine: Engine, rules: &[String], latency: f64, segment: f64, duration: Option<f64>) -> Result<Option<leocc_eval::video::DashSetting>> {
+    if *player == VideoPlayer::Python {
+        return Ok(None);
+    }
+    if engine != Engine::Emu {
+        bail!("--video-player dashjs plays behind the emulator: add --engine emu");
+    }
+    let d = leocc_eval::video::DashSetting {
+        rules: rules.to_vec(),
+        latency_s: (latency > 0.0).then_some(latency),
+        segment_s: segment,
+        duration_s: duration.unwrap_or(DASHJS_SESSION_S),
+    };
+    d.check()?;
+    Ok(Some(d))
+}
+
+/// Default length of a dash.js session after its first frame, s.
+const DASHJS_SESSION_S: f64 = 60.0;

@@ -71,7 +71,7 @@ CHROMIUM_FLAGS = [
     "--disable-default-apps",
     "--disable-extensions",
     "--disable-field-trial-config",
-    "--disable-features=Translate,OptimizationHints,MediaRouter,InterestFeedContentSuggestions",
+    "--disable-features=Translate,OptimizationHints,MediaRouter,InterestFeedContentSuggestions,AsyncDns,DnsOverHttps",
     "--metrics-recording-only",
     "--safebrowsing-disable-auto-update",
     "--enable-logging=stderr",
@@ -313,7 +313,11 @@ def play(url: str, abr: str, session_s: float, live: bool, latency_s: float = 3.
     q = urllib.parse.urlencode({"mpd": f"{url.rstrip('/')}/manifest.mpd", "abr": ABR_RULES[abr], "live": int(live), "latency": latency_s,
                                 "duration": session_s, "snapshot": int(snapshot)})
     profile = tempfile.mkdtemp(prefix="leocc-chromium.")
-    cmd = [chromium_binary(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", f"http://127.0.0.1:{host.server_address[1]}/player.html?{q}"]
+    # Chromium still looks up its update and account servers; no name may resolve (a query
+    # from the client namespace would enter the path under test), only the two hosts we run.
+    server = urllib.parse.urlsplit(url).hostname
+    resolver = f"--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE {server}"
+    cmd = [chromium_binary(), *CHROMIUM_FLAGS, resolver, f"--user-data-dir={profile}", f"http://127.0.0.1:{host.server_address[1]}/player.html?{q}"]
     browser = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace", preexec_fn=proc.own_group_dying_with_parent)
     report, tail = None, []
     timer = threading.Timer(session_s + SESSION_SLACK_S, lambda: _kill(browser))
