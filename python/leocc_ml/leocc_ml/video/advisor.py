@@ -21,9 +21,8 @@ import threading
 import time
 import urllib.parse
 
-from .mpc import HORIZON, RobustMpc
-from .observer import Observer
 from .server import Handler
+from .session import Session
 
 #: Largest /abr request body accepted (a decision carries a few segments' records).
 MAX_BODY = 1 << 20
@@ -40,9 +39,8 @@ class PlayerHost(http.server.ThreadingHTTPServer):
         self.page, self.dashjs, self.ladder, self.predictor = page, dashjs, ladder, predictor
         self.quiet = True
         self.t0 = time.time() if t0_unix is None else t0_unix
-        self.obs = Observer()
-        self.mpc = RobustMpc(ladder) if ladder is not None else None
-        self.chunk_mbps: list[float] = []
+        #: RobustMPC and what its predictor saw; dash.js keeps the buffer.
+        self.session = Session(ladder, predictor) if ladder is not None and predictor is not None else None
         self.seen: set[int] = set()
         self.decisions: list[dict] = []
         self.lock = threading.Lock()
@@ -52,8 +50,9 @@ class PlayerHost(http.server.ThreadingHTTPServer):
         """The quality of segment ``req["next"]`` given the segments dash.js finished since the
         last decision (``req["fragments"]``: index, bytes, unix times t0, first byte, t1), its
         buffer (s) and the quality it plays. Raises ValueError on a malformed request."""
-        if self.mpc is None or self.predictor is None:
+        if self.session is None:
             raise ValueError("this session has no RobustMPC (--abr mpc)")
+        s = self.session
         try:
             nxt, buf, last_q = int(req["next"]), float(req["buffer_s"]), int(req["quality"])
             frags = [(int(f["index"]), float(f["bytes"]), float(f["t0"]), float(f.get("first") or f["t0"]), float(f["t1"])) for f in req.get("fragments", [])]
@@ -66,19 +65,14 @@ class PlayerHost(http.server.ThreadingHTTPServer):
                 self.seen.add(index)
                 # The download's payload arrives from its first byte on; the wait before it is
                 # a round trip (the request's), which is what the observer's RTT is.
-                self.obs.add(max(first, t0) - self.t0, t1 - self.t0, nbytes)
-                self.obs.add_rtt(t0 - self.t0, (first - t0) * 1000.0)
-                mbps = nbytes * 8 / (t1 - t0) / 1e6
-                self.mpc.observe(mbps)
-                self.chunk_mbps.append(mbps)
-            n = self.ladder.n_chunks
-            if not self.chunk_mbps:
+                s.obs.add(max(first, t0) - self.t0, t1 - self.t0, nbytes)
+                s.obs.add_rtt(t0 - self.t0, (first - t0) * 1000.0)
+                s.measured(nbytes * 8 / (t1 - t0) / 1e6)
+            if not s.chunk_mbps:
                 q = 0  # nothing measured yet: the lowest rung, as the Python player starts
             else:
-                chunk = nxt % n
-                now = time.time() - self.t0
-                f = self.predictor.forecast(now, self.obs, self.chunk_mbps, min(HORIZON, n - chunk), self.ladder.chunk_s)
-                q = self.mpc.choose(chunk, buf, max(0, min(last_q, self.ladder.n_qualities - 1)), f)
+                last_q = max(0, min(last_q, self.ladder.n_qualities - 1))
+                q = s.plan(nxt % self.ladder.n_chunks, time.time() - self.t0, buf, last_q)
             self.decisions.append({"next": nxt, "buffer_s": buf, "quality": q})
             return q
 

@@ -26,14 +26,12 @@ import time
 from .. import traces
 from ..evaluate import parse_seeds
 from . import player, plot, predictors, proc, server
-from .ladder import DEFAULT_TOP_MBPS, N_CHUNKS, RATIOS, Ladder
+from .ladder import DEFAULT_TOP_MBPS, N_CHUNKS, RATIOS, SESSION_S, Ladder
 
 PREDICTORS = ("harmonic", "leo", "schedule", "oracle")
 #: The ladder's top as a share of the trace's mean capacity in `sim` and `emu`: close enough to
 #: the capacity that the rung choice matters, low enough that the mean link can carry it.
 TOP_SHARE = 0.85
-#: Length of a trace-driven session (`sim`): Pensieve's 3 minutes.
-SIM_SESSION_S = 180.0
 DEFAULT_PORT = 8080
 
 
@@ -81,7 +79,7 @@ def _serve_until_stopped(srv) -> int:
 def _dash_ladder(top_mbps: float, seconds: float, segment_s: float, seed: int = 0) -> Ladder:
     """The ladder of a dash.js session: Pensieve's six rungs under ``top_mbps``, one chunk per
     segment of the session (the server and the summary must agree on it, so both make it here)."""
-    return Ladder.make(top_mbps, max(1, int(round(seconds / segment_s))), seed, segment_s)
+    return Ladder.lasting(top_mbps, seconds, segment_s, seed)
 
 
 def _serve_dash(a) -> int:
@@ -187,16 +185,10 @@ def cmd_emu(a) -> int:
 def _sim_sessions(s, path: str, profile: str, seed: int, preds: list[str], leo, a, extra: dict) -> list[dict]:
     """One trace-driven session per predictor on series ``s`` (read from ``path``)."""
     top = a.top_mbps or a.top_share * float(s.thr_mbps.mean())
-    lad = Ladder.make(top, max(1, int(round(SIM_SESSION_S / a.chunk_s))), seed, a.chunk_s)
+    lad = Ladder.lasting(top, SESSION_S, a.chunk_s, seed)
     rows = []
     for p in preds:
-        if p == "leo":
-            pred = leo
-        elif p in ("oracle", "schedule"):
-            pred = predictors.Oracle(s) if p == "oracle" else predictors.Schedule(predictors.boundaries_of(path, SIM_SESSION_S * 2))
-        else:
-            pred = predictors.Harmonic()
-        r = player.play(s, lad, pred, buffer_max_s=a.buffer_s)
+        r = player.play(s, lad, predictors.for_series(p, s, path, leo), buffer_max_s=a.buffer_s)
         r.pop("chunks_log")
         rows.append({**r, "profile": profile, "seed": seed, "top_mbps": top, "top_share": top / float(s.thr_mbps.mean()),
                      "buffer_s": a.buffer_s, "chunk_s": a.chunk_s, "mode": "trace", **extra})
@@ -213,14 +205,14 @@ def cmd_sim(a) -> int:
         # Given traces (e.g. the bundled ones, from `leocc eval --scenario video --engine sim`).
         for path in a.traces:
             profile = a.profile or _profile_of(path)
-            leo = predictors.Leo(predictors.leo_model(profile, log=_log)) if "leo" in preds else None
+            leo = predictors.leo_model(profile, log=_log) if "leo" in preds else None
             rows += _sim_sessions(traces.load_trace(path), path, profile, 0, preds, leo, a, {"trace": path})
             _log(f"{path}: " + " ".join(f"{r['predictor']}={r['qoe']:.1f}" for r in rows[-len(preds) :]))
             if a.json:
                 _write_json(a.json, rows)
     else:
         for profile in [p.strip() for p in a.profiles.split(",") if p.strip()]:
-            leo = predictors.Leo(predictors.leo_model(profile, log=_log)) if "leo" in preds else None
+            leo = predictors.leo_model(profile, log=_log) if "leo" in preds else None
             for seed in a.seeds:
                 path = traces.generate(profile, seed, a.duration, a.cache)
                 rows += _sim_sessions(traces.load_trace(path), path, profile, seed, preds, leo, a, {})
@@ -258,7 +250,7 @@ def cmd_sensitivity(a) -> int:
     for p in preds:
         if p == "harmonic":
             continue
-        svg = sensitivity.heatmap_svg(rows, p, f"{', '.join(profiles)}: {len(a.seeds)} generated traces each, {a.chunk_s:g} s chunks, {sensitivity.SESSION_S:g} s sessions")
+        svg = sensitivity.heatmap_svg(rows, p, f"{', '.join(profiles)}: {len(a.seeds)} generated traces each, {a.chunk_s:g} s chunks, {SESSION_S:g} s sessions")
         path = os.path.join(a.output, f"gain-{p}.svg")
         with open(path + ".tmp", "w") as f:
             f.write(svg)

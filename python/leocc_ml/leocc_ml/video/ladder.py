@@ -14,6 +14,8 @@ N_CHUNKS = 45
 #: Chunk sizes vary around the nominal bitrate as encoded video does (Pensieve's sizes vary
 #: by roughly this much); seeded so server, player and tests agree on every byte count.
 SIZE_JITTER = 0.1
+#: Length of a session of the trace-driven player, s: Pensieve's 3 minutes.
+SESSION_S = N_CHUNKS * CHUNK_S
 #: Default top rung: a little below the mean capacity of the bundled starlink-down trace
 #: (191.7 Mbit/s) so that the choice matters there.
 DEFAULT_TOP_MBPS = 160.0
@@ -41,6 +43,11 @@ class Ladder:
             raise ValueError(f"chunk length must be in (0, 60] s, got {chunk_s}")
         sizes = np.rint(br[:, None] * 1e6 / 8 * chunk_s * jitter[None, :]).astype(np.int64)
         return Ladder(br, sizes, chunk_s)
+
+    @staticmethod
+    def lasting(top_mbps: float, seconds: float, chunk_s: float, seed: int = 0) -> "Ladder":
+        """The ladder of a session of ``seconds``: one ``chunk_s`` chunk per chunk played."""
+        return Ladder.make(top_mbps, max(1, int(round(seconds / chunk_s))), seed, chunk_s)
 
     @property
     def n_chunks(self) -> int:

@@ -7,6 +7,7 @@ Each returns one forecast (Mbit/s) per look-ahead chunk.
 from __future__ import annotations
 
 import bisect
+import functools
 import json
 import os
 import pickle
@@ -122,10 +123,7 @@ def boundaries_of(trace: str, horizon_s: float, offset_s: float = 0.0) -> list[f
     """The reconfiguration times of ``trace`` on a client clock that starts at trace time
     ``offset_s``, repeated as the trace loops, up to ``horizon_s`` of client time: the ground
     truth where the trace has it, else the reconfigurations ``leocc trace stat`` finds."""
-    out = subprocess.run([traces.leocc_binary(), "trace", "stat", "--json", trace], check=True, capture_output=True, text=True)
-    st = json.loads(out.stdout)
-    times = st.get("truth_reconfigurations_ms") or st.get("reconfigurations_ms") or []
-    period = float(st["duration_s"])
+    times, period = _reconfigurations(trace)
     if not times or period <= 0:
         raise ValueError(f"{trace}: no reconfigurations to schedule by")
     got, loop = [], 0
@@ -133,6 +131,15 @@ def boundaries_of(trace: str, horizon_s: float, offset_s: float = 0.0) -> list[f
         got += [loop * period + t / 1000.0 - offset_s for t in times]
         loop += 1
     return [t for t in got if 0.0 <= t <= horizon_s]
+
+
+@functools.lru_cache(maxsize=64)
+def _reconfigurations(trace: str) -> tuple[tuple[float, ...], float]:
+    """The reconfiguration times (ms) and length (s) of ``trace`` (read once per process:
+    a sweep schedules every cell of a trace by them)."""
+    out = subprocess.run([traces.leocc_binary(), "trace", "stat", "--json", trace], check=True, capture_output=True, text=True)
+    st = json.loads(out.stdout)
+    return tuple(st.get("truth_reconfigurations_ms") or st.get("reconfigurations_ms") or []), float(st["duration_s"])
 
 
 class Oracle:
@@ -178,19 +185,27 @@ def leo_model(profile: str, cache: str | None = None, log=None) -> Gbdt:
 SCHEDULE_HORIZON_S = 3600.0
 
 
-def make(name: str, profile: str, trace: str | None, offset_s: float = 0.0, cache: str | None = None):
-    """A predictor by name: ``harmonic``, ``leo`` (needs ``profile``), ``schedule`` or ``oracle``
-    (both need ``trace``; ``offset_s`` is the trace time at client time 0)."""
+def for_series(name: str, series: traces.Series | None, trace: str | None, leo: Gbdt | None = None, offset_s: float = 0.0):
+    """A predictor by name for a session on ``series`` (read from the file ``trace``; needed
+    by ``oracle`` and ``schedule``), ``leo`` the trained model, ``offset_s`` the trace time at
+    client time 0."""
     if name == "harmonic":
         return Harmonic()
-    if name == "schedule":
-        if not trace:
-            raise ValueError("the schedule predictor needs --trace (its reconfiguration times)")
-        return Schedule(boundaries_of(trace, SCHEDULE_HORIZON_S, offset_s))
     if name == "leo":
-        return Leo(leo_model(profile, cache, log=lambda m: print(m, file=sys.stderr)))
+        if leo is None:
+            raise ValueError("the leo predictor needs a trained model")
+        return Leo(leo)
+    if name in ("schedule", "oracle") and not trace:
+        raise ValueError(f"the {name} predictor needs --trace")
+    if name == "schedule":
+        return Schedule(boundaries_of(trace, SCHEDULE_HORIZON_S, offset_s))
     if name == "oracle":
-        if not trace:
-            raise ValueError("the oracle predictor needs --trace")
-        return Oracle(traces.load_trace(trace), offset_s)
+        return Oracle(series if series is not None else traces.load_trace(trace), offset_s)
     raise ValueError(f"unknown predictor {name!r} (harmonic, leo, schedule, oracle)")
+
+
+def make(name: str, profile: str, trace: str | None, offset_s: float = 0.0, cache: str | None = None):
+    """A predictor by name for a session over the network: ``leo`` trains (or loads) the model
+    of ``profile``; the others as :func:`for_series`, reading ``trace`` when they need it."""
+    leo = leo_model(profile, cache, log=lambda m: print(m, file=sys.stderr)) if name == "leo" else None
+    return for_series(name, None, trace, leo, offset_s)

@@ -19,12 +19,10 @@ import numpy as np
 
 from .. import traces
 from . import player, predictors
-from .ladder import Ladder
+from .ladder import SESSION_S, Ladder
 
 #: A session stalls severely when it spends more than this share of its time rebuffering.
 SEVERE_REBUFFER = 0.02
-#: Session length, s (Pensieve's 3 minutes).
-SESSION_S = 180.0
 
 
 def _sessions(job) -> list[dict]:
@@ -32,21 +30,12 @@ def _sessions(job) -> list[dict]:
     profile, seed, path, buffers, shares, preds, chunk_s, leo = job
     s = traces.load_trace(path)
     mean = float(s.thr_mbps.mean())
-    bounds = predictors.boundaries_of(path, SESSION_S * 2) if "schedule" in preds else []
     rows = []
     for share in shares:
-        lad = Ladder.make(share * mean, max(1, int(round(SESSION_S / chunk_s))), seed, chunk_s)
+        lad = Ladder.lasting(share * mean, SESSION_S, chunk_s, seed)
         for buf in buffers:
             for p in ["harmonic"] + [q for q in preds if q != "harmonic"]:
-                if p == "oracle":
-                    pred = predictors.Oracle(s)
-                elif p == "schedule":
-                    pred = predictors.Schedule(bounds)
-                elif p == "leo":
-                    pred = predictors.Leo(leo)
-                else:
-                    pred = predictors.Harmonic()
-                r = player.play(s, lad, pred, buffer_max_s=max(buf, chunk_s))
+                r = player.play(s, lad, predictors.for_series(p, s, path, leo), buffer_max_s=max(buf, chunk_s))
                 r.pop("chunks_log")
                 rows.append({**r, "profile": profile, "seed": seed, "top_share": share, "buffer_s": buf, "chunk_s": chunk_s})
     return rows

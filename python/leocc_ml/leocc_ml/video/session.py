@@ -7,14 +7,12 @@ a chunk's download time comes about.
 from __future__ import annotations
 
 from .ladder import Ladder
-from .mpc import RobustMpc
+from .mpc import HORIZON, RobustMpc
 from .observer import Observer
 from .qoe import summarise
 
 #: Pensieve's buffer threshold: above it the client sleeps before the next request.
 BUFFER_MAX_S = 60.0
-#: Chunks RobustMPC plans ahead.
-HORIZON = 5
 
 
 class Session:
@@ -40,9 +38,19 @@ class Session:
 
     def choose(self, k: int, now: float) -> int:
         """The quality of chunk ``k`` at session time ``now`` (the first chunk is the lowest)."""
-        n = self.ladder.n_chunks
-        f = self.predictor.forecast(now, self.obs, self.chunk_mbps, min(HORIZON, n - k), self.ladder.chunk_s)
-        return self.mpc.choose(k, self.buf, self.last_q, f) if k > 0 else 0
+        return self.plan(k, now, self.buf, self.last_q) if k > 0 else 0
+
+    def plan(self, k: int, now: float, buf: float, last_q: int) -> int:
+        """RobustMPC's quality for chunk ``k`` at session time ``now``, with ``buf`` s buffered
+        and quality ``last_q`` playing (a player that keeps its own buffer, as dash.js does,
+        says what they are)."""
+        f = self.predictor.forecast(now, self.obs, self.chunk_mbps, min(HORIZON, self.ladder.n_chunks - k), self.ladder.chunk_s)
+        return self.mpc.choose(k, buf, last_q, f)
+
+    def measured(self, mbps: float) -> None:
+        """A download's rate, Mbit/s: for the robust discount and the predictors' history."""
+        self.mpc.observe(mbps)
+        self.chunk_mbps.append(mbps)
 
     def downloaded(self, k: int, q: int, dl: float, size: float) -> tuple[float, float]:
         """Books chunk ``k`` at quality ``q``, ``size`` bytes in ``dl`` s: returns its rate in
@@ -50,8 +58,7 @@ class Session:
         ``buffer_max_s``)."""
         chunk_s = self.ladder.chunk_s
         mbps = size * 8 / max(dl, 1e-6) / 1e6
-        self.mpc.observe(mbps)
-        self.chunk_mbps.append(mbps)
+        self.measured(mbps)
         if k == 0:
             self.startup, rebuf = dl, 0.0
             self.buf = chunk_s
